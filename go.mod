@@ -1,0 +1,13 @@
+module github.com/mcpwrap/mcpwrap
+
+go 1.26.8
+
+require (
+	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
+	github.com/fsnotify/fsnotify v1.10.1 // indirect
+	github.com/gofrs/flock v0.13.1 // indirect
+	github.com/lmittmann/tint v1.2.1 // indirect
+	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+)
