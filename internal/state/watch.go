@@ -1,0 +1,171 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Watch calls onChange after the state file changes, by any process, until
+// ctx is done, then returns. A burst of changes yields one call, made about
+// 100 ms after the burst (at most about 1 s after its first change). The
+// callback only says "look again": the caller loads the state itself, and
+// must expect calls where nothing it cares about changed.
+//
+// Watch uses file system notifications on the state directory (creating the
+// directory if needed) and falls back to checking the file once a second
+// when they are unavailable.
+//
+// onChange is called from the goroutine running Watch, never concurrently
+// with itself; while it runs, further changes are coalesced into one later
+// call. It may use the Store. Watch may be called concurrently with every
+// other method.
+func (s *Store) Watch(ctx context.Context, onChange func()) {
+	changed := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		err := s.notify(ctx, changed)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		s.logger.Warn("state: file notifications unavailable; polling the state file",
+			"path", s.Path(), "interval", s.watch.pollInterval, "err", err)
+		s.poll(ctx, changed)
+	})
+	debounce(ctx, changed, s.watch.debounce, s.watch.maxDelay, onChange)
+}
+
+// notify signals changed on every notification about the state file. It
+// returns nil when ctx is done, or an error if notifications cannot be set up
+// or stop working; in the latter case it signals changed first, since a
+// change may have been missed.
+func (s *Store) notify(ctx context.Context, changed chan<- struct{}) error {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return err
+	}
+	w, err := s.watch.newWatcher()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Close() }()
+	// Watch the directory, not the file: a write renames a new file over
+	// the old one, which would end a watch on the file.
+	if err := w.Add(s.dir); err != nil {
+		return err
+	}
+	s.ready("notify")
+	path := s.Path()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events:
+			switch {
+			case !ok:
+				signal(changed)
+				return errors.New("notifications closed")
+			case filepath.Clean(ev.Name) == s.dir && ev.Has(fsnotify.Remove|fsnotify.Rename):
+				signal(changed)
+				return fmt.Errorf("state directory %s was removed or renamed", s.dir)
+			case filepath.Clean(ev.Name) == path && ev.Op != fsnotify.Chmod:
+				signal(changed)
+			}
+		case err, ok := <-w.Errors:
+			if !ok {
+				signal(changed)
+				return errors.New("notifications closed")
+			}
+			// Typically a queue overflow: events were lost, so assume a change.
+			s.logger.Warn("state: file notification error", "path", path, "err", err)
+			signal(changed)
+		}
+	}
+}
+
+// poll signals changed whenever the state file's identity, size or
+// modification time differs from the previous check, until ctx is done.
+func (s *Store) poll(ctx context.Context, changed chan<- struct{}) {
+	last := s.stat()
+	s.ready("poll")
+	t := time.NewTicker(s.watch.pollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if cur := s.stat(); !sameVersion(last, cur) {
+			last = cur
+			signal(changed)
+		}
+	}
+}
+
+// stat returns the state file's info, or nil if it cannot be read.
+func (s *Store) stat() os.FileInfo {
+	fi, err := os.Stat(s.Path())
+	if err != nil {
+		return nil
+	}
+	return fi
+}
+
+func (s *Store) ready(mode string) {
+	if s.watch.ready != nil {
+		s.watch.ready(mode)
+	}
+}
+
+// sameVersion reports whether a and b describe the same version of the file.
+// The identity check catches two writes within the clock's resolution:
+// every write creates a new file.
+func sameVersion(a, b os.FileInfo) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}
+
+// signal records a change without blocking; pending changes coalesce.
+func signal(changed chan<- struct{}) {
+	select {
+	case changed <- struct{}{}:
+	default:
+	}
+}
+
+// debounce calls onChange once the signals on changed pause for delay, or
+// maxDelay after the first unreported signal if they never pause. It
+// returns when ctx is done.
+func debounce(ctx context.Context, changed <-chan struct{}, delay, maxDelay time.Duration, onChange func()) {
+	timer := time.NewTimer(0)
+	timer.Stop()
+	defer timer.Stop()
+	var (
+		fire     <-chan time.Time // nil while no change is pending
+		deadline time.Time
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			if fire == nil {
+				deadline = time.Now().Add(maxDelay)
+			}
+			timer.Reset(min(delay, time.Until(deadline)))
+			fire = timer.C
+		case <-fire:
+			fire = nil
+			onChange()
+		}
+	}
+}
