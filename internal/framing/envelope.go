@@ -1,0 +1,239 @@
+package framing
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Kind says what role a JSON-RPC message plays.
+type Kind int
+
+// The kinds of message. A message with a method and an id is a request;
+// with a method and no id, a notification; with no method, a response.
+const (
+	Invalid Kind = iota
+	Request
+	Notification
+	Response
+	Batch
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Request:
+		return "request"
+	case Notification:
+		return "notification"
+	case Response:
+		return "response"
+	case Batch:
+		return "batch"
+	}
+	return "invalid"
+}
+
+// ErrNotJSON is returned by [Peek] for a line that is not a JSON object or
+// array, such as a banner an upstream prints on stdout.
+var ErrNotJSON = errors.New("framing: not a JSON-RPC message")
+
+// Envelope holds the top-level members of a JSON-RPC message that a relay
+// routes on. Raw fields alias the peeked line and share its lifetime.
+type Envelope struct {
+	Kind   Kind
+	ID     []byte // raw JSON of "id", nil when absent
+	Method string // "" when absent
+	Params []byte // raw JSON of "params", nil when absent
+	Result []byte // raw JSON of "result", nil when absent
+	Error  []byte // raw JSON of "error", nil when absent
+}
+
+// Peek scans the top level of line and returns its envelope. On error, the
+// envelope still holds the members read before the problem, which lets a
+// caller recover the id from the head of a truncated message. It checks the
+// structure of the top level and of every string, but does not validate
+// nested values beyond balancing brackets: callers that must reject
+// malformed input validate it themselves. A line that starts with "[" is
+// reported as [Batch] without looking inside.
+func Peek(line []byte) (Envelope, error) {
+	var env Envelope
+	i := skipSpace(line, 0)
+	if i == len(line) {
+		return env, ErrNotJSON
+	}
+	switch line[i] {
+	case '[':
+		if _, err := skipValue(line, i); err != nil {
+			return env, err
+		}
+		env.Kind = Batch
+		return env, nil
+	case '{':
+	default:
+		return env, ErrNotJSON
+	}
+	var method []byte
+	hasMethod := false
+	i = skipSpace(line, i+1)
+	if i < len(line) && line[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(line) || line[i] != '"' {
+				return env, syntaxError(i, "member name")
+			}
+			end, err := skipString(line, i)
+			if err != nil {
+				return env, err
+			}
+			key := line[i+1 : end-1]
+			i = skipSpace(line, end)
+			if i >= len(line) || line[i] != ':' {
+				return env, syntaxError(i, "':'")
+			}
+			start := skipSpace(line, i+1)
+			end, err = skipValue(line, start)
+			if err != nil {
+				return env, err
+			}
+			val := line[start:end]
+			switch string(key) {
+			case "id":
+				env.ID = val
+			case "method":
+				method, hasMethod = val, true
+			case "params":
+				env.Params = val
+			case "result":
+				env.Result = val
+			case "error":
+				env.Error = val
+			}
+			i = skipSpace(line, end)
+			if i < len(line) && line[i] == ',' {
+				i = skipSpace(line, i+1)
+				continue
+			}
+			if i < len(line) && line[i] == '}' {
+				i++
+				break
+			}
+			return env, syntaxError(i, "',' or '}'")
+		}
+	}
+	if skipSpace(line, i) != len(line) {
+		return env, syntaxError(i, "end of message")
+	}
+	if hasMethod {
+		if err := json.Unmarshal(method, &env.Method); err != nil {
+			return env, fmt.Errorf("framing: method is not a string: %w", err)
+		}
+	}
+	switch {
+	case hasMethod && env.ID != nil:
+		env.Kind = Request
+	case hasMethod:
+		env.Kind = Notification
+	case env.Result != nil || env.Error != nil:
+		env.Kind = Response
+	default:
+		env.Kind = Invalid
+	}
+	return env, nil
+}
+
+// SyntaxError describes malformed input found by [Peek].
+type SyntaxError struct {
+	Offset int    // byte offset of the problem
+	Want   string // what was expected there
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("framing: malformed JSON at byte %d: want %s", e.Offset, e.Want)
+}
+
+func syntaxError(off int, want string) error { return &SyntaxError{Offset: off, Want: want} }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the offset just past the string starting at b[i]=='"'.
+func skipString(b []byte, i int) (int, error) {
+	start := i
+	for i++; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, nil
+		case c == '\\':
+			i++
+		case c < 0x20:
+			return 0, syntaxError(i, "no control character in a string")
+		}
+	}
+	return 0, syntaxError(start, "closing '\"'")
+}
+
+// skipValue returns the offset just past the value starting at b[i].
+func skipValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, syntaxError(i, "a value")
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		return skipContainer(b, i)
+	}
+	start := i
+	for i < len(b) && isScalarByte(b[i]) {
+		i++
+	}
+	if i == start {
+		return 0, syntaxError(i, "a value")
+	}
+	return i, nil
+}
+
+// skipContainer balances brackets, skipping strings, from b[i] ('{' or '[').
+func skipContainer(b []byte, i int) (int, error) {
+	var stack []byte // expected closers; deep nesting is rare, so allocate lazily
+	var fixed [32]byte
+	stack = fixed[:0]
+	start := i
+	for ; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '"':
+			end, err := skipString(b, i)
+			if err != nil {
+				return 0, err
+			}
+			i = end - 1
+		case '{':
+			stack = append(stack, '}')
+		case '[':
+			stack = append(stack, ']')
+		case '}', ']':
+			if len(stack) == 0 || stack[len(stack)-1] != c {
+				return 0, syntaxError(i, "matching bracket")
+			}
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				return i + 1, nil
+			}
+		}
+	}
+	return 0, syntaxError(start, "closing bracket")
+}
+
+func isScalarByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'E'
+}

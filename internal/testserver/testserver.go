@@ -1,0 +1,178 @@
+//lint:file-ignore SA1019 the fixture exercises sampling and logging, deprecated in the 2026-07-28 draft but still served.
+
+// Package testserver is the MCP server that mcpwrap's demo, tests and
+// benchmarks wrap. It is a real go-sdk server over stdio with a few tools,
+// a prompt and a resource, plus knobs that make it misbehave the ways real
+// servers do: a banner on stdout, a slow start, an early exit, ignoring
+// stdin EOF or SIGTERM.
+//
+// It is reached through the hidden `mcpwrap demo-server` subcommand, so a
+// fresh machine needs nothing but the mcpwrap binary to run the demo.
+package testserver
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options are the knobs of the server, set by flags in [Main].
+type Options struct {
+	Name          string        // server name reported in the handshake
+	Banner        string        // a non-JSON line printed on stdout before serving
+	PIDFile       string        // where to write the process id
+	StartDelay    time.Duration // how long to wait before serving
+	ExitCode      int           // when non-zero, exit with it before serving
+	Stderr        string        // lines printed on stderr at start
+	IgnoreEOF     bool          // keep running after stdin closes
+	IgnoreSIGTERM bool          // ignore SIGTERM (and SIGINT)
+	Description   string        // description of the echo tool, to simulate a changed definition
+}
+
+// Main parses args as flags and runs the server on stdin/stdout until stdin
+// closes. It returns the process exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("demo-server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o Options
+	fs.StringVar(&o.Name, "name", "demo", "server name")
+	fs.StringVar(&o.Banner, "banner", "", "print this non-JSON line on stdout first")
+	fs.StringVar(&o.PIDFile, "pid-file", "", "write the process id to this file")
+	fs.DurationVar(&o.StartDelay, "start-delay", 0, "wait this long before serving")
+	fs.IntVar(&o.ExitCode, "exit-code", 0, "exit with this code before serving")
+	fs.StringVar(&o.Stderr, "stderr", "", "print this on stderr at start")
+	fs.BoolVar(&o.IgnoreEOF, "ignore-eof", false, "keep running after stdin closes")
+	fs.BoolVar(&o.IgnoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM and SIGINT")
+	fs.StringVar(&o.Description, "echo-description", "Echoes its text argument back.", "description of the echo tool")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := Run(context.Background(), o, stdin, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "demo-server:", err)
+		return 1
+	}
+	return 0
+}
+
+// Run serves MCP on stdin/stdout with the given options.
+func Run(ctx context.Context, o Options, stdin io.Reader, stdout, stderr io.Writer) error {
+	if o.IgnoreSIGTERM {
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
+	}
+	if o.PIDFile != "" {
+		if err := os.WriteFile(o.PIDFile, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+			return err
+		}
+	}
+	if o.Stderr != "" {
+		fmt.Fprintln(stderr, o.Stderr)
+	}
+	if o.ExitCode != 0 {
+		os.Exit(o.ExitCode)
+	}
+	if o.StartDelay > 0 {
+		time.Sleep(o.StartDelay) // simulates a slow server; not synchronisation
+	}
+	if o.Banner != "" {
+		fmt.Fprintln(stdout, o.Banner)
+	}
+	err := New(o).Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	if o.IgnoreEOF {
+		select {} // like servers that never notice their client left
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
+		return nil
+	}
+	return err
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// EchoInput is the input of the echo tool.
+type EchoInput struct {
+	Text string `json:"text" jsonschema:"the text to echo"`
+}
+
+// BlobInput is the input of the blob tool.
+type BlobInput struct {
+	Bytes int `json:"bytes" jsonschema:"how many bytes of text to return"`
+}
+
+// FloodInput is the input of the flood tool.
+type FloodInput struct {
+	Count int `json:"count" jsonschema:"how many log notifications to send"`
+	Bytes int `json:"bytes" jsonschema:"size of each notification's data"`
+}
+
+// New returns the server with its tools, prompt and resource.
+func New(o Options) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: "1.0.0"}, &mcp.ServerOptions{
+		Instructions: "A demo server for mcpwrap.",
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: o.Description,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in EchoInput) (*mcp.CallToolResult, any, error) {
+			return text(in.Text), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "blob", Description: "Returns a text result of the given size.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in BlobInput) (*mcp.CallToolResult, any, error) {
+			return text(strings.Repeat("x", in.Bytes)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "flood", Description: "Sends many log notifications, then answers."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in FloodInput) (*mcp.CallToolResult, any, error) {
+			data := strings.Repeat("y", in.Bytes)
+			for i := range in.Count {
+				if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: data}); err != nil {
+					return nil, nil, fmt.Errorf("after %d notifications: %w", i, err)
+				}
+			}
+			return text(fmt.Sprintf("sent %d notifications", in.Count)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask_llm", Description: "Asks the client's model a question (sampling)."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in EchoInput) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{
+				MaxTokens: 100,
+				Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Text}}},
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			answer := ""
+			if t, ok := res.Content.(*mcp.TextContent); ok {
+				answer = t.Text
+			}
+			return text(fmt.Sprintf("the model (%s) said: %s", res.Model, answer)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "write_note", Description: "Stores a note (a tool that changes state)."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in EchoInput) (*mcp.CallToolResult, any, error) {
+			return text("stored: " + in.Text), nil, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "A greeting.",
+		Arguments: []*mcp.PromptArgument{{Name: "who", Required: true}}},
+		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
+				Content: &mcp.TextContent{Text: "Hello, " + req.Params.Arguments["who"]}}}}, nil
+		})
+	s.AddResource(&mcp.Resource{URI: "demo://readme", Name: "readme", MIMEType: "text/plain"},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "mcpwrap demo"}}}, nil
+		})
+	return s
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}

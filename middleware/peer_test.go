@@ -1,0 +1,87 @@
+package middleware
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/stretchr/testify/require"
+)
+
+// peer is the far end of a Conn given to a Session: a test plays the client
+// or the upstream through it.
+type peer struct {
+	t    *testing.T
+	in   *io.PipeWriter  // what the peer sends
+	out  *framing.Reader // what the peer receives
+	outR *io.PipeReader
+	recv chan []byte
+}
+
+// newPeer returns a peer and the Conn the Session uses to talk to it.
+func newPeer(t *testing.T, maxLine int) (*peer, Conn) {
+	t.Helper()
+	toSession, fromPeer := io.Pipe()
+	toPeer, fromSession := io.Pipe()
+	conn := NewStreamConn(toSession, fromSession, closerFunc(func() error {
+		toSession.Close()
+		fromSession.Close()
+		return nil
+	}), maxLine)
+	p := &peer{t: t, in: fromPeer, out: framing.NewReader(toPeer, 0), outR: toPeer, recv: make(chan []byte, 64)}
+	go func() {
+		defer close(p.recv)
+		for {
+			line, err := p.out.Read()
+			if err != nil {
+				return
+			}
+			p.recv <- append([]byte(nil), line...)
+		}
+	}()
+	t.Cleanup(func() { fromPeer.Close(); toPeer.Close() })
+	return p, conn
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+// send writes raw bytes (the caller adds the newline).
+func (p *peer) send(raw string) {
+	p.t.Helper()
+	_, err := io.WriteString(p.in, raw)
+	require.NoError(p.t, err)
+}
+
+// next returns the next message the peer receives, failing after 5 s.
+func (p *peer) next() []byte {
+	p.t.Helper()
+	select {
+	case msg, ok := <-p.recv:
+		require.True(p.t, ok, "stream closed before a message arrived")
+		return msg
+	case <-time.After(5 * time.Second):
+		p.t.Fatal("no message within 5s")
+		return nil
+	}
+}
+
+// closed waits until the peer's receiving side has ended.
+func (p *peer) closed() {
+	p.t.Helper()
+	for {
+		select {
+		case _, ok := <-p.recv:
+			if !ok {
+				return
+			}
+		case <-time.After(5 * time.Second):
+			p.t.Fatal("stream not closed within 5s")
+		}
+	}
+}
+
+// closeSend ends what the peer sends (EOF for the Session).
+func (p *peer) closeSend() { p.in.Close() }

@@ -1,0 +1,202 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// syncBuffer collects log output from concurrent goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+type harness struct {
+	client, up *peer
+	session    *Session
+	logs       *syncBuffer
+	done       chan error
+	cancel     context.CancelFunc
+}
+
+func start(t *testing.T, maxLine int) *harness {
+	t.Helper()
+	h := &harness{logs: &syncBuffer{}, done: make(chan error, 1)}
+	var clientConn, upConn Conn
+	h.client, clientConn = newPeer(t, maxLine)
+	h.up, upConn = newPeer(t, maxLine)
+	h.session = &Session{Name: "fixture", Client: clientConn, Upstream: upConn,
+		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.done <- h.session.Run(ctx) }()
+	t.Cleanup(cancel)
+	return h
+}
+
+func TestSessionRejectsBadClientInput(t *testing.T) {
+	tests := []struct {
+		name     string
+		line     string
+		wantCode int
+		wantID   string
+	}{
+		{name: "not JSON", line: "hello there", wantCode: -32700, wantID: "null"},
+		{name: "truncated object", line: `{"jsonrpc":"2.0","id":1,"method":"ping"`, wantCode: -32700, wantID: "null"},
+		{name: "bad nested value", line: `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":tru}}`, wantCode: -32700, wantID: "null"},
+		{name: "neither request nor response", line: `{"jsonrpc":"2.0","id":4}`, wantCode: -32600, wantID: "4"},
+		{name: "reserved id prefix", line: `{"jsonrpc":"2.0","id":"mcpwrap-1","method":"ping"}`, wantCode: -32600, wantID: `"mcpwrap-1"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, 0)
+			h.client.send(tt.line + "\n")
+			var resp struct {
+				ID    json.RawMessage `json:"id"`
+				Error RPCError        `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+			assert.Equal(t, tt.wantCode, resp.Error.Code)
+			assert.Equal(t, tt.wantID, string(resp.ID))
+
+			// The session goes on: the next good message is relayed.
+			h.client.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n")
+			assert.Equal(t, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, string(h.up.next()))
+		})
+	}
+}
+
+func TestSessionOversizedMessages(t *testing.T) {
+	h := start(t, 1024)
+	big := strings.Repeat("a", 4096)
+
+	h.client.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"x":"` + big + `"}}` + "\n")
+	var resp struct {
+		ID    json.RawMessage `json:"id"`
+		Error RPCError        `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, "5", string(resp.ID))
+	assert.Equal(t, -32600, resp.Error.Code)
+	assert.Contains(t, resp.Error.Message, "exceeds the 1024-byte limit")
+
+	// An oversized response is dropped, and its request is answered with an error.
+	h.client.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call"}` + "\n")
+	h.up.next()
+	h.up.send(`{"jsonrpc":"2.0","id":6,"result":{"x":"` + big + `"}}` + "\n")
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, "6", string(resp.ID))
+	assert.Equal(t, -32603, resp.Error.Code)
+	assert.Contains(t, h.logs.String(), "upstream message too large")
+
+	h.up.send(`{"jsonrpc":"2.0","method":"notifications/ok"}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/ok"}`, string(h.client.next()))
+}
+
+func TestSessionMovesNonJSONUpstreamLinesToLogs(t *testing.T) {
+	h := start(t, 0)
+	h.up.send("Server listening on stdio\n")
+	h.up.send(`{"jsonrpc":"2.0","method":"notifications/first"}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/first"}`, string(h.client.next()),
+		"the banner must not reach the client")
+	assert.Contains(t, h.logs.String(), "Server listening on stdio")
+}
+
+func TestSessionCapturesHandshake(t *testing.T) {
+	h := start(t, 0)
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}` + "\n")
+	h.up.next()
+	h.up.send(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","serverInfo":{"name":"s"}}}` + "\n")
+	h.client.next()
+	h.client.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	h.up.next()
+
+	hs := h.session.Handshake()
+	assert.Equal(t, "initialize", hs.Method)
+	assert.JSONEq(t, `{"protocolVersion":"2025-11-25"}`, string(hs.Params))
+	assert.JSONEq(t, `{"protocolVersion":"2025-11-25","serverInfo":{"name":"s"}}`, string(hs.Result))
+	assert.True(t, hs.Initialized)
+}
+
+func TestSessionOwnRequestsNeverReachTheClient(t *testing.T) {
+	h := start(t, 0)
+	type reply struct {
+		res json.RawMessage
+		err error
+	}
+	got := make(chan reply, 1)
+	go func() {
+		res, err := h.session.Call(context.Background(), "tools/list", nil)
+		got <- reply{res, err}
+	}()
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	require.NoError(t, json.Unmarshal(h.up.next(), &req))
+	assert.Equal(t, "tools/list", req.Method)
+	assert.True(t, bytes.HasPrefix(req.ID, []byte(`"mcpwrap-`)), "own id %s", req.ID)
+
+	h.up.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"tools":[]}}` + "\n")
+	r := <-got
+	require.NoError(t, r.err)
+	assert.JSONEq(t, `{"tools":[]}`, string(r.res))
+
+	// The client sees the next upstream message, not the own response.
+	h.up.send(`{"jsonrpc":"2.0","method":"notifications/after"}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/after"}`, string(h.client.next()))
+}
+
+func TestSessionDrainsInFlightRequestsWhenTheClientLeaves(t *testing.T) {
+	h := start(t, 0)
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}` + "\n")
+	h.up.next()
+	h.client.closeSend()
+	h.up.send(`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{}}`, string(h.client.next()))
+	require.NoError(t, <-h.done)
+	h.up.closed() // the upstream was closed after the drain
+}
+
+func TestSessionAnswersInFlightRequestsWhenTheUpstreamDies(t *testing.T) {
+	h := start(t, 0)
+	for _, id := range []string{"1", `"two"`} {
+		h.client.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call"}` + "\n")
+		h.up.next()
+	}
+	h.up.closeSend()
+	ids := map[string]int{}
+	for range 2 {
+		var resp struct {
+			ID    json.RawMessage `json:"id"`
+			Error RPCError        `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+		assert.Equal(t, -32603, resp.Error.Code)
+		ids[string(resp.ID)]++
+	}
+	assert.Equal(t, map[string]int{"1": 1, `"two"`: 1}, ids, "each request gets exactly one error")
+	err := <-h.done
+	assert.True(t, errors.Is(err, ErrUpstreamClosed), "got %v", err)
+}
