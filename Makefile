@@ -1,0 +1,50 @@
+# mcpwrap — make targets. `make demo` and `make check` are all a newcomer needs.
+GO          ?= go
+BIN         := bin/mcpwrap
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+NPM_STAMP   := e2e/node_modules/.installed
+UNIT_PKGS    = $(shell $(GO) list ./... | grep -v /e2e)
+export NPM_CONFIG_UPDATE_NOTIFIER = false
+export NPM_CONFIG_FUND = false
+export NPM_CONFIG_AUDIT = false
+
+.PHONY: build demo test race e2e e2e-deps lint bench fuzz conformance check clean
+
+build: ## the mcpwrap binary, in bin/
+	$(GO) build -o $(BIN) ./cmd/mcpwrap
+
+demo: build ## a narrated showcase around the built-in demo server
+	./$(BIN) demo
+
+test: ## unit tests
+	$(GO) test -count=1 $(UNIT_PKGS)
+
+race: ## unit tests under the race detector
+	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+e2e-deps: $(NPM_STAMP) ## the pinned npm peers (reference servers, inspector, conformance, node 22)
+
+$(NPM_STAMP): e2e/package.json e2e/package-lock.json
+	cd e2e && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+e2e: e2e-deps ## end-to-end tests: the real binary against real clients and servers
+	MCPWRAP_E2E_REQUIRE_NPM=1 $(GO) test -count=1 -timeout 20m ./e2e/...
+
+lint: ## gofmt, go vet, staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+bench: build e2e-deps ## wrapped vs direct, in one run
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./e2e/... | tee bench.out
+	$(GO) run ./e2e/benchtable < bench.out
+
+fuzz: ## each fuzz target for a short while (FUZZTIME=30s)
+	$(GO) test ./internal/framing -run '^$$' -fuzz FuzzPeek -fuzztime $${FUZZTIME:-30s}
+	$(GO) test ./internal/framing -run '^$$' -fuzz FuzzReader -fuzztime $${FUZZTIME:-30s}
+
+check: lint race e2e ## everything CI runs
+
+clean:
+	rm -rf bin bench.out e2e/node_modules

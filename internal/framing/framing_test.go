@@ -1,0 +1,196 @@
+package framing
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestReader(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		max   int
+		want  []string // lines, or "ERR" for a LineTooLongError
+	}{
+		{name: "lines", input: "a\nb\n", want: []string{"a", "b"}},
+		{name: "last line without newline", input: "a\nb", want: []string{"a", "b"}},
+		{name: "blank lines skipped", input: "\n  \r\na\n\n", want: []string{"a"}},
+		{name: "carriage return kept", input: "a\r\n", want: []string{"a\r"}},
+		{name: "line at the limit", input: "abcd\n", max: 4, want: []string{"abcd"}},
+		{name: "line over the limit", input: "abcde\nok\n", max: 4, want: []string{"ERR", "ok"}},
+		{name: "long line over the limit", input: strings.Repeat("x", 200<<10) + "\nok\n", max: 1 << 10, want: []string{"ERR", "ok"}},
+		{name: "long line within the limit", input: strings.Repeat("y", 200<<10) + "\n", max: 1 << 20, want: []string{strings.Repeat("y", 200<<10)}},
+		{name: "over the limit at EOF", input: "abcde", max: 4, want: []string{"ERR"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewReader(strings.NewReader(tt.input), tt.max)
+			var got []string
+			for {
+				line, err := r.Read()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if errors.Is(err, ErrLineTooLong) {
+					got = append(got, "ERR")
+					continue
+				}
+				require.NoError(t, err)
+				got = append(got, string(line))
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestLineTooLongErrorKeepsSizeAndHead(t *testing.T) {
+	line := `{"jsonrpc":"2.0","id":42,"result":"` + strings.Repeat("z", 300<<10) + `"}`
+	r := NewReader(strings.NewReader(line+"\n"), 1<<10)
+	_, err := r.Read()
+	var e *LineTooLongError
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, int64(len(line)), e.Size)
+	assert.Len(t, e.Head, HeadBytes)
+	env, _ := Peek(e.Head)
+	assert.Equal(t, "42", string(env.ID), "the id is recoverable from the head")
+}
+
+func TestWriterWritesWholeLines(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	require.NoError(t, w.Write([]byte(`{"a":1}`)))
+	big := bytes.Repeat([]byte("b"), smallLine*2)
+	require.NoError(t, w.Write(big))
+	assert.Equal(t, `{"a":1}`+"\n"+string(big)+"\n", buf.String())
+}
+
+func TestPeek(t *testing.T) {
+	tests := []struct {
+		name   string
+		line   string
+		kind   Kind
+		id     string
+		method string
+		err    bool
+	}{
+		{name: "request", line: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, kind: Request, id: "1", method: "ping"},
+		{name: "string id with escapes", line: `{"id":"a\"b\\","method":"x"}`, kind: Request, id: `"a\"b\\"`, method: "x"},
+		{name: "escaped method", line: `{"method":"tools\/call","id":2}`, kind: Request, id: "2", method: "tools/call"},
+		{name: "notification", line: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, kind: Notification, method: "notifications/initialized"},
+		{name: "response", line: ` { "result" : {"a":[1,{"b":"}"}]} , "id" : 1e3 } `, kind: Response, id: "1e3"},
+		{name: "error response with null id", line: `{"id":null,"error":{"code":-32700}}`, kind: Response, id: "null"},
+		{name: "batch", line: `[{"id":1,"method":"a"}]`, kind: Batch},
+		{name: "empty object", line: `{}`, kind: Invalid},
+		{name: "banner", line: `Starting server...`, err: true},
+		{name: "trailing garbage", line: `{"id":1,"method":"a"} x`, err: true},
+		{name: "unterminated", line: `{"id":1,"method":"a"`, err: true},
+		{name: "mismatched brackets", line: `{"params":[1}, "id":1}`, err: true},
+		{name: "method not a string", line: `{"method":5,"id":1}`, err: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, err := Peek([]byte(tt.line))
+			if tt.err {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.kind, env.Kind)
+			assert.Equal(t, tt.id, string(env.ID))
+			assert.Equal(t, tt.method, env.Method)
+		})
+	}
+}
+
+// seedGolden adds every message of the middleware's golden transcript to f.
+func seedGolden(f *testing.F) {
+	f.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "middleware", "testdata", "passthrough.jsonl"))
+	require.NoError(f, err)
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "> ") || strings.HasPrefix(line, "< ") {
+			f.Add([]byte(line[2:]))
+		}
+	}
+	f.Add([]byte("banner\n{}"))
+	f.Add([]byte(`{"id":"\u00e9","method":"\ud83d"}`))
+}
+
+// FuzzPeek checks Peek against encoding/json on every input that is valid
+// JSON: the same id, method and presence of result and error.
+func FuzzPeek(f *testing.F) {
+	seedGolden(f)
+	f.Fuzz(func(t *testing.T, line []byte) {
+		env, err := Peek(line)
+		if !json.Valid(line) {
+			return // Peek may or may not notice; it must only not panic
+		}
+		trimmed := bytes.TrimSpace(line)
+		if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '[') {
+			require.Error(t, err)
+			return
+		}
+		var ref struct {
+			ID     json.RawMessage `json:"id"`
+			Method *string         `json:"method"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if trimmed[0] == '[' {
+			require.NoError(t, err)
+			require.Equal(t, Batch, env.Kind)
+			return
+		}
+		if json.Unmarshal(line, &ref) != nil {
+			return // e.g. a method that is not a string
+		}
+		require.NoError(t, err)
+		if ref.Method != nil {
+			require.Equal(t, *ref.Method, env.Method)
+		}
+		if ref.ID != nil && !bytes.Equal(ref.ID, []byte("null")) {
+			require.JSONEq(t, string(ref.ID), string(env.ID))
+		}
+		require.Equal(t, ref.Result != nil, env.Result != nil, "result presence")
+		require.Equal(t, ref.Error != nil, env.Error != nil, "error presence")
+	})
+}
+
+// FuzzReader checks that splitting never loses or invents bytes: the lines
+// read, rejoined, equal the input's non-blank lines.
+func FuzzReader(f *testing.F) {
+	seedGolden(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const max = 64
+		r := NewReader(bytes.NewReader(data), max)
+		var want [][]byte
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			if len(bytes.TrimSpace(l)) > 0 {
+				want = append(want, l)
+			}
+		}
+		for i := 0; ; i++ {
+			line, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				require.Equal(t, len(want), i)
+				return
+			}
+			require.Less(t, i, len(want))
+			if errors.Is(err, ErrLineTooLong) {
+				require.Greater(t, len(want[i]), max)
+				continue
+			}
+			require.NoError(t, err)
+			require.Equal(t, want[i], line)
+		}
+	})
+}
