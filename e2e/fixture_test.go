@@ -1,0 +1,89 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+)
+
+// The test binary doubles as a fixture upstream: `e2e.test mcpwrap-e2e-fixture MODE` serves MCP
+// on stdio instead of running tests (TestMain dispatches on fixtureArg).
+const fixtureArg = "mcpwrap-e2e-fixture"
+
+// Fixture modes.
+const (
+	// fixtureBanner prints fixtureBannerLine on stdout before its first message, as some real
+	// servers do, then serves normally.
+	fixtureBanner = "banner"
+	// fixtureStubborn ignores SIGTERM, SIGINT and stdin EOF: only SIGKILL (or fixtureLifetime)
+	// ends it.
+	fixtureStubborn = "stubborn"
+)
+
+const (
+	fixtureBannerLine = "e2e fixture banner: this line is not JSON-RPC"
+	// fixturePIDTool answers with the fixture's pid (text, and structured as {"pid": N}).
+	fixturePIDTool = "fixture_pid"
+	// fixtureLifetime bounds how long a stubborn fixture outlives its stdin, so that a broken
+	// mcpwrap cannot leak it forever.
+	fixtureLifetime = 2 * time.Minute
+)
+
+// fixtureCommand returns the command line that runs the fixture upstream in mode.
+func fixtureCommand(t testing.TB, mode string) []string {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	return []string{self, fixtureArg, mode}
+}
+
+// runFixture serves the fixture upstream on stdin/stdout and returns the process exit code.
+func runFixture(args []string) int {
+	fs := flag.NewFlagSet(fixtureArg, flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		fmt.Fprintf(os.Stderr, "usage: %s {%s|%s}\n", fixtureArg, fixtureBanner, fixtureStubborn)
+		return 2
+	}
+	mode := fs.Arg(0)
+
+	switch mode {
+	case fixtureBanner:
+		fmt.Println(fixtureBannerLine)
+	case fixtureStubborn:
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
+	default:
+		fmt.Fprintf(os.Stderr, "%s: unknown mode %q\n", fixtureArg, mode)
+		return 2
+	}
+	fmt.Fprintf(os.Stderr, "%s %s: pid %d\n", fixtureArg, mode, os.Getpid())
+
+	server := mcp.NewServer(&mcp.Implementation{Name: "mcpwrap-e2e-fixture", Version: "1.0.0"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: fixturePIDTool, Description: "Reports the fixture's process id."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, fixturePID, error) {
+			pid := os.Getpid()
+			return &mcp.CallToolResult{
+				Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(pid)}},
+			}, fixturePID{PID: pid}, nil
+		})
+	err := server.Run(context.Background(), &mcp.StdioTransport{})
+	fmt.Fprintf(os.Stderr, "%s %s: stdin closed: %v\n", fixtureArg, mode, err)
+
+	if mode == fixtureStubborn {
+		<-time.After(fixtureLifetime) // deliberately ignore EOF; see fixtureLifetime
+	}
+	return 0
+}
+
+// fixturePID is the structured result of fixturePIDTool.
+type fixturePID struct {
+	PID int `json:"pid"`
+}
