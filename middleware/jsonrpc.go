@@ -10,6 +10,7 @@ const (
 	codeParseError     = -32700
 	codeInvalidRequest = -32600
 	codeInternalError  = -32603
+	codeInvalidParams  = -32602
 )
 
 // RPCError is a JSON-RPC error object, as returned by [Session.Call] when the

@@ -51,6 +51,22 @@ type Session struct {
 	Upstream Conn         // the upstream server's side
 	Logger   *slog.Logger // nil discards logs
 
+	// Tools, when set, gates tools/list and tools/call and serves the
+	// discovery tool. Nil passes both through untouched.
+	Tools ToolPolicy
+	// DiscoveryTool names the discovery tool; "" means [DefaultDiscoveryTool].
+	DiscoveryTool string
+	// Discovery is [DiscoveryAuto] (the default when ""), [DiscoveryAlways]
+	// or [DiscoveryNever].
+	Discovery string
+	// UpstreamStatus reports the upstream's load status for the agent; nil
+	// means always available.
+	UpstreamStatus func() UpstreamState
+	// CatalogSeen, when set, is called with every full catalog loaded from
+	// the upstream (to record it, or to set an approval baseline). It must
+	// not call back into the Session.
+	CatalogSeen func(tools []json.RawMessage)
+
 	// DrainTimeout bounds the wait for in-flight requests when the client
 	// goes away or Run's context is done. Zero means [DefaultDrainTimeout].
 	DrainTimeout time.Duration
@@ -63,6 +79,19 @@ type Session struct {
 	reqs map[string]string // in-flight client requests: raw id → method
 	idle chan struct{}     // closed while reqs is empty
 	own  map[string]chan ownReply
+	ctx  context.Context // Run's, for the sidecar's own background requests
+
+	// Tool catalog state, guarded by mu.
+	catalog      []json.RawMessage
+	catalogNames []string
+	catalogIndex map[string]int
+	catalogKnown bool
+	visible      string // the visible tool set the client last learned
+	visibleKnown bool
+	locked       int // locked tools in the catalog
+	refreshing   bool
+	stale        bool // a refresh was asked for while one was running
+	stats        Stats
 }
 
 type ownReply struct {
@@ -85,6 +114,9 @@ func (s *Session) Handshake() Handshake {
 // wrapping [ErrUpstreamClosed].
 func (s *Session) Run(ctx context.Context) error {
 	s.once.Do(s.init)
+	s.mu.Lock()
+	s.ctx = ctx
+	s.mu.Unlock()
 	upDone := make(chan error, 1)
 	clientDone := make(chan error, 1)
 	go func() { upDone <- s.pumpUpstream() }()
@@ -121,6 +153,7 @@ func (s *Session) init() {
 	s.own = make(map[string]chan ownReply)
 	s.idle = make(chan struct{})
 	close(s.idle)
+	s.ctx = context.Background()
 }
 
 // drain waits until no client request is in flight, the upstream ends or
@@ -176,6 +209,9 @@ func (s *Session) pumpClient() error {
 				s.replyError(env.ID, codeInvalidRequest, "Invalid Request: ids starting with "+strconv.Quote(ownIDPrefix)+" are reserved by mcpwrap")
 				continue
 			}
+			if s.Tools != nil && env.Method == "tools/call" && s.gateCall(s.runCtx(), env) {
+				continue
+			}
 			s.track(env)
 		case framing.Notification:
 			if env.Method == "notifications/initialized" {
@@ -190,6 +226,10 @@ func (s *Session) pumpClient() error {
 				s.untrack(env.ID)
 				s.replyError(env.ID, codeInternalError, "the upstream server is not reachable; request not delivered")
 			}
+			continue
+		}
+		if env.Method == "notifications/initialized" {
+			s.refreshLater() // the handshake is complete: load the catalog
 		}
 	}
 }
@@ -219,16 +259,61 @@ func (s *Session) pumpUpstream() error {
 				s.deliverOwn(env)
 				continue
 			}
-			if method := s.untrack(env.ID); isHandshake(method) && env.Result != nil {
+			switch method := s.untrack(env.ID); {
+			case isHandshake(method) && env.Result != nil:
 				s.mu.Lock()
 				s.hs.Result = bytes.Clone(env.Result)
 				s.mu.Unlock()
+				if method == "server/discover" {
+					s.refreshLater() // a stateless handshake has no initialized notification
+				}
+			case method == "tools/list" && env.Result != nil && s.Tools != nil:
+				msg = s.rewriteToolsList(msg, env)
 			}
+		} else if env.Kind == framing.Notification && env.Method == "notifications/tools/list_changed" {
+			s.refreshLater()
 		}
 		if err := s.Client.WriteMessage(msg); err != nil {
 			return fmt.Errorf("%w: %w", errClientGone, err)
 		}
 	}
+}
+
+// runCtx returns Run's context.
+func (s *Session) runCtx() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ctx
+}
+
+// refreshLater reloads the tool catalog in the background, coalescing
+// requests that arrive while a reload runs. It does nothing without a
+// ToolPolicy.
+func (s *Session) refreshLater() {
+	if s.Tools == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.refreshing {
+		s.stale = true
+		s.mu.Unlock()
+		return
+	}
+	s.refreshing = true
+	s.mu.Unlock()
+	go func() {
+		for {
+			s.refreshCatalog(s.runCtx())
+			s.mu.Lock()
+			if !s.stale {
+				s.refreshing = false
+				s.mu.Unlock()
+				return
+			}
+			s.stale = false
+			s.mu.Unlock()
+		}
+	}()
 }
 
 func isHandshake(method string) bool { return method == "initialize" || method == "server/discover" }

@@ -1,0 +1,187 @@
+package middleware
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// DefaultDiscoveryLimit is how many callable tools the discovery tool
+// returns when the call gives no limit.
+const DefaultDiscoveryLimit = 15
+
+// maxDisabledEntries caps the locked tools one discovery answer lists.
+const maxDisabledEntries = 10
+
+type discoverArgs struct {
+	Query           string `json:"query"`
+	Limit           int    `json:"limit"`
+	IncludeDisabled bool   `json:"include_disabled"`
+}
+
+// DiscoveredTool is one tool in a discovery answer.
+type DiscoveredTool struct {
+	Name        string `json:"name"`
+	Server      string `json:"server"`
+	Description string `json:"description"`
+	Status      string `json:"status,omitempty"` // only for locked tools
+}
+
+// DiscoveryServer describes the upstream in a discovery answer.
+type DiscoveryServer struct {
+	Name     string         `json:"name"`
+	Status   string         `json:"status"`
+	Attempts int            `json:"attempts"`
+	Error    string         `json:"error,omitempty"`
+	Message  string         `json:"message,omitempty"`
+	Counts   map[string]int `json:"counts,omitempty"` // only when some tool is not callable
+}
+
+// DiscoveryResult is the discovery tool's answer, sent both as the text of
+// its content and as its structuredContent.
+type DiscoveryResult struct {
+	Tools       []DiscoveredTool  `json:"tools"`
+	Disabled    *[]DiscoveredTool `json:"disabled,omitempty"` // only with include_disabled
+	Remediation map[string]string `json:"remediation,omitempty"`
+	Server      DiscoveryServer   `json:"server"`
+	Notice      string            `json:"notice,omitempty"`
+}
+
+// Stats are a Session's counters, kept in memory only.
+type Stats struct {
+	Rejections             int // calls to locked tools answered by the sidecar
+	IncludeDisabledQueries int // discovery calls with include_disabled: true
+}
+
+// Stats returns a snapshot of the session's counters.
+func (s *Session) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// discover answers a call to the discovery tool. Nothing in its arguments
+// can change any state but the in-memory counter.
+func (s *Session) discover(ctx context.Context, rawArgs json.RawMessage) json.RawMessage {
+	var args discoverArgs
+	if len(rawArgs) > 0 && string(rawArgs) != "null" {
+		if err := json.Unmarshal(rawArgs, &args); err != nil {
+			return toolError("Invalid arguments for "+s.discoveryName()+": "+err.Error(), nil)
+		}
+	}
+	if args.Limit <= 0 {
+		args.Limit = DefaultDiscoveryLimit
+	}
+	if args.IncludeDisabled {
+		s.mu.Lock()
+		s.stats.IncludeDisabledQueries++
+		n := s.stats.IncludeDisabledQueries
+		s.mu.Unlock()
+		s.log.Info("discovery with include_disabled", "count", n)
+	}
+	up := s.upstreamState()
+	s.mu.Lock()
+	known := s.catalogKnown
+	s.mu.Unlock()
+	if !known && up.Available() {
+		s.refreshCatalog(ctx)
+	}
+
+	v := s.view()
+	res := DiscoveryResult{
+		Tools:  []DiscoveredTool{},
+		Server: DiscoveryServer{Name: s.Name, Status: up.Status, Attempts: up.Attempts, Error: up.Error},
+	}
+	if !up.Available() {
+		res.Server.Message = up.Message
+	}
+	counts := map[string]int{"callable": 0}
+	var disabled []DiscoveredTool
+	lockedMatches := 0
+	match := matcher(args.Query)
+	for i, a := range v.avail {
+		if !a.InScope {
+			continue
+		}
+		if a.Status == "" {
+			counts["callable"]++
+		} else {
+			counts[a.Status]++
+		}
+		desc := toolDescription(v.tools[i])
+		if !match(v.names[i], desc) {
+			continue
+		}
+		entry := DiscoveredTool{Name: v.names[i], Server: s.Name, Description: desc}
+		switch {
+		case a.Status == "":
+			if len(res.Tools) < args.Limit {
+				res.Tools = append(res.Tools, entry)
+			}
+		default:
+			lockedMatches++
+			if args.IncludeDisabled && len(disabled) < min(args.Limit, maxDisabledEntries) {
+				entry.Status = a.Status
+				disabled = append(disabled, entry)
+			}
+		}
+	}
+	if len(counts) > 1 {
+		res.Server.Counts = counts
+	}
+	if args.IncludeDisabled {
+		if disabled == nil {
+			disabled = []DiscoveredTool{}
+		}
+		res.Disabled = &disabled
+		for _, d := range disabled {
+			if res.Remediation == nil {
+				res.Remediation = map[string]string{}
+			}
+			if _, ok := res.Remediation[d.Status]; !ok {
+				res.Remediation[d.Status] = s.Tools.Remediation(d.Status, "")
+			}
+		}
+	} else if len(res.Tools) == 0 && lockedMatches > 0 {
+		res.Notice = fmt.Sprintf("%d matching tool(s) exist but are locked; call again with include_disabled:true for details and remediation.", lockedMatches)
+	}
+	body, _ := json.Marshal(res)
+	out, _ := json.Marshal(map[string]any{
+		"content":           []any{map[string]any{"type": "text", "text": string(body)}},
+		"structuredContent": json.RawMessage(body),
+	})
+	return out
+}
+
+func toolDescription(tool json.RawMessage) string {
+	var t struct {
+		Description string `json:"description"`
+	}
+	_ = json.Unmarshal(tool, &t)
+	return t.Description
+}
+
+// matcher returns a case-insensitive match over a tool's name and
+// description: the whole query as a substring, or every word of it. An
+// empty query matches everything.
+func matcher(query string) func(name, desc string) bool {
+	q := strings.ToLower(strings.TrimSpace(query))
+	if q == "" {
+		return func(string, string) bool { return true }
+	}
+	words := strings.Fields(strings.NewReplacer("_", " ", "-", " ").Replace(q))
+	return func(name, desc string) bool {
+		hay := strings.ToLower(name + " " + desc)
+		if strings.Contains(hay, q) {
+			return true
+		}
+		spaced := strings.NewReplacer("_", " ", "-", " ").Replace(hay)
+		for _, w := range words {
+			if !strings.Contains(spaced, w) {
+				return false
+			}
+		}
+		return len(words) > 0
+	}
+}

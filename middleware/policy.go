@@ -1,0 +1,53 @@
+package middleware
+
+import "encoding/json"
+
+// Availability is what a [ToolPolicy] says about one upstream tool.
+type Availability struct {
+	// InScope is false for a tool outside the per-run allow-list. Such a
+	// tool is absent everywhere: not listed, not discoverable, not counted,
+	// and a call to it is answered as a call to an unknown tool.
+	InScope bool
+	// Status is "" for a callable tool, else the one reason it is locked,
+	// such as "disabled_by_config" or "pending_approval".
+	Status string
+}
+
+// Callable reports whether the tool may be called.
+func (a Availability) Callable() bool { return a.InScope && a.Status == "" }
+
+// A ToolPolicy decides which upstream tools the client may see and call.
+// Implementations must be safe for concurrent use; Evaluate is on the hot
+// path of every tools/list and tools/call and should not block.
+type ToolPolicy interface {
+	// Evaluate returns the availability of each tool, in order. Each tool
+	// is a raw tool definition as the upstream sent it in tools/list.
+	Evaluate(tools []json.RawMessage) []Availability
+	// Remediation says who can unlock a tool locked with status, and how.
+	Remediation(status, tool string) string
+	// Rejection is the text a call to a tool locked with status is answered
+	// with; it names the discovery tool discoveryTool.
+	Rejection(status, tool, discoveryTool string) string
+}
+
+// UpstreamState is the upstream's load status as the agent is told it.
+type UpstreamState struct {
+	Status   string // "available", "transient", "permanent" or "denied"
+	Attempts int    // load attempts made
+	Error    string // user-safe reason when not available
+	Message  string // the full agent-facing explanation when not available
+}
+
+// Available reports whether the upstream is loaded and serving.
+func (u UpstreamState) Available() bool { return u.Status == "" || u.Status == "available" }
+
+// Discovery modes for [Session.Discovery].
+const (
+	DiscoveryAuto   = "auto"   // the discovery tool is listed when a tool is locked or the upstream is not available
+	DiscoveryAlways = "always" // always listed
+	DiscoveryNever  = "never"  // never listed (a call to it still answers)
+)
+
+// DefaultDiscoveryTool is the discovery tool's name unless
+// [Session.DiscoveryTool] says otherwise.
+const DefaultDiscoveryTool = "discover_tools"
