@@ -1,0 +1,197 @@
+package policy
+
+// Options configure an Evaluator. The zero Options describe an enabled server
+// with every tool on, no allow-list and tofu approval.
+type Options struct {
+	// ServerDisabled is true when the server is `enabled: false` in config.
+	ServerDisabled bool
+	// Rules is the operator policy for the server's tools.
+	Rules Rules
+	// Allow is the per-run allow-list; the zero AllowList allows every tool.
+	Allow AllowList
+	// Approval is the pinning mode; "" means ApprovalTOFU.
+	Approval ApprovalMode
+}
+
+// UserState is the user's state-store view of one server, as read by the
+// caller. Implementations must be safe for concurrent use if the same value
+// is evaluated from several goroutines.
+type UserState interface {
+	// Disabled reports whether the user disabled the tool.
+	Disabled(tool string) bool
+	// ApprovedHash returns the approved definition hash of the tool, or ""
+	// when it was never approved.
+	ApprovedHash(tool string) string
+	// Baseline reports whether an approval baseline was recorded for the server.
+	Baseline() bool
+}
+
+// noUserState is the state of a server nobody has touched.
+type noUserState struct{}
+
+func (noUserState) Disabled(string) bool       { return false }
+func (noUserState) ApprovedHash(string) string { return "" }
+func (noUserState) Baseline() bool             { return false }
+
+// Evaluator classifies the tools of one server under its compiled operator
+// policy, allow-list and approval mode. It is immutable and safe for
+// concurrent use; build a new one when the config or allow-list changes.
+type Evaluator struct {
+	serverEnabled bool
+	rules         compiledRules
+	allow         AllowList
+	approval      ApprovalMode
+}
+
+// NewEvaluator validates and compiles o. The error matches ErrInvalid.
+func NewEvaluator(o Options) (*Evaluator, error) {
+	rules, err := o.Rules.compile()
+	if err != nil {
+		return nil, err
+	}
+	mode, err := ParseApprovalMode(string(o.Approval))
+	if err != nil {
+		return nil, err
+	}
+	return &Evaluator{serverEnabled: !o.ServerDisabled, rules: rules, allow: o.Allow, approval: mode}, nil
+}
+
+// InScope reports whether the allow-list admits the tool. Out-of-scope tools
+// have no status: leave them out of listings, counts and discovery.
+func (e *Evaluator) InScope(name string) bool { return e.allow.Allows(name) }
+
+// ConfigAllows reports whether operator policy turns the tool on, ignoring
+// the server switch, the allow-list and user state. The CLI uses it to refuse
+// `mcpwrap tools enable` on a config-denied tool.
+func (e *Evaluator) ConfigAllows(t Tool) bool { return e.rules.allows(t.Name, t.ReadOnly) }
+
+// Facts gathers the facts about t from the config and from user, the state
+// read from the store (nil means an empty state) or userErr, the error that
+// prevented reading it. It consults user only for facts that can still
+// affect the status.
+func (e *Evaluator) Facts(t Tool, user UserState, userErr error) Facts {
+	if user == nil {
+		user = noUserState{}
+	}
+	baseline := false
+	if userErr == nil && e.approval == ApprovalTOFU {
+		baseline = user.Baseline()
+	}
+	return e.facts(t, user, baseline, userErr)
+}
+
+func (e *Evaluator) facts(t Tool, user UserState, baseline bool, userErr error) Facts {
+	f := Facts{ServerEnabled: e.serverEnabled, StoreErr: userErr}
+	if !f.ServerEnabled {
+		return f
+	}
+	if f.ConfigAllowed = e.rules.allows(t.Name, t.ReadOnly); !f.ConfigAllowed || userErr != nil {
+		return f
+	}
+	if f.UserDisabled = user.Disabled(t.Name); f.UserDisabled {
+		return f
+	}
+	approved := ""
+	if e.approval != ApprovalOff && (e.approval != ApprovalTOFU || baseline) {
+		approved = user.ApprovedHash(t.Name)
+	}
+	f.Approval = ApprovalFor(e.approval, baseline, approved, t.Hash)
+	return f
+}
+
+// Status returns the status of one tool, for gating a tools/call; inScope is
+// false (and s meaningless) when the allow-list excludes the tool. See Facts
+// for user and userErr.
+func (e *Evaluator) Status(t Tool, user UserState, userErr error) (s Status, inScope bool) {
+	if !e.InScope(t.Name) {
+		return "", false
+	}
+	return Classify(e.Facts(t, user, userErr)), true
+}
+
+// Entry is the verdict on one in-scope tool of an evaluated catalog.
+type Entry struct {
+	// Index is the tool's position in the evaluated catalog.
+	Index int
+	// Status is the tool's availability.
+	Status Status
+}
+
+// Evaluation is the verdict on a whole catalog.
+type Evaluation struct {
+	// Entries holds one entry per in-scope tool, in catalog order.
+	Entries []Entry
+	// Counts tallies Entries by status.
+	Counts Counts
+	// RecordBaseline is true when the server uses tofu approval, the state
+	// was readable, no baseline exists yet, the server is enabled and the
+	// catalog is not empty: the caller should now record every tool of the
+	// catalog (in scope or not) as approved, making it the baseline. Until it
+	// does, tofu grants every tool.
+	RecordBaseline bool
+}
+
+// Evaluate classifies every tool of a catalog (the hot path of tools/list and
+// discovery). See Facts for user and userErr.
+func (e *Evaluator) Evaluate(catalog []Tool, user UserState, userErr error) Evaluation {
+	if user == nil {
+		user = noUserState{}
+	}
+	baseline := false
+	if userErr == nil && e.approval == ApprovalTOFU {
+		baseline = user.Baseline()
+	}
+	ev := Evaluation{
+		Entries: make([]Entry, 0, len(catalog)),
+		RecordBaseline: e.approval == ApprovalTOFU && userErr == nil && !baseline &&
+			e.serverEnabled && len(catalog) > 0,
+	}
+	for i, t := range catalog {
+		if !e.allow.Allows(t.Name) {
+			continue
+		}
+		s := Classify(e.facts(t, user, baseline, userErr))
+		ev.Entries = append(ev.Entries, Entry{Index: i, Status: s})
+		ev.Counts.Add(s)
+	}
+	return ev
+}
+
+// Counts tallies in-scope tools by status. Its JSON form is the `counts`
+// block of DESIGN §6: callable always present, zero reasons omitted. Whether
+// to emit the block at all (only when Locked() > 0) is the caller's choice.
+type Counts struct {
+	Callable         int `json:"callable"`
+	DisabledByConfig int `json:"disabled_by_config,omitempty"`
+	DisabledByUser   int `json:"disabled_by_user,omitempty"`
+	PendingApproval  int `json:"pending_approval,omitempty"`
+	ServerDisabled   int `json:"server_disabled,omitempty"`
+	DisabledUnknown  int `json:"disabled_unknown,omitempty"`
+}
+
+// Add counts one tool with status s; an invalid status counts as
+// DisabledUnknown, matching how it is treated everywhere else.
+func (c *Counts) Add(s Status) {
+	switch s {
+	case Callable:
+		c.Callable++
+	case DisabledByConfig:
+		c.DisabledByConfig++
+	case DisabledByUser:
+		c.DisabledByUser++
+	case PendingApproval:
+		c.PendingApproval++
+	case ServerDisabled:
+		c.ServerDisabled++
+	default:
+		c.DisabledUnknown++
+	}
+}
+
+// Locked returns the number of locked tools.
+func (c Counts) Locked() int {
+	return c.DisabledByConfig + c.DisabledByUser + c.PendingApproval + c.ServerDisabled + c.DisabledUnknown
+}
+
+// Total returns the number of in-scope tools.
+func (c Counts) Total() int { return c.Callable + c.Locked() }

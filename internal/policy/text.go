@@ -1,0 +1,99 @@
+package policy
+
+import (
+	"regexp"
+	"strings"
+)
+
+// DefaultDiscoveryTool is the name of the discovery tool when none is configured.
+const DefaultDiscoveryTool = "discover_tools"
+
+// NotCallable is the sentence every non-config rejection carries, kept
+// verbatim because agents and tests already look for it.
+const NotCallable = "Tool is disabled and not callable."
+
+// Remediation returns who can unlock a tool with status s and how, with
+// SERVER and TOOL as placeholders; "" for Callable. See RemediationFor.
+func Remediation(s Status) string { return RemediationFor(s, "", "") }
+
+// RemediationFor returns who can unlock a tool with status s and how, naming
+// the server and tool in the CLI commands it suggests; an empty name becomes
+// the placeholder SERVER or TOOL. It returns "" for Callable, and the
+// disabled_unknown text for an invalid status. A config lock is never given
+// user-toggle advice.
+func RemediationFor(s Status, server, tool string) string {
+	server, tool = shellWord(server, "SERVER"), shellWord(tool, "TOOL")
+	switch s {
+	case Callable:
+		return ""
+	case ServerDisabled:
+		return "An operator must first enable the server in mcpwrap's config (servers." + server + ".enabled: true)."
+	case DisabledByConfig:
+		return "Operator policy is not user-overridable: only an operator can change it, by editing mcpwrap's config (servers." + server + ".tools)."
+	case DisabledByUser:
+		return "Ask the user to re-enable it: `mcpwrap tools enable " + server + " " + tool + "`."
+	case PendingApproval:
+		return "Ask the user to review and approve it: `mcpwrap tools approve " + server + " " + tool + "`."
+	}
+	return "The reason is undetermined; check mcpwrap's log."
+}
+
+// RejectionText returns the text of the isError result mcpwrap answers a
+// tools/call of a locked tool with (DESIGN §6): the status-specific reason,
+// the remediation, then a pointer to the discovery tool (discoveryTool, or
+// DefaultDiscoveryTool when empty). Every wording but the operator-policy one
+// starts with NotCallable. It returns "" for Callable; an invalid status gets
+// the disabled_unknown wording.
+func RejectionText(s Status, server, tool, discoveryTool string) string {
+	if s == Callable {
+		return ""
+	}
+	if discoveryTool == "" {
+		discoveryTool = DefaultDiscoveryTool
+	}
+	var b strings.Builder
+	if s != DisabledByConfig {
+		b.WriteString(NotCallable + " ")
+	}
+	b.WriteString(reason(s, quoteName(server), quoteName(tool)))
+	b.WriteString(" ")
+	b.WriteString(RemediationFor(s, server, tool))
+	b.WriteString(" Call " + discoveryTool + " with include_disabled:true to see locked tools and remediation.")
+	return b.String()
+}
+
+// reason states why a tool is locked, without saying who can fix it.
+func reason(s Status, server, tool string) string {
+	switch s {
+	case ServerDisabled:
+		return "Server " + server + " is disabled in mcpwrap's config, so tool " + tool + " is locked."
+	case DisabledByConfig:
+		return "Tool " + tool + " on server " + server + " is disabled by operator policy."
+	case DisabledByUser:
+		return "The user disabled tool " + tool + " on server " + server + "."
+	case PendingApproval:
+		return "Tool " + tool + " on server " + server + " is new or its definition changed since it was approved."
+	}
+	return "mcpwrap could not determine whether tool " + tool + " on server " + server + " may be called."
+}
+
+func quoteName(name string) string {
+	if name == "" {
+		return "(unnamed)"
+	}
+	return "'" + name + "'"
+}
+
+var plainWord = regexp.MustCompile(`^[A-Za-z0-9_.:@/+=-]+$`)
+
+// shellWord returns name quoted for a POSIX shell when it needs quoting, or
+// placeholder when name is empty, so a suggested command can be pasted as is.
+func shellWord(name, placeholder string) string {
+	switch {
+	case name == "":
+		return placeholder
+	case plainWord.MatchString(name):
+		return name
+	}
+	return "'" + strings.ReplaceAll(name, "'", `'\''`) + "'"
+}
