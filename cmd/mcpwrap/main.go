@@ -1,0 +1,52 @@
+// Command mcpwrap wraps an MCP server for any MCP client: resilient loading,
+// tool availability policy and disabled-tool discovery, with everything else
+// passed through byte for byte.
+//
+//	mcpwrap [flags] -- COMMAND [ARGS...]   wrap a stdio server
+//	mcpwrap demo                           a narrated, self-contained showcase
+//
+// Run `mcpwrap --help` for the flags and exit codes.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/mcpwrap/mcpwrap/internal/testserver"
+	"github.com/mcpwrap/mcpwrap/internal/upstream"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0 // clean shutdown
+	exitUpstream = 1 // the upstream failed or exited
+	exitUsage    = 2 // bad flags, config or arguments
+)
+
+func main() {
+	upstream.RunGuardianIfRequested() // exits here when this process is a child's guardian
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches to a subcommand and returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "demo":
+			return runDemo(ctx, args[1:], stdout, stderr)
+		case "demo-server": // hidden: the built-in server the demo and tests wrap
+			return testserver.Main(args[1:], stdin, stdout, stderr)
+		case "version":
+			fmt.Fprintln(stdout, "mcpwrap", version())
+			return exitOK
+		}
+	}
+	return runWrap(ctx, args, stdin, stdout, stderr)
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	"github.com/mcpwrap/mcpwrap/internal/upstream"
+	"github.com/mcpwrap/mcpwrap/middleware"
+)
+
+const wrapUsage = `mcpwrap wraps an MCP server: resilient loading, tool availability policy
+and disabled-tool discovery; everything else passes through byte for byte.
+
+Usage:
+  mcpwrap [flags] -- COMMAND [ARGS...]   wrap a stdio server
+  mcpwrap demo                           a narrated, self-contained showcase
+  mcpwrap version                        print the version
+
+Flags:
+`
+
+const exitCodesHelp = `
+Exit codes:
+  0  clean shutdown (the client closed stdin, or SIGINT/SIGTERM)
+  1  the upstream server failed or exited
+  2  bad flags, configuration or arguments
+`
+
+// wrapOptions are the flags of the wrap command.
+type wrapOptions struct {
+	name         string
+	maxLineBytes int
+	log          logOptions
+	command      []string
+}
+
+func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
+	var o wrapOptions
+	fs := flag.NewFlagSet("mcpwrap", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), wrapUsage)
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), exitCodesHelp)
+	}
+	fs.StringVar(&o.name, "name", "", "the server's name in logs, messages and config (default: derived from the command)")
+	fs.IntVar(&o.maxLineBytes, "max-line-bytes", 64<<20, "largest JSON-RPC message accepted, in bytes")
+	fs.StringVar(&o.log.level, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
+	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	o.command = fs.Args()
+	if len(o.command) == 0 {
+		fs.Usage()
+		return o, errors.New("no server command: put it after --, as in: mcpwrap -- npx -y @modelcontextprotocol/server-everything")
+	}
+	if o.name == "" {
+		o.name = deriveName(o.command)
+	}
+	return o, nil
+}
+
+// deriveName names a server after its command: the npm package or script
+// it runs, else the program itself.
+func deriveName(command []string) string {
+	name := filepath.Base(command[0])
+	switch strings.TrimSuffix(name, filepath.Ext(name)) {
+	case "npx", "uvx", "node", "python", "python3", "bunx", "deno", "pnpm", "docker":
+		for _, a := range command[1:] {
+			if !strings.HasPrefix(a, "-") && a != "run" && a != "dlx" {
+				name = filepath.Base(a)
+				break
+			}
+		}
+	}
+	name = strings.TrimPrefix(strings.TrimSuffix(name, filepath.Ext(name)), "server-")
+	if name == "" {
+		return "server"
+	}
+	return name
+}
+
+func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	o, err := parseWrapFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpwrap:", err)
+		return exitUsage
+	}
+	logger, closer, err := newLogger(o.log, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpwrap:", err)
+		return exitUsage
+	}
+	defer closer.Close()
+	logger = logger.With("server", o.name)
+
+	child, err := upstream.StartStdio(ctx, upstream.Command{
+		Path:   o.command[0],
+		Args:   o.command[1:],
+		Stderr: stderr,
+		Logger: logger,
+	}, o.maxLineBytes)
+	if err != nil {
+		logger.Error("cannot start the server", "error", err)
+		return exitUpstream
+	}
+	session := &middleware.Session{
+		Name:     o.name,
+		Client:   middleware.NewStreamConn(stdin, stdout, nil, o.maxLineBytes),
+		Upstream: child,
+		Logger:   logger,
+	}
+	logger.Info("relaying", "command", o.command[0], "pid", child.Pid())
+	err = session.Run(ctx)
+	if err != nil {
+		logger.Error("session ended", "error", err)
+		return exitUpstream
+	}
+	logger.Info("session ended")
+	return exitOK
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
