@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -24,6 +25,9 @@ Usage:
 
 Flags:
 `
+
+// softMemoryLimit is the Go heap size past which the collector works harder.
+const softMemoryLimit = 24 << 20
 
 const exitCodesHelp = `
 Exit codes:
@@ -104,6 +108,11 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer closer.Close()
 	logger = logger.With("server", o.name)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A sidecar should stay small: collect early rather than let the heap
+		// double after a large message. A soft limit, not a cap.
+		debug.SetMemoryLimit(softMemoryLimit)
+	}
 
 	child, err := upstream.StartStdio(ctx, upstream.Command{
 		Path:   o.command[0],
