@@ -1,0 +1,131 @@
+package resilience
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Outcome is the result of loading one upstream (start or connect,
+// handshake, first catalog), or a snapshot of a load still retrying.
+// The zero value is a permanent failure with no reason; it is safe to copy.
+type Outcome struct {
+	// Server is the server's configured name.
+	Server string
+	// Class is the load's status.
+	Class Class
+	// Err is the classified failure of the last attempt; nil when Class is
+	// [Available].
+	Err *Error
+	// Attempts counts the attempts made so far: 1 on the success path.
+	Attempts int
+	// MaxAttempts is the attempt budget of the load, or 0 when unbounded
+	// (background retry).
+	MaxAttempts int
+	// RetryIn is the delay before the next automatic attempt, or 0 when
+	// none is scheduled.
+	RetryIn time.Duration
+	// Tools is the catalog when Class is [Available]. [Retrier] leaves it
+	// nil: the operation that fetched the catalog fills it in.
+	Tools []json.RawMessage
+}
+
+// Message returns the agent-facing sentence for the outcome (DESIGN §4),
+// used as tool-result text and as handshake instructions, e.g.
+//
+//	Server 'linear' is still starting up (attempt 3 of 6, retrying in 2s); its tools will appear shortly. Retry in a few seconds.
+//	Server 'fs' failed to load and needs attention: cannot start "npx": command not found. Use a full path to the command; GUI apps get a minimal PATH.
+//	Server 'linear' denied access (HTTP 403 Forbidden). Check the credentials configured for it; retrying will not help.
+func (o Outcome) Message() string {
+	switch o.Class {
+	case Available:
+		return fmt.Sprintf("Server '%s' is available with %s.", o.Server, plural(len(o.Tools), "tool"))
+	case Transient:
+		return fmt.Sprintf("Server '%s' is still starting up%s; its tools will appear shortly. Retry in a few seconds.",
+			o.Server, o.progress())
+	case Denied:
+		return fmt.Sprintf("Server '%s' denied access (%s). Check the credentials configured for it; retrying will not help.",
+			o.Server, o.reason())
+	default:
+		msg := fmt.Sprintf("Server '%s' failed to load and needs attention: %s.", o.Server, o.reason())
+		if o.Err != nil && o.Err.Hint != "" {
+			msg += " " + strings.TrimSuffix(o.Err.Hint, ".") + "."
+		}
+		return msg
+	}
+}
+
+// progress renders " (attempt 3 of 6, retrying in 2s)", leaving out what
+// is unknown.
+func (o Outcome) progress() string {
+	if o.Attempts <= 0 {
+		return ""
+	}
+	s := fmt.Sprintf(" (attempt %d", o.Attempts)
+	if o.MaxAttempts > 0 {
+		s += fmt.Sprintf(" of %d", o.MaxAttempts)
+	}
+	if o.RetryIn > 0 {
+		s += ", retrying in " + formatDuration(o.RetryIn)
+	}
+	return s + ")"
+}
+
+func (o Outcome) reason() string {
+	if o.Err == nil {
+		return "unknown error"
+	}
+	return strings.TrimSuffix(o.Err.Error(), ".")
+}
+
+// Meta is the machine-readable companion of [Outcome.Message], sent as
+// `_meta` on every status result.
+//
+// Status and Class carry the same word here. Both exist because `status`
+// is the key every locked-tool result uses (where it holds a policy status
+// such as "disabled_by_user"), so a client reads one key for both kinds of
+// answer, while `class` always holds the load class.
+type Meta struct {
+	Status    string `json:"status"`
+	Class     Class  `json:"class"`
+	Attempts  int    `json:"attempts"`
+	Retryable bool   `json:"retryable"`
+}
+
+// Meta returns the outcome's `_meta` fields.
+func (o Outcome) Meta() Meta {
+	return Meta{
+		Status:    o.Class.String(),
+		Class:     o.Class,
+		Attempts:  o.Attempts,
+		Retryable: o.Class.Retryable(),
+	}
+}
+
+// formatDuration renders d the way people say it: "250ms", "2s", "1m30s",
+// "5m". Sub-second precision is dropped above one second: jittered delays
+// are approximate anyway.
+func formatDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	}
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

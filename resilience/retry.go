@@ -1,0 +1,161 @@
+package resilience
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// Op is one attempt to load an upstream: start or connect, handshake and
+// first catalog. attempt counts from 1 and keeps counting across
+// [Retrier.Background]. Op returns nil once the upstream is ready, else an
+// error that [Classifier.Classify] understands. It should return promptly
+// when ctx is done.
+type Op func(ctx context.Context, attempt int) error
+
+// Retrier loads upstreams, retrying transient failures with jittered
+// exponential backoff (cenkalti/backoff/v4). Permanent and denied failures
+// end the load at once. The success path adds no delay.
+//
+// The zero value is ready to use with the defaults of DESIGN §4. A Retrier
+// may be used by several goroutines at once as long as its fields are not
+// changed; OnRetry, NewTimer and Now are then called concurrently too.
+type Retrier struct {
+	// Policy is the budget of [Retrier.Load]. Zero fields: initial 250ms,
+	// multiplier 2, jitter 0.5, max interval 5s, 6 attempts, 30s elapsed.
+	Policy Policy
+	// BackgroundPolicy is the slow cadence of [Retrier.Background]. Zero
+	// fields: initial 30s, multiplier 2, jitter 0.5, max interval 5m, no
+	// attempt or time limit.
+	BackgroundPolicy Policy
+	// Classifier classifies each attempt's error.
+	Classifier Classifier
+	// OnRetry, if set, is called on the calling goroutine after each failed
+	// attempt that will be retried, with a transient snapshot whose RetryIn
+	// is the coming delay: callers publish it as the server's status.
+	OnRetry func(Outcome)
+	// NewTimer, if set, makes the timer each retry loop waits on; tests
+	// inject one that fires at once. Nil means real timers.
+	NewTimer func() backoff.Timer
+	// Now, if set, is the clock for the elapsed-time budget. Nil means
+	// time.Now.
+	Now func() time.Time
+	// Logger receives each retry at info (keys server, attempt, delay_ms,
+	// class, error) and the final outcome: info when available, warn when
+	// still transient, error when permanent or denied. Nil discards.
+	Logger *slog.Logger
+}
+
+// Load runs op until it succeeds, fails with a non-transient error, or the
+// budget of r.Policy is spent, and returns the outcome. A transient
+// outcome means the budget ran out; pass it to [Retrier.Background] to
+// keep trying slowly. Retry-After delays from the upstream are honoured
+// when longer than the computed delay, within the budget. When ctx is done
+// the outcome of the last attempt is returned.
+func (r *Retrier) Load(ctx context.Context, server string, op Op) Outcome {
+	p := r.Policy.withDefaults(defaultLoadPolicy)
+	return r.run(ctx, p, Outcome{Server: server}, op, false)
+}
+
+// Background continues a load whose budget ran out: it waits, then calls
+// op again at the slow cadence of r.BackgroundPolicy until op succeeds,
+// op fails with a non-transient error (permanent and denied are not
+// retried automatically), the policy's limits (none by default) are
+// reached, or ctx is done. Attempt numbers continue from from.Attempts.
+// An outcome that is not [Transient] is returned unchanged.
+func (r *Retrier) Background(ctx context.Context, from Outcome, op Op) Outcome {
+	if from.Class != Transient {
+		return from
+	}
+	p := r.BackgroundPolicy.withDefaults(defaultBackgroundPolicy)
+	return r.run(ctx, p, from, op, true)
+}
+
+// run is the retry loop shared by Load and Background. With resume, the
+// first call replays the failure that ended the previous loop instead of
+// calling op, so the first new attempt comes after a full delay.
+func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resume bool) Outcome {
+	log := r.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	now := r.Now
+	if now == nil {
+		now = time.Now
+	}
+	maxAttempts := max(p.MaxAttempts, 0)
+	if resume {
+		maxAttempts = 0 // background attempts are unbounded from the agent's point of view
+	}
+	sched := newSchedule(p, now)
+	if resume && sched.maxRetries >= 0 {
+		sched.maxRetries++ // the replayed failure consumes one delay
+	}
+
+	attempt, last := start.Attempts, start.Err
+	if resume && last == nil {
+		last = &Error{Class: Transient, Reason: "still starting up"}
+	}
+	replay := resume
+	operation := func() error {
+		if replay {
+			replay = false
+			sched.retryAfter = last.RetryAfter
+			return last
+		}
+		attempt++
+		err := op(ctx, attempt)
+		if err == nil {
+			last = nil
+			return nil
+		}
+		last = r.Classifier.Classify(err)
+		sched.retryAfter = last.RetryAfter
+		if !last.Class.Retryable() {
+			return backoff.Permanent(last)
+		}
+		return last
+	}
+	notify := func(_ error, delay time.Duration) {
+		log.Info("upstream load failed; retrying",
+			"server", start.Server, "attempt", attempt, "delay_ms", delay.Milliseconds(),
+			"class", last.Class.String(), "error", last.Reason)
+		if r.OnRetry != nil {
+			r.OnRetry(Outcome{Server: start.Server, Class: Transient, Err: last,
+				Attempts: attempt, MaxAttempts: maxAttempts, RetryIn: delay})
+		}
+	}
+
+	var timer backoff.Timer
+	if r.NewTimer != nil {
+		timer = r.NewTimer()
+	}
+	err := backoff.RetryNotifyWithTimer(operation, backoff.WithContext(sched, ctx), notify, timer)
+
+	out := Outcome{Server: start.Server, Attempts: attempt, MaxAttempts: maxAttempts}
+	switch {
+	case err == nil:
+		out.Class = Available
+		log.Info("upstream loaded", "server", out.Server, "attempts", attempt)
+		return out
+	case last != nil:
+		out.Class, out.Err = last.Class, last
+	default:
+		// Unreachable in practice: op always runs once before ctx is
+		// consulted. Classify whatever ended the loop.
+		out.Err = r.Classifier.Classify(err)
+		out.Class = out.Err.Class
+	}
+	attrs := []any{"server", out.Server, "attempts", attempt, "class", out.Class.String(), "error", out.Err.Reason}
+	switch {
+	case ctx.Err() != nil:
+		log.Info("upstream load stopped", append(attrs, "cause", ctx.Err().Error())...)
+	case out.Class == Transient:
+		log.Warn("upstream still unavailable; retry budget spent", attrs...)
+	default:
+		log.Error("upstream failed to load", append(attrs, "hint", out.Err.Hint)...)
+	}
+	return out
+}

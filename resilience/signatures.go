@@ -1,0 +1,218 @@
+package resilience
+
+import (
+	"net/url"
+	"strings"
+)
+
+// This file is the only place in mcpwrap that looks inside error text.
+// Everything else classifies with errors.Is and errors.As. Signatures are
+// matched case-insensitively; status codes only as whole words, so that
+// "port 4031" is not a 403.
+
+// gatewayTimeoutSignatures in a 401/403 body mean an authorization gateway
+// timed out talking to its policy or upstream service: an outage reported
+// with a denial status. They are deliberately specific: an ambiguous
+// 401/403 stays a denial (never retried) rather than a silent retry.
+var gatewayTimeoutSignatures = []string{
+	"upstream call timeout",
+	"upstream request timeout",
+	"upstream connect error",
+	"upstream timed out",
+	"authorization service timeout",
+}
+
+// extAuthzSignature together with any timeoutSignatures entry is Envoy's
+// external authorization filter timing out.
+const extAuthzSignature = "ext_authz"
+
+// timeoutSignatures mark a timeout in free text.
+var timeoutSignatures = []string{"timeout", "timed out", "deadline exceeded", "etimedout"}
+
+// transientStderrSignatures in the last stderr lines of a server that
+// exited during start-up mean it gave up on something that may come back.
+var transientStderrSignatures = []string{
+	"econnreset", "connection reset", "socket hang up",
+	"service unavailable", "bad gateway", "gateway timeout",
+	"temporarily", "temporary failure", "try again", "eai_again",
+	"rate limit", "too many requests",
+}
+
+// transientStatusWords are HTTP statuses quoted in stderr that mean
+// "try again later".
+var transientStatusWords = []string{"408", "429", "502", "503", "504"}
+
+// denialSignatures in stderr lines or JSON-RPC error messages mean the
+// server refused its credentials.
+var denialSignatures = []string{
+	"unauthorized", "unauthorised", "forbidden",
+	"invalid token", "invalid_token", "invalid api key", "invalid_api_key",
+	"authentication failed", "authentication required", "not authenticated",
+	"access denied", "token expired", "expired token",
+}
+
+// denialStatusWords are HTTP statuses quoted in stderr or used as JSON-RPC
+// error codes by servers that mean "unauthorized".
+var denialStatusWords = []string{"401", "403"}
+
+// rpcRequestTimeout is the code the TypeScript SDK (and servers built on
+// it) uses for a request that timed out.
+const rpcRequestTimeout = -32001
+
+// textSignatures recognise the Go runtime's and common libraries' wording
+// for transport failures whose error type was lost (formatted with %v).
+var textSignatures = []struct {
+	text   string
+	signal signal
+}{
+	{"connection refused", signalRefused},
+	{"econnrefused", signalRefused},
+	{"connection reset", signalReset},
+	{"econnreset", signalReset},
+	{"broken pipe", signalReset},
+	{"connection aborted", signalReset},
+	{"connection closed", signalReset},
+	{"unexpected eof", signalReset},
+	{"no such host", signalDNS},
+	{"enotfound", signalDNS},
+	// Timeouts before TLS: "TLS handshake timeout" is worth a retry.
+	{"timeout", signalTimeout},
+	{"timed out", signalTimeout},
+	{"deadline exceeded", signalTimeout},
+	{"x509: ", signalTLS},
+	{"tls: ", signalTLS},
+	{"network is unreachable", signalUnreachable},
+	{"no route to host", signalUnreachable},
+}
+
+// hasGatewayTimeout reports whether a 401/403 response body carries a
+// gateway timeout signature.
+func hasGatewayTimeout(body string) bool {
+	body = strings.ToLower(body)
+	if containsAny(body, gatewayTimeoutSignatures) {
+		return true
+	}
+	return strings.Contains(body, extAuthzSignature) && containsAny(body, timeoutSignatures)
+}
+
+// stderrSignature classifies the last stderr lines of a server that exited
+// before completing the handshake: [Transient] or [Denied] when a signature
+// matches, else [Permanent]. A timeout beats a denial, as for HTTP 401/403.
+func stderrSignature(lines []string) Class {
+	text := strings.ToLower(strings.Join(lines, "\n"))
+	switch {
+	case containsAny(text, timeoutSignatures),
+		containsAny(text, transientStderrSignatures),
+		containsAnyWord(text, transientStatusWords):
+		return Transient
+	case containsAny(text, denialSignatures), containsAnyWord(text, denialStatusWords):
+		return Denied
+	}
+	return Permanent
+}
+
+// rpcSignature classifies a JSON-RPC error answered to a load request:
+// [Transient] for timeouts, [Denied] for authorization failures, else
+// [Permanent].
+func rpcSignature(code int, message string) Class {
+	message = strings.ToLower(message)
+	switch {
+	case containsAny(message, timeoutSignatures):
+		return Transient
+	case containsAny(message, denialSignatures), code == 401, code == 403:
+		return Denied
+	case code == rpcRequestTimeout:
+		return Transient
+	}
+	return Permanent
+}
+
+// textSignal recognises a transport failure from error text, or returns
+// signalNone.
+func textSignal(text string) signal {
+	text = strings.ToLower(text)
+	for _, sig := range textSignatures {
+		if strings.Contains(text, sig.text) {
+			return sig.signal
+		}
+	}
+	return signalNone
+}
+
+func containsAny(text string, signatures []string) bool {
+	for _, s := range signatures {
+		if strings.Contains(text, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsAnyWord reports whether one of words occurs in text delimited by
+// non-alphanumeric characters.
+func containsAnyWord(text string, words []string) bool {
+	for _, w := range words {
+		for i := 0; ; {
+			j := strings.Index(text[i:], w)
+			if j < 0 {
+				break
+			}
+			start, end := i+j, i+j+len(w)
+			if (start == 0 || !isAlnum(text[start-1])) && (end == len(text) || !isAlnum(text[end])) {
+				return true
+			}
+			i = start + 1
+		}
+	}
+	return false
+}
+
+func isAlnum(b byte) bool {
+	return b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+}
+
+// redact removes credentials from the URLs inside error text: user info,
+// query and fragment (where API keys and tokens travel). Text outside URLs
+// is kept.
+func redact(text string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(text, "://")
+		if i < 0 {
+			b.WriteString(text)
+			return b.String()
+		}
+		start := i
+		for start > 0 && isSchemeByte(text[start-1]) {
+			start--
+		}
+		end := i + len("://")
+		for end < len(text) && !isURLTerminator(text[end]) {
+			end++
+		}
+		b.WriteString(text[:start])
+		b.WriteString(redactURL(text[start:end]))
+		text = text[end:]
+	}
+}
+
+// redactURL strips user info, query and fragment from one URL; a URL that
+// does not parse is replaced entirely.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return "<url>"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
+}
+
+func isSchemeByte(b byte) bool {
+	return isAlnum(b) || b == '+' || b == '-' || b == '.'
+}
+
+// isURLTerminator reports the bytes that end a URL embedded in an error
+// message, such as `Get "https://host/x": EOF`.
+func isURLTerminator(b byte) bool {
+	return b == '"' || b == '\'' || b == ' ' || b == '\t' || b == '\n' || b == '<' || b == '>' || b == '`'
+}
