@@ -85,3 +85,9 @@ func (p *peer) closed() {
 
 // closeSend ends what the peer sends (EOF for the Session).
 func (p *peer) closeSend() { p.in.Close() }
+
+// timeout and tick bound the rare waits for background work.
+const (
+	timeout = 5 * time.Second
+	tick    = 5 * time.Millisecond
+)

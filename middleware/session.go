@@ -89,6 +89,7 @@ type Session struct {
 	visible      string // the visible tool set the client last learned
 	visibleKnown bool
 	locked       int // locked tools in the catalog
+	walkLocked   int // locked tools on the pages of the client's current tools/list walk
 	refreshing   bool
 	stale        bool // a refresh was asked for while one was running
 	stats        Stats

@@ -108,8 +108,14 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 			locked++
 		}
 	}
+	// Earlier pages of this walk may have had locked tools even when the
+	// catalog has not been loaded yet.
 	s.mu.Lock()
-	locked = max(locked, s.locked)
+	s.walkLocked += locked
+	locked = max(s.walkLocked, s.locked)
+	if lastPage {
+		s.walkLocked = 0
+	}
 	s.mu.Unlock()
 	discovery := lastPage && s.showDiscovery(locked)
 	if len(kept) == len(page) && !discovery {

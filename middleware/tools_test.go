@@ -1,0 +1,327 @@
+package middleware
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakePolicy locks tools by name; tools it does not name are callable.
+type fakePolicy struct {
+	mu     sync.Mutex
+	status map[string]string // tool → locked status
+	scope  map[string]bool   // when non-nil, only these tools are in scope
+}
+
+func (p *fakePolicy) set(tool, status string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.status[tool] = status
+}
+
+func (p *fakePolicy) Evaluate(tools []json.RawMessage) []Availability {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Availability, len(tools))
+	for i, t := range tools {
+		name := toolName(t)
+		out[i] = Availability{InScope: p.scope == nil || p.scope[name], Status: p.status[name]}
+	}
+	return out
+}
+
+func (p *fakePolicy) Remediation(status, tool string) string { return "remedy for " + status }
+
+func (p *fakePolicy) Rejection(status, tool, discovery string) string {
+	return fmt.Sprintf("%s is %s; see %s", tool, status, discovery)
+}
+
+// fakeUpstream answers tools/list from pages of a catalog and tools/call
+// with a text naming the tool, for the client's and the sidecar's own
+// requests alike, and records every method it received.
+type fakeUpstream struct {
+	t        *testing.T
+	peer     *peer
+	pages    [][]string // raw tool definitions per page
+	mu       sync.Mutex
+	received []string
+}
+
+func (f *fakeUpstream) serve() {
+	for msg := range f.peer.recv {
+		env, err := framing.Peek(msg)
+		if err != nil || env.Kind != framing.Request {
+			continue
+		}
+		f.mu.Lock()
+		f.received = append(f.received, env.Method)
+		f.mu.Unlock()
+		var result string
+		switch env.Method {
+		case "tools/list":
+			var p struct {
+				Cursor string `json:"cursor"`
+			}
+			_ = json.Unmarshal(env.Params, &p)
+			page := 0
+			fmt.Sscan(strings.TrimPrefix(p.Cursor, "page"), &page)
+			result = `{"tools":[` + strings.Join(f.pages[page], ",") + `]`
+			if page+1 < len(f.pages) {
+				result += fmt.Sprintf(`,"nextCursor":"page%d"`, page+1)
+			}
+			result += `}`
+		case "tools/call":
+			var p callParams
+			_ = json.Unmarshal(env.Params, &p)
+			result = `{"content":[{"type":"text","text":"called ` + p.Name + `"}]}`
+		default:
+			result = `{}`
+		}
+		// Not peer.send: the session may be gone when a late answer goes out.
+		if _, err := io.WriteString(f.peer.in, `{"jsonrpc":"2.0","id":`+string(env.ID)+`,"result":`+result+"}\n"); err != nil {
+			return
+		}
+	}
+}
+
+func (f *fakeUpstream) calls(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, m := range f.received {
+		if m == method {
+			n++
+		}
+	}
+	return n
+}
+
+func tool(name, desc string) string {
+	return `{"name":"` + name + `","description":"` + desc + `","inputSchema":{"type":"object"}}`
+}
+
+type toolsHarness struct {
+	client  *peer
+	up      *fakeUpstream
+	session *Session
+	policy  *fakePolicy
+	done    chan error
+}
+
+// startTools runs a Session with a fake policy in front of a fake upstream
+// serving pages, and completes the handshake.
+func startTools(t *testing.T, pages [][]string, locked map[string]string, scope ...string) *toolsHarness {
+	t.Helper()
+	client, clientConn := newPeer(t, 0)
+	upPeer, upConn := newPeer(t, 0)
+	if locked == nil {
+		locked = map[string]string{}
+	}
+	policy := &fakePolicy{status: locked}
+	if scope != nil {
+		policy.scope = map[string]bool{}
+		for _, name := range scope {
+			policy.scope[name] = true
+		}
+	}
+	h := &toolsHarness{client: client, up: &fakeUpstream{t: t, peer: upPeer, pages: pages},
+		policy: policy, done: make(chan error, 1)}
+	h.session = &Session{Name: "fx", Client: clientConn, Upstream: upConn, Tools: h.policy}
+	go h.up.serve()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { h.done <- h.session.Run(ctx) }()
+	h.client.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}` + "\n")
+	h.client.next()
+	h.client.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	return h
+}
+
+// call sends a request and returns the raw response.
+func (h *toolsHarness) call(id int, method, params string) []byte {
+	h.client.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params))
+	return h.client.next()
+}
+
+func TestToolsListIsByteIdenticalWhenNothingIsLocked(t *testing.T) {
+	pages := [][]string{
+		{tool("a", "first"), tool("b", "second")},
+		{tool("c", "third")},
+		{`{"name":"d","description":"odd  spacing","inputSchema":{"type":"object"},"x-extra":[1,2]}`},
+	}
+	h := startTools(t, pages, nil)
+	var transcript strings.Builder
+	cursor := `{}`
+	for i := range pages {
+		got := h.call(10+i, "tools/list", cursor)
+		want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"tools":[%s]`, 10+i, strings.Join(pages[i], ","))
+		if i+1 < len(pages) {
+			want += fmt.Sprintf(`,"nextCursor":"page%d"`, i+1)
+			cursor = fmt.Sprintf(`{"cursor":"page%d"}`, i+1)
+		}
+		want += "}}"
+		assert.Equal(t, want, string(got), "page %d", i)
+		transcript.Write(got)
+		transcript.WriteByte('\n')
+	}
+	checkGolden(t, filepath.Join("testdata", "tools_list_untouched.golden"), transcript.String())
+}
+
+func TestToolsListHidesLockedToolsAndAppendsDiscoveryOnTheLastPage(t *testing.T) {
+	pages := [][]string{{tool("a", "first"), tool("b", "second")}, {tool("c", "third")}}
+	h := startTools(t, pages, map[string]string{"b": "disabled_by_user"}, "a", "b") // c is out of scope
+
+	var first, last listResponse
+	require.NoError(t, json.Unmarshal(h.call(1, "tools/list", `{}`), &first))
+	require.NoError(t, json.Unmarshal(h.call(2, "tools/list", `{"cursor":"page1"}`), &last))
+	assert.Equal(t, []string{"a"}, first.names(), "the locked tool is gone from its page")
+	assert.Equal(t, "page1", first.Result.NextCursor, "other members are kept")
+	assert.Equal(t, []string{"discover_tools"}, last.names(), "out-of-scope c is absent; discovery is last")
+}
+
+type listResponse struct {
+	Result struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+		NextCursor string `json:"nextCursor"`
+	} `json:"result"`
+}
+
+func (r listResponse) names() []string {
+	var out []string
+	for _, t := range r.Result.Tools {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+func TestLockedCallsAreAnsweredAndNeverForwarded(t *testing.T) {
+	statuses := []string{"server_disabled", "disabled_by_config", "disabled_by_user", "pending_approval", "disabled_unknown"}
+	var page []string
+	locked := map[string]string{}
+	for _, s := range statuses {
+		page = append(page, tool("t_"+s, s))
+		locked["t_"+s] = s
+	}
+	page = append(page, tool("open", "callable"))
+	scope := []string{"open"}
+	for _, s := range statuses {
+		scope = append(scope, "t_"+s)
+	}
+	h := startTools(t, [][]string{page}, locked, scope...)
+
+	for i, s := range statuses {
+		t.Run(s, func(t *testing.T) {
+			var resp struct {
+				Result struct {
+					Content []struct{ Text string } `json:"content"`
+					IsError bool                    `json:"isError"`
+					Meta    map[string]any          `json:"_meta"`
+				} `json:"result"`
+			}
+			require.NoError(t, json.Unmarshal(h.call(100+i, "tools/call", `{"name":"t_`+s+`","arguments":{}}`), &resp))
+			assert.True(t, resp.Result.IsError)
+			assert.Equal(t, s, resp.Result.Meta["status"])
+			assert.Equal(t, "t_"+s+" is "+s+"; see discover_tools", resp.Result.Content[0].Text)
+		})
+	}
+	var unknown struct {
+		Error RPCError `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(h.call(200, "tools/call", `{"name":"hidden"}`), &unknown))
+	assert.Equal(t, codeInvalidParams, unknown.Error.Code, "an out-of-scope tool is unknown")
+
+	assert.Contains(t, string(h.call(201, "tools/call", `{"name":"open"}`)), "called open")
+	assert.Equal(t, 1, h.up.calls("tools/call"), "only the callable tool reached the upstream")
+	assert.Equal(t, len(statuses), h.session.Stats().Rejections)
+}
+
+func TestReevaluateToolsNotifiesOnlyWhenTheVisibleSetChanges(t *testing.T) {
+	h := startTools(t, [][]string{{tool("a", "x"), tool("b", "y")}}, nil)
+	h.call(1, "tools/list", `{}`) // the catalog is loaded by now or soon; make sure:
+	require.Eventually(t, func() bool { return h.up.calls("tools/list") >= 2 }, timeout, tick)
+	h.session.ReevaluateTools()
+
+	h.policy.set("b", "disabled_by_user")
+	h.session.ReevaluateTools()
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`, string(h.client.next()))
+
+	h.session.ReevaluateTools() // nothing changed: no notification
+	h.client.send(`{"jsonrpc":"2.0","id":9,"method":"ping"}` + "\n")
+	assert.Contains(t, string(h.client.next()), `"id":9`, "the next message is the ping's answer, not a notification")
+}
+
+func TestDiscoveryAnswers(t *testing.T) {
+	var page []string
+	locked := map[string]string{}
+	for i := range 25 {
+		name := fmt.Sprintf("locked_search_%02d", i)
+		page = append(page, tool(name, "a locked search tool"))
+		locked[name] = []string{"disabled_by_config", "disabled_by_user"}[i%2]
+	}
+	page = append(page, tool("find_files", "search files by name"), tool("read_file", "read a file"))
+	allCallable := [][]string{{tool("find_files", "search files by name"), tool("read_file", "read a file")}}
+
+	tests := []struct {
+		name   string
+		pages  [][]string
+		locked map[string]string
+		args   string
+	}{
+		{name: "notice_without_flag", pages: [][]string{page}, locked: locked, args: `{"query":"locked search"}`},
+		{name: "with_flag_capped", pages: [][]string{page}, locked: locked, args: `{"query":"search","include_disabled":true}`},
+		{name: "with_flag_small_limit", pages: [][]string{page}, locked: locked, args: `{"query":"search","include_disabled":true,"limit":3}`},
+		{name: "only_user_disabled_present", pages: [][]string{page}, locked: locked, args: `{"query":"locked_search_01","include_disabled":true}`},
+		{name: "all_callable_no_counts", pages: allCallable, args: `{"query":"file"}`},
+		{name: "no_arguments", pages: allCallable, args: `null`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startTools(t, tt.pages, tt.locked)
+			raw := h.call(1, "tools/call", `{"name":"discover_tools","arguments":`+tt.args+`}`)
+			var resp struct {
+				Result struct {
+					Content           []struct{ Text string } `json:"content"`
+					StructuredContent json.RawMessage         `json:"structuredContent"`
+				} `json:"result"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &resp))
+			assert.JSONEq(t, resp.Result.Content[0].Text, string(resp.Result.StructuredContent), "text and structured content agree")
+			var pretty strings.Builder
+			enc := json.NewEncoder(&pretty)
+			enc.SetIndent("", "  ")
+			require.NoError(t, enc.Encode(resp.Result.StructuredContent))
+			checkGolden(t, filepath.Join("testdata", "discovery", tt.name+".json"), pretty.String())
+			assert.Equal(t, 0, h.up.calls("tools/call"), "discovery never reaches the upstream")
+		})
+	}
+}
+
+func TestIncludeDisabledCounter(t *testing.T) {
+	h := startTools(t, [][]string{{tool("a", "x")}}, map[string]string{"a": "disabled_by_user"})
+	h.call(1, "tools/call", `{"name":"discover_tools","arguments":{"include_disabled":true}}`)
+	h.call(2, "tools/call", `{"name":"discover_tools","arguments":{"include_disabled":false}}`)
+	h.call(3, "tools/call", `{"name":"discover_tools","arguments":{"include_disabled":true,"query":"zzz"}}`)
+	assert.Equal(t, 2, h.session.Stats().IncludeDisabledQueries)
+}
+
+func checkGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run with -update to create it")
+	assert.Equal(t, string(want), got)
+}
