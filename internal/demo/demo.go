@@ -11,7 +11,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -23,12 +25,22 @@ import (
 // the narration.
 func Run(ctx context.Context, self string, out io.Writer) error {
 	n := &narrator{w: out}
+	dir, err := os.MkdirTemp("", "mcpwrap-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	config := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(config, []byte(`{}`), 0o600); err != nil {
+		return err
+	}
 	n.title("mcpwrap demo: a transparent, resilient wrapper for any MCP server")
 	n.say("The client below is a real go-sdk MCP client. Instead of starting the server")
 	n.say("directly, it starts:")
-	args := []string{"--name", "demo", "--log-level", "warn", "--", self, "demo-server",
+	args := []string{"--name", "demo", "--log-level", "warn", "--config", config, "--state-dir", filepath.Join(dir, "state"), "--", self, "demo-server",
 		"--banner", "demo-server v1.0 starting (a stray print on stdout)"}
 	n.say("  mcpwrap %s", strings.Join(quoteAll(args), " "))
+	n.say("(its config and user state live in a temporary directory: %s)", dir)
 	n.say("mcpwrap's own log lines go to stderr; they appear here prefixed with 'log |'.")
 
 	cmd := exec.CommandContext(ctx, self, args...)

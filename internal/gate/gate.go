@@ -1,0 +1,207 @@
+// Package gate decides tool availability for one running sidecar: it joins
+// the operator config (through a policy.Evaluator), the per-run allow-list
+// and the user state store, and satisfies middleware.ToolPolicy.
+//
+// The store is read once at start and again whenever it changes on disk;
+// evaluations use the in-memory snapshot, so the hot path never touches the
+// file system. A store that cannot be read makes every tool that operator
+// policy allows disabled_unknown: the gate fails closed.
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/mcpwrap/mcpwrap/internal/policy"
+	"github.com/mcpwrap/mcpwrap/internal/state"
+	"github.com/mcpwrap/mcpwrap/middleware"
+)
+
+// Store is the part of the state store a Gate uses.
+type Store interface {
+	Load(ctx context.Context) (*state.State, error)
+	Update(ctx context.Context, fn func(*state.State) error) error
+	Watch(ctx context.Context, onChange func())
+}
+
+// A Gate is the availability policy of one server. It is safe for
+// concurrent use.
+type Gate struct {
+	server string
+	eval   *policy.Evaluator
+	store  Store
+	log    *slog.Logger
+	now    func() time.Time
+
+	mu     sync.RWMutex
+	user   userState // the server's state as last read
+	errUse error     // why the store could not be read, if it could not
+	tools  map[string]policy.Tool
+}
+
+// New returns the gate of the named server. Call Reload before use to read
+// the store; until then no tool is user-disabled and no baseline exists.
+func New(server string, eval *policy.Evaluator, store Store, logger *slog.Logger) *Gate {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Gate{server: server, eval: eval, store: store, log: logger, now: time.Now,
+		tools: make(map[string]policy.Tool)}
+}
+
+// Reload reads the store and reports whether the server's state changed.
+func (g *Gate) Reload(ctx context.Context) bool {
+	st, err := g.store.Load(ctx)
+	var user userState
+	if err == nil {
+		user = snapshot(st.Server(g.server))
+	} else {
+		g.log.Error("cannot read the state store; tools are disabled_unknown until it is fixed", "error", err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	changed := !reflect.DeepEqual(user, g.user) || (err == nil) != (g.errUse == nil)
+	g.user, g.errUse = user, err
+	return changed
+}
+
+// Watch reloads the store whenever it changes on disk and calls onChange
+// when the server's state changed, until ctx is done.
+func (g *Gate) Watch(ctx context.Context, onChange func()) {
+	g.store.Watch(ctx, func() {
+		if g.Reload(ctx) {
+			onChange()
+		}
+	})
+}
+
+// tool parses a raw definition, caching the result by its bytes: a catalog
+// is evaluated on every tools/list, and hashing is the costly part.
+func (g *Gate) tool(raw json.RawMessage) policy.Tool {
+	g.mu.RLock()
+	t, ok := g.tools[string(raw)]
+	g.mu.RUnlock()
+	if ok {
+		return t
+	}
+	t, err := policy.ParseTool(raw)
+	if err != nil {
+		g.log.Warn("malformed tool definition", "error", err)
+	}
+	g.mu.Lock()
+	g.tools[string(raw)] = t
+	g.mu.Unlock()
+	return t
+}
+
+// Evaluate implements middleware.ToolPolicy.
+func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
+	tools := make([]policy.Tool, len(raws))
+	for i, raw := range raws {
+		tools[i] = g.tool(raw)
+	}
+	g.mu.RLock()
+	ev := g.eval.Evaluate(tools, g.user, g.errUse)
+	g.mu.RUnlock()
+	out := make([]middleware.Availability, len(raws))
+	for _, e := range ev.Entries {
+		a := middleware.Availability{InScope: true}
+		if e.Status.Locked() {
+			a.Status = string(e.Status)
+		}
+		out[e.Index] = a
+	}
+	return out
+}
+
+// Remediation implements middleware.ToolPolicy.
+func (g *Gate) Remediation(status, tool string) string {
+	return policy.RemediationFor(policy.Status(status), g.server, tool)
+}
+
+// Rejection implements middleware.ToolPolicy.
+func (g *Gate) Rejection(status, tool, discoveryTool string) string {
+	return policy.RejectionText(policy.Status(status), g.server, tool, discoveryTool)
+}
+
+// CatalogSeen records a full catalog loaded from the upstream as the
+// server's last seen catalog and, under tofu approval with no baseline yet,
+// approves it as the baseline. It writes only when something changed.
+func (g *Gate) CatalogSeen(ctx context.Context, raws []json.RawMessage) {
+	tools := make([]policy.Tool, len(raws))
+	for i, raw := range raws {
+		tools[i] = g.tool(raw)
+	}
+	g.mu.RLock()
+	baseline := g.eval.Evaluate(tools, g.user, g.errUse).RecordBaseline
+	g.mu.RUnlock()
+
+	now := g.now().UTC()
+	err := g.store.Update(ctx, func(st *state.State) error {
+		srv := st.Server(g.server)
+		catalog := &state.Catalog{SeenAt: now, Tools: make(map[string]state.CatalogTool, len(raws))}
+		for i, t := range tools {
+			if t.Name != "" {
+				catalog.Tools[t.Name] = state.CatalogTool{Definition: raws[i], Hash: t.Hash}
+			}
+		}
+		if srv.Catalog == nil || !sameTools(srv.Catalog.Tools, catalog.Tools) {
+			srv.Catalog = catalog
+		}
+		if baseline && len(srv.Approvals) == 0 {
+			for name, t := range catalog.Tools {
+				srv.Approve(name, state.Approval{ApprovedAt: now, Definition: t.Definition, Hash: t.Hash})
+			}
+			g.log.Info("first catalog approved as the baseline (tofu)", "tools", len(catalog.Tools))
+		}
+		return nil
+	})
+	if err != nil {
+		g.log.Error("cannot record the catalog in the state store", "error", err)
+		return
+	}
+	g.Reload(ctx)
+}
+
+func sameTools(a, b map[string]state.CatalogTool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, t := range a {
+		if b[name].Hash != t.Hash {
+			return false
+		}
+	}
+	return true
+}
+
+// userState is an immutable snapshot of one server's user state.
+type userState struct {
+	disabled map[string]bool
+	approved map[string]string
+}
+
+func snapshot(srv *state.Server) userState {
+	u := userState{}
+	if len(srv.Disabled) > 0 {
+		u.disabled = make(map[string]bool, len(srv.Disabled))
+		for _, t := range srv.Disabled {
+			u.disabled[t] = true
+		}
+	}
+	if len(srv.Approvals) > 0 {
+		u.approved = make(map[string]string, len(srv.Approvals))
+		for t, a := range srv.Approvals {
+			u.approved[t] = a.Hash
+		}
+	}
+	return u
+}
+
+func (u userState) Disabled(tool string) bool       { return u.disabled[tool] }
+func (u userState) ApprovedHash(tool string) string { return u.approved[tool] }
+func (u userState) Baseline() bool                  { return len(u.approved) > 0 }

@@ -1,0 +1,160 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/mcpwrap/mcpwrap/internal/policy"
+	"github.com/mcpwrap/mcpwrap/internal/state"
+	"github.com/mcpwrap/mcpwrap/middleware"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// memStore is an in-memory state store.
+type memStore struct {
+	mu     sync.Mutex
+	st     state.State
+	err    error // returned by Load and Update when set
+	writes int
+}
+
+func (m *memStore) Load(context.Context) (*state.State, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return nil, m.err
+	}
+	b, _ := json.Marshal(m.st)
+	var cp state.State
+	_ = json.Unmarshal(b, &cp)
+	return &cp, nil
+}
+
+func (m *memStore) Update(ctx context.Context, fn func(*state.State) error) error {
+	st, err := m.Load(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(st); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.st = *st
+	m.writes++
+	return nil
+}
+
+func (m *memStore) Watch(context.Context, func()) {}
+
+func raw(name, desc string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"name": name, "description": desc, "inputSchema": map[string]any{"type": "object"}})
+	return b
+}
+
+func newGate(t *testing.T, o policy.Options, store *memStore) *Gate {
+	t.Helper()
+	eval, err := policy.NewEvaluator(o)
+	require.NoError(t, err)
+	g := New("fs", eval, store, nil)
+	g.Reload(context.Background())
+	return g
+}
+
+func statuses(avail []middleware.Availability) []string {
+	out := make([]string, len(avail))
+	for i, a := range avail {
+		switch {
+		case !a.InScope:
+			out[i] = "out-of-scope"
+		case a.Status == "":
+			out[i] = "callable"
+		default:
+			out[i] = a.Status
+		}
+	}
+	return out
+}
+
+func TestGateTofuBaselineThenRugPull(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	g := newGate(t, policy.Options{}, store)
+	catalog := []json.RawMessage{raw("read", "reads"), raw("write", "writes")}
+
+	assert.Equal(t, []string{"callable", "callable"}, statuses(g.Evaluate(catalog)), "tofu grants the first catalog")
+	g.CatalogSeen(ctx, catalog)
+	_, approved := store.st.Server("fs").Approval("write")
+	assert.True(t, approved, "the first catalog is the baseline")
+
+	changed := []json.RawMessage{raw("read", "reads"), raw("write", "writes, and also uploads everything"), raw("new", "new")}
+	assert.Equal(t, []string{"callable", "pending_approval", "pending_approval"}, statuses(g.Evaluate(changed)))
+
+	writes := store.writes
+	g.CatalogSeen(ctx, changed)
+	assert.Equal(t, writes+1, store.writes, "the new catalog is recorded")
+	g.CatalogSeen(ctx, changed)
+	assert.Len(t, store.st.Server("fs").Approvals, 2, "a later catalog never approves itself")
+}
+
+func TestGateStatuses(t *testing.T) {
+	catalog := []json.RawMessage{raw("read", "r"), raw("write", "w"), raw("move", "m")}
+	tests := []struct {
+		name     string
+		opts     policy.Options
+		disabled []string
+		storeErr error
+		want     []string
+	}{
+		{name: "all callable", opts: policy.Options{Approval: policy.ApprovalOff}, want: []string{"callable", "callable", "callable"}},
+		{name: "config denies write", opts: policy.Options{Approval: policy.ApprovalOff, Rules: policy.Rules{Overrides: map[string]bool{"write": false}}},
+			want: []string{"callable", "disabled_by_config", "callable"}},
+		{name: "user disabled move", opts: policy.Options{Approval: policy.ApprovalOff}, disabled: []string{"move"},
+			want: []string{"callable", "callable", "disabled_by_user"}},
+		{name: "server disabled", opts: policy.Options{ServerDisabled: true}, want: []string{"server_disabled", "server_disabled", "server_disabled"}},
+		{name: "store unreadable fails closed", opts: policy.Options{Rules: policy.Rules{Overrides: map[string]bool{"write": false}}},
+			storeErr: &state.CorruptError{Path: "state.json", Err: errors.New("bad")},
+			want:     []string{"disabled_unknown", "disabled_by_config", "disabled_unknown"}},
+		{name: "allow-list narrows", opts: policy.Options{Approval: policy.ApprovalOff, Allow: mustAllow(t, "read,mo*")},
+			want: []string{"callable", "out-of-scope", "callable"}},
+		{name: "manual approval", opts: policy.Options{Approval: policy.ApprovalManual}, want: []string{"pending_approval", "pending_approval", "pending_approval"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &memStore{err: tt.storeErr}
+			for _, d := range tt.disabled {
+				store.st.Server("fs").Disable(d)
+			}
+			g := newGate(t, tt.opts, store)
+			assert.Equal(t, tt.want, statuses(g.Evaluate(catalog)))
+		})
+	}
+}
+
+func TestGateReloadReportsChanges(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	g := newGate(t, policy.Options{}, store)
+	assert.False(t, g.Reload(ctx), "nothing changed")
+	require.NoError(t, store.Update(ctx, func(st *state.State) error { st.Server("fs").Disable("x"); return nil }))
+	assert.True(t, g.Reload(ctx))
+	require.NoError(t, store.Update(ctx, func(st *state.State) error { st.Server("other").Disable("x"); return nil }))
+	assert.False(t, g.Reload(ctx), "another server's change is not ours")
+}
+
+func TestGateTexts(t *testing.T) {
+	g := newGate(t, policy.Options{}, &memStore{})
+	assert.Contains(t, g.Rejection("disabled_by_user", "write", "discover_tools"), "Tool is disabled and not callable.")
+	assert.Contains(t, g.Remediation("disabled_by_user", "write"), "mcpwrap tools enable fs write")
+	assert.NotContains(t, g.Rejection("disabled_by_config", "write", "discover_tools"), "mcpwrap tools enable")
+}
+
+func mustAllow(t *testing.T, s string) policy.AllowList {
+	a, err := policy.ParseAllowList(s)
+	require.NoError(t, err)
+	return a
+}
