@@ -183,6 +183,7 @@ const (
 	signalUnreachable
 	signalDNS
 	signalTLS
+	signalNotTLS
 )
 
 func (c Classifier) fromSignal(s signal) *Error {
@@ -205,6 +206,9 @@ func (c Classifier) fromSignal(s signal) *Error {
 		return &Error{Class: Permanent, Reason: "cannot resolve the host name", Hint: dnsHint}
 	case signalTLS:
 		return &Error{Class: Permanent, Reason: "TLS handshake failed", Hint: tlsHint}
+	case signalNotTLS:
+		return &Error{Class: Permanent, Reason: "the server did not answer with TLS",
+			Hint: "Check the URL scheme: the server may expect http:// rather than https://"}
 	}
 	return nil
 }
@@ -228,8 +232,7 @@ func dnsFailure(dns *net.DNSError) *Error {
 // retry can fix.
 func tlsFailure(err error) *Error {
 	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
-		return &Error{Class: Permanent, Reason: "the server did not answer with TLS",
-			Hint: "Check the URL scheme: the server may expect http:// rather than https://"}
+		return Classifier{}.fromSignal(signalNotTLS)
 	}
 	var cause error
 	if verify, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {

@@ -79,6 +79,8 @@ var textSignatures = []struct {
 	{"timeout", signalTimeout},
 	{"timed out", signalTimeout},
 	{"deadline exceeded", signalTimeout},
+	// net/http replaces tls.RecordHeaderError with this text.
+	{"server gave http response to https client", signalNotTLS},
 	{"x509: ", signalTLS},
 	{"tls: ", signalTLS},
 	{"network is unreachable", signalUnreachable},
