@@ -72,7 +72,7 @@ func reason(s Status, server, tool string) string {
 	case DisabledByUser:
 		return "The user disabled tool " + tool + " on server " + server + "."
 	case PendingApproval:
-		return "Tool " + tool + " on server " + server + " is new or its definition changed since it was approved."
+		return "Tool " + tool + " on server " + server + " is awaiting approval: it is new, or its definition changed since it was last approved."
 	}
 	return "mcpwrap could not determine whether tool " + tool + " on server " + server + " may be called."
 }

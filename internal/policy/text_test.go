@@ -86,7 +86,7 @@ func TestRejectionText(t *testing.T) {
 		},
 		{
 			status:  PendingApproval,
-			want:    []string{NotCallable, "new or its definition changed", "`mcpwrap tools approve fs write_file`"},
+			want:    []string{NotCallable, "awaiting approval: it is new, or its definition changed", "`mcpwrap tools approve fs write_file`"},
 			without: []string{"mcpwrap tools enable"},
 		},
 		{
