@@ -12,7 +12,7 @@ import (
 // retried and never reported as "still starting up".
 type Class int
 
-// The four classes of DESIGN §4. Only [Transient] is retried automatically.
+// The four load classes. Only [Transient] is retried automatically.
 const (
 	// Permanent failures need a human: a wrong command, URL, certificate or
 	// configuration. They are not retried automatically.

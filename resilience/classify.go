@@ -54,8 +54,9 @@ func (e *Error) Error() string {
 // Unwrap returns the error that was classified.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Classifier classifies load failures. The zero value applies the defaults
-// of DESIGN §4; it is safe for concurrent use.
+// Classifier classifies load failures. The zero value is the default
+// classification (connection refused is permanent); a Classifier is safe
+// for concurrent use.
 type Classifier struct {
 	// RetryRefused makes "connection refused" transient instead of
 	// permanent, for local backends that start slowly (config
@@ -87,7 +88,7 @@ func (c Classifier) Classify(err error) *Error {
 // rest of mcpwrap produced beats a socket error it may wrap.
 func (c Classifier) classify(err error) *Error {
 	if errors.Is(err, ErrConfig) {
-		return &Error{Class: Permanent, Reason: redact(err.Error()), Hint: "Fix the configuration file"}
+		return &Error{Class: Permanent, Reason: truncate(redact(err.Error()), maxReasonRunes), Hint: "Fix the configuration file"}
 	}
 	if loop, ok := errors.AsType[*CrashLoopError](err); ok {
 		return crashLoop(loop)

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -120,7 +121,15 @@ func TestClassify(t *testing.T) {
 		{name: "rpc code 401", err: &resilience.RPCError{Code: 401, Message: "nope"}, want: resilience.Denied},
 		{name: "rpc request timeout", err: &resilience.RPCError{Code: -32001, Message: "Request timed out"}, want: resilience.Transient},
 		{name: "rpc method not found", err: &resilience.RPCError{Code: -32601, Message: "Method not found"}, want: resilience.Permanent},
+		// beyond the table: more typed causes that no retry fixes
+		{name: "host unreachable", err: dialErr(syscall.EHOSTUNREACH), want: resilience.Permanent, wantReason: "unreachable", wantHint: "VPN"},
+		{name: "tls alert", err: &net.OpError{Op: "remote error", Err: tls.AlertError(40)}, want: resilience.Permanent, wantReason: "TLS handshake failed", wantHint: "certificate"},
+		{name: "spawn relative to dot", err: &resilience.SpawnError{Command: "srv", Err: &exec.Error{Name: "srv", Err: exec.ErrDot}}, want: resilience.Permanent, wantReason: "current directory", wantHint: "absolute path"},
+		{name: "spawn other", err: &resilience.SpawnError{Command: "srv", Err: errors.New("fork: resource exhausted")}, want: resilience.Permanent, wantReason: `cannot start "srv": fork: resource exhausted`, wantHint: "command"},
+		{name: "rpc timeout message", err: &resilience.RPCError{Code: -32603, Message: "upstream timeout"}, want: resilience.Transient},
 		// anything unrecognised → permanent
+		{name: "unknown long text is truncated", err: errors.New(strings.Repeat("é", 1000)), want: resilience.Permanent, wantReason: strings.Repeat("é", 299) + "…"},
+		{name: "unparsable URL is dropped", err: errors.New(`bad "http://[::1%zz/x?k=SECRET" here`), want: resilience.Permanent, wantReason: `bad "<url>" here`},
 		{name: "unknown", err: errors.New("boom"), want: resilience.Permanent, wantReason: "boom", wantHint: "log"},
 		{name: "unknown redacts URL credentials", err: errors.New(`get "https://user:pw@x.example/mcp?api_key=SECRET#frag": weird`), want: resilience.Permanent, wantReason: `get "https://x.example/mcp": weird`},
 		{name: "canceled", err: context.Canceled, want: resilience.Permanent, wantReason: "canceled"},

@@ -28,6 +28,16 @@ func TestOutcomeMessage(t *testing.T) {
 			want:    "Server 'X' is still starting up (attempt 8, retrying in 1m30s); its tools will appear shortly. Retry in a few seconds.",
 		},
 		{
+			name:    "transient retrying in minutes",
+			outcome: resilience.Outcome{Server: "X", Class: resilience.Transient, Attempts: 9, RetryIn: 5*time.Minute + 200*time.Millisecond},
+			want:    "Server 'X' is still starting up (attempt 9, retrying in 5m); its tools will appear shortly. Retry in a few seconds.",
+		},
+		{
+			name:    "transient retrying in hours",
+			outcome: resilience.Outcome{Server: "X", Class: resilience.Transient, Attempts: 9, RetryIn: time.Hour},
+			want:    "Server 'X' is still starting up (attempt 9, retrying in 1h); its tools will appear shortly. Retry in a few seconds.",
+		},
+		{
 			name:    "transient budget spent",
 			outcome: resilience.Outcome{Server: "X", Class: resilience.Transient, Attempts: 6, MaxAttempts: 6},
 			want:    "Server 'X' is still starting up (attempt 6 of 6); its tools will appear shortly. Retry in a few seconds.",
@@ -57,6 +67,11 @@ func TestOutcomeMessage(t *testing.T) {
 			name:    "denied",
 			outcome: resilience.Outcome{Server: "linear", Class: resilience.Denied, Attempts: 1, Err: resilience.Classify(&resilience.HTTPStatusError{StatusCode: 403, Status: "403 Forbidden"})},
 			want:    "Server 'linear' denied access (HTTP 403 Forbidden). Check the credentials configured for it; retrying will not help.",
+		},
+		{
+			name:    "available with one tool",
+			outcome: resilience.Outcome{Server: "fs", Class: resilience.Available, Attempts: 1, Tools: []json.RawMessage{[]byte(`{}`)}},
+			want:    "Server 'fs' is available with 1 tool.",
 		},
 		{
 			name:    "available",

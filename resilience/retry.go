@@ -19,7 +19,7 @@ type Op func(ctx context.Context, attempt int) error
 // exponential backoff (cenkalti/backoff/v4). Permanent and denied failures
 // end the load at once. The success path adds no delay.
 //
-// The zero value is ready to use with the defaults of DESIGN §4. A Retrier
+// The zero value is ready to use with the documented defaults. A Retrier
 // may be used by several goroutines at once as long as its fields are not
 // changed; OnRetry, NewTimer and Now are then called concurrently too.
 type Retrier struct {
