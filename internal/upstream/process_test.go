@@ -1,0 +1,216 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestStartNotFound(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+
+	tests := []struct {
+		name string
+		cmd  Command
+		want error
+	}{
+		{name: "name not in PATH", cmd: Command{Path: "mcpwrap-test-no-such-command"}, want: exec.ErrNotFound},
+		{name: "missing file", cmd: Command{Path: filepath.Join(dir, "missing")}, want: os.ErrNotExist},
+		{name: "missing working directory", cmd: Command{Path: exe, Dir: filepath.Join(dir, "missing")}, want: os.ErrNotExist},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := Start(context.Background(), tt.cmd)
+			require.Error(t, err)
+			assert.Nil(t, p)
+			assert.ErrorIs(t, err, tt.want)
+			var se *StartError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, tt.cmd.Path, se.Path)
+		})
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		code int
+	}{
+		{name: "success", code: 0},
+		{name: "failure", code: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := startFixture(t, fixtureCommand(t, "exit", fmt.Sprint(tt.code)))
+
+			status := waitDone(t, p)
+			assert.Equal(t, ExitStatus{Code: tt.code, Stderr: []string{}}, status)
+			err := p.Wait()
+			if tt.code == 0 {
+				assert.NoError(t, err)
+				return
+			}
+			var ee *ExitError
+			require.ErrorAs(t, err, &ee)
+			assert.Equal(t, tt.code, ee.Status.Code)
+			assert.Equal(t, fmt.Sprintf("upstream: child exit status %d", tt.code), err.Error())
+		})
+	}
+}
+
+// lockedBuffer is an io.Writer safe to read while the pump writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestStderrPassThroughAndTail(t *testing.T) {
+	t.Parallel()
+	var passed lockedBuffer
+	c := fixtureCommand(t, "stderr")
+	c.Stderr = &passed
+	p := startFixture(t, c)
+
+	status := waitDone(t, p)
+
+	assert.Equal(t, stderrFixtureOutput, passed.String(), "stderr passed through byte for byte")
+	want := []string{}
+	for i := 12; i < 30; i++ {
+		want = append(want, fmt.Sprintf("line %02d", i))
+	}
+	want = append(want, strings.Repeat("x", MaxStderrLineBytes)+"…", "fatal: last words")
+	assert.Equal(t, want, status.Stderr)
+	assert.Equal(t, want, p.StderrTail())
+	assert.Equal(t, 1, status.Code)
+	assert.EqualError(t, p.Wait(), "upstream: child exit status 1: fatal: last words")
+}
+
+func TestStderrLinesOption(t *testing.T) {
+	t.Parallel()
+	c := fixtureCommand(t, "stderr")
+	c.StderrLines = 2
+	p := startFixture(t, c)
+
+	status := waitDone(t, p)
+	assert.Equal(t, []string{strings.Repeat("x", MaxStderrLineBytes) + "…", "fatal: last words"}, status.Stderr)
+}
+
+func TestStdinStdoutRoundTrip(t *testing.T) {
+	t.Parallel()
+	p := startFixture(t, fixtureCommand(t, "echo"))
+	out := bufio.NewReader(p.Stdout())
+
+	_, err := p.Stdin().Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
+	require.NoError(t, err)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, readLine(t, out))
+
+	require.NoError(t, p.Stdin().Close())
+	assert.True(t, waitDone(t, p).Success(), "stdin EOF reaches the child")
+	_, err = out.ReadByte()
+	assert.ErrorIs(t, err, io.EOF)
+}
+
+func TestCommandEnvDirArgs(t *testing.T) {
+	t.Parallel()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	c := fixtureCommand(t, "env", "one", "two words")
+	c.Env = append(c.Env, "MCPWRAP_TEST_VAR=value")
+	c.Dir = dir
+	p := startFixture(t, c)
+
+	var got envReport
+	require.NoError(t, json.NewDecoder(p.Stdout()).Decode(&got))
+	waitDone(t, p)
+
+	assert.Equal(t, p.Pid(), got.Pid)
+	assert.Equal(t, dir, got.Dir)
+	assert.Equal(t, []string{"one", "two words"}, got.Args)
+	assert.Contains(t, got.Env, "MCPWRAP_TEST_VAR=value")
+	for _, kv := range got.Env {
+		assert.False(t, strings.HasPrefix(kv, guardianEnv+"="), "guardian marker leaked to the child")
+	}
+}
+
+func TestTerminateConcurrentCalls(t *testing.T) {
+	t.Parallel()
+	p := startFixture(t, fixtureCommand(t, "echo"))
+
+	errs := make(chan error, 4)
+	for range cap(errs) {
+		go func() { errs <- p.Terminate(context.Background(), time.Minute) }()
+	}
+	for range cap(errs) {
+		require.NoError(t, <-errs)
+	}
+	assert.True(t, waitDone(t, p).Success(), "stdin closed once, child exited on its own")
+	require.NoError(t, p.Terminate(context.Background(), time.Minute), "after exit")
+}
+
+func TestExitBeforeDone(t *testing.T) {
+	t.Parallel()
+	p := startFixture(t, fixtureCommand(t, "echo"))
+	status, ok := p.Exit()
+	assert.False(t, ok)
+	assert.Equal(t, ExitStatus{}, status)
+	require.NoError(t, p.Terminate(context.Background(), time.Minute))
+}
+
+func TestExitStatusString(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		status ExitStatus
+		want   string
+		ok     bool
+	}{
+		{name: "success", status: ExitStatus{}, want: "exit status 0", ok: true},
+		{name: "code", status: ExitStatus{Code: 2}, want: "exit status 2"},
+		{name: "signal", status: ExitStatus{Code: -1, Signal: "SIGKILL"}, want: "killed by SIGKILL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.status.String())
+			assert.Equal(t, tt.ok, tt.status.Success())
+		})
+	}
+}
+
+func TestStartErrorMessage(t *testing.T) {
+	t.Parallel()
+	err := error(&StartError{Path: "npx", Err: exec.ErrNotFound})
+	assert.Equal(t, "upstream: start npx: executable file not found in $PATH", err.Error())
+	assert.True(t, errors.Is(err, exec.ErrNotFound))
+}
