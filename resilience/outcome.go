@@ -31,7 +31,8 @@ type Outcome struct {
 	Tools []json.RawMessage
 }
 
-// Message returns the agent-facing sentence for the outcome, used as tool-result text and as handshake instructions, e.g.
+// Message returns the agent-facing sentence for the outcome, used as
+// tool-result text and as handshake instructions, e.g.
 //
 //	Server 'linear' is still starting up (attempt 3 of 6, retrying in 2s); its tools will appear shortly. Retry in a few seconds.
 //	Server 'fs' failed to load and needs attention: cannot start "npx": command not found. Use a full path to the command; GUI apps get a minimal PATH.
