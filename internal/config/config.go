@@ -1,0 +1,264 @@
+// Package config loads mcpwrap's config file (DESIGN §7) and resolves where
+// the config file and the state directory live.
+//
+// The file is one JSON object: a `defaults` block every server inherits and
+// `servers`, keyed by the --name a sidecar runs with. Durations are strings
+// ("250ms"); unknown keys, wrong types and bad values are errors that name
+// the file, line, column and key path. A loaded File is immutable and safe
+// for concurrent use.
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/mcpwrap/mcpwrap/internal/policy"
+)
+
+// DiscoveryMode says when the discovery tool is listed.
+type DiscoveryMode string
+
+// The discovery modes.
+const (
+	// DiscoveryAuto lists the discovery tool when a tool is locked or the
+	// upstream is not available.
+	DiscoveryAuto DiscoveryMode = "auto"
+	// DiscoveryAlways always lists it.
+	DiscoveryAlways DiscoveryMode = "always"
+	// DiscoveryNever never lists it.
+	DiscoveryNever DiscoveryMode = "never"
+)
+
+// Built-in defaults, used for every setting neither `defaults` nor the
+// server's entry sets. See also DefaultRetry.
+const (
+	DefaultApproval      = policy.ApprovalTOFU
+	DefaultToolDefault   = policy.DefaultAll
+	DefaultReadyTimeout  = 30 * time.Second
+	DefaultDiscoveryTool = policy.DefaultDiscoveryTool
+	DefaultDiscovery     = DiscoveryAuto
+	DefaultMaxLineBytes  = 64 << 20
+
+	// MinMaxLineBytes is the smallest accepted max_line_bytes, so that a
+	// value meant in KiB or MiB is caught rather than breaking every message.
+	MinMaxLineBytes = 1024
+)
+
+// Retry is the bounded backoff used while loading the upstream. cmd converts
+// it to the resilience package's policy.
+type Retry struct {
+	// Initial is the first delay.
+	Initial time.Duration
+	// MaxInterval caps any single delay.
+	MaxInterval time.Duration
+	// Multiplier grows the delay after each attempt (at least 1).
+	Multiplier float64
+	// Jitter is the randomisation factor, in [0, 1].
+	Jitter float64
+	// MaxAttempts bounds the attempts of one load (at least 1).
+	MaxAttempts int
+	// MaxElapsed bounds the duration of one load.
+	MaxElapsed time.Duration
+}
+
+// DefaultRetry returns the built-in retry settings of DESIGN §4: 250 ms
+// initial, ×2, jitter 0.5, 5 s cap, 6 attempts or 30 s.
+func DefaultRetry() Retry {
+	return Retry{
+		Initial:     250 * time.Millisecond,
+		MaxInterval: 5 * time.Second,
+		Multiplier:  2,
+		Jitter:      0.5,
+		MaxAttempts: 6,
+		MaxElapsed:  30 * time.Second,
+	}
+}
+
+// Server is the effective configuration of one server: built-in defaults,
+// overridden by the file's `defaults`, overridden by the server's entry.
+type Server struct {
+	// Name is the server's --name.
+	Name string
+	// Enabled is false when the server is switched off (`enabled`).
+	Enabled bool
+	// Tools is the operator policy for the server's tools (`tools`).
+	Tools policy.Rules
+	// Approval is the tool-definition pinning mode (`approval`).
+	Approval policy.ApprovalMode
+	// ReadyTimeout is how long the client's handshake waits for the upstream
+	// before mcpwrap answers it in degraded mode (`ready_timeout`).
+	ReadyTimeout time.Duration
+	// Retry is the backoff while loading the upstream (`retry`).
+	Retry Retry
+	// RetryRefused makes "connection refused" transient (`retry_refused`).
+	RetryRefused bool
+	// Env is added to the stdio child's environment (`env`).
+	Env map[string]string
+	// DiscoveryTool is the discovery tool's name (`discovery_tool`).
+	DiscoveryTool string
+	// Discovery says when the discovery tool is listed (`discovery`).
+	Discovery DiscoveryMode
+	// MaxLineBytes is the largest JSON-RPC line relayed (`max_line_bytes`).
+	MaxLineBytes int
+}
+
+// Default returns the built-in configuration of a server the file does not
+// mention, as (*File)(nil).Server(name) does.
+func Default(name string) Server {
+	return Server{
+		Name:          name,
+		Enabled:       true,
+		Tools:         policy.Rules{Default: DefaultToolDefault},
+		Approval:      DefaultApproval,
+		ReadyTimeout:  DefaultReadyTimeout,
+		Retry:         DefaultRetry(),
+		DiscoveryTool: DefaultDiscoveryTool,
+		Discovery:     DefaultDiscovery,
+		MaxLineBytes:  DefaultMaxLineBytes,
+	}
+}
+
+// File is a loaded config file. The nil *File is a missing file: every
+// server gets the built-in defaults. A File is immutable and safe for
+// concurrent use.
+type File struct {
+	// Path is where the file was looked for, as given to Load or Parse.
+	Path string
+	// Found is false when there was no file at Path (all defaults).
+	Found bool
+
+	defaults layer
+	servers  map[string]*layer
+}
+
+// Load reads and validates the config file at path. A missing file is not
+// an error: it yields a File with Found false and every default. An
+// unreadable or invalid file yields an *Error, which matches ErrInvalid.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &File{Path: path}, nil
+	}
+	if err != nil {
+		cause := err
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			cause = pathErr.Err
+		}
+		return nil, &Error{File: path, Msg: "cannot read the config file: " + cause.Error(), Err: err}
+	}
+	return Parse(path, data)
+}
+
+// Parse validates data as the contents of the config file at path, which
+// only names the file in errors. Errors are *Error and match ErrInvalid.
+func Parse(path string, data []byte) (*File, error) {
+	p := parser{file: path, data: data}
+	root, err := p.tree()
+	if err != nil {
+		return nil, err
+	}
+	f := &File{Path: path, Found: true, servers: map[string]*layer{}}
+	if err := p.root(root, f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Server returns the effective configuration of the named server. Every
+// scalar set in the server's entry replaces the `defaults` value, which
+// replaces the built-in default, even when it is false or zero; the maps
+// (`tools.overrides`, `env`) merge key by key, the server's entries winning.
+// The returned maps are fresh copies the caller may modify.
+func (f *File) Server(name string) Server {
+	s := Default(name)
+	if f == nil {
+		return s
+	}
+	f.defaults.applyTo(&s)
+	if l, ok := f.servers[name]; ok {
+		l.applyTo(&s)
+	}
+	return s
+}
+
+// Names returns the names of the servers the file configures, sorted.
+func (f *File) Names() []string {
+	if f == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(f.servers))
+}
+
+// Has reports whether the file has an entry for the named server.
+func (f *File) Has(name string) bool {
+	if f == nil {
+		return false
+	}
+	_, ok := f.servers[name]
+	return ok
+}
+
+// layer is one level of settings as written in the file; nil pointers and
+// maps are settings it leaves to the level below.
+type layer struct {
+	enabled       *bool
+	toolDefault   *policy.ToolDefault
+	overrides     map[string]bool
+	approval      *policy.ApprovalMode
+	readyTimeout  *time.Duration
+	retry         retryLayer
+	retryRefused  *bool
+	env           map[string]string
+	discoveryTool *string
+	discovery     *DiscoveryMode
+	maxLineBytes  *int
+}
+
+type retryLayer struct {
+	initial, maxInterval, maxElapsed *time.Duration
+	multiplier, jitter               *float64
+	maxAttempts                      *int
+}
+
+func (l *layer) applyTo(s *Server) {
+	set(&s.Enabled, l.enabled)
+	set(&s.Tools.Default, l.toolDefault)
+	s.Tools.Overrides = merge(s.Tools.Overrides, l.overrides)
+	set(&s.Approval, l.approval)
+	set(&s.ReadyTimeout, l.readyTimeout)
+	set(&s.Retry.Initial, l.retry.initial)
+	set(&s.Retry.MaxInterval, l.retry.maxInterval)
+	set(&s.Retry.Multiplier, l.retry.multiplier)
+	set(&s.Retry.Jitter, l.retry.jitter)
+	set(&s.Retry.MaxAttempts, l.retry.maxAttempts)
+	set(&s.Retry.MaxElapsed, l.retry.maxElapsed)
+	set(&s.RetryRefused, l.retryRefused)
+	s.Env = merge(s.Env, l.env)
+	set(&s.DiscoveryTool, l.discoveryTool)
+	set(&s.Discovery, l.discovery)
+	set(&s.MaxLineBytes, l.maxLineBytes)
+}
+
+func set[T any](dst, src *T) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+// merge copies src over dst, allocating dst when needed so that a Server
+// never shares a map with its File.
+func merge[V any](dst, src map[string]V) map[string]V {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = make(map[string]V, len(src))
+	}
+	maps.Copy(dst, src)
+	return dst
+}
