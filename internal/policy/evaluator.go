@@ -70,14 +70,17 @@ func (e *Evaluator) ConfigAllows(t Tool) bool { return e.rules.allows(t.Name, t.
 // prevented reading it. It consults user only for facts that can still
 // affect the status.
 func (e *Evaluator) Facts(t Tool, user UserState, userErr error) Facts {
+	user, baseline := e.user(user, userErr)
+	return e.facts(t, user, baseline, userErr)
+}
+
+// user returns the state to consult (never nil) and whether it has a tofu
+// baseline, asked once per evaluation rather than once per tool.
+func (e *Evaluator) user(user UserState, userErr error) (UserState, bool) {
 	if user == nil {
 		user = noUserState{}
 	}
-	baseline := false
-	if userErr == nil && e.approval == ApprovalTOFU {
-		baseline = user.Baseline()
-	}
-	return e.facts(t, user, baseline, userErr)
+	return user, userErr == nil && e.approval == ApprovalTOFU && user.Baseline()
 }
 
 func (e *Evaluator) facts(t Tool, user UserState, baseline bool, userErr error) Facts {
@@ -134,13 +137,7 @@ type Evaluation struct {
 // Evaluate classifies every tool of a catalog (the hot path of tools/list and
 // discovery). See Facts for user and userErr.
 func (e *Evaluator) Evaluate(catalog []Tool, user UserState, userErr error) Evaluation {
-	if user == nil {
-		user = noUserState{}
-	}
-	baseline := false
-	if userErr == nil && e.approval == ApprovalTOFU {
-		baseline = user.Baseline()
-	}
+	user, baseline := e.user(user, userErr)
 	ev := Evaluation{
 		Entries: make([]Entry, 0, len(catalog)),
 		RecordBaseline: e.approval == ApprovalTOFU && userErr == nil && !baseline &&
