@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -60,17 +61,17 @@ func TestRelayMatchesDirect(t *testing.T) {
 			defer cancel()
 			opts := &mcp.ClientSessionOptions{ProtocolVersion: tt.protocolVersion}
 
-			directClient, directRec := newEverythingClient(), &transcript{}
+			directClient, directRec, directAsync := newEverythingClient(), &transcript{}, map[string]bool{}
 			direct := connect(ctx, t, directClient.Client, opts, directRec, exec.CommandContext(ctx, everythingServerPath))
-			directHandshake := directRec.Take()
-			directSteps, directAsync := exerciseEverything(ctx, t, directClient, direct, directRec)
+			directHandshake := normaliseHandshake(t, directRec.Take(), directAsync)
+			directSteps := exerciseEverything(ctx, t, directClient, direct, directRec, directAsync)
 
-			wrappedClient, wrappedRec := newEverythingClient(), &transcript{}
+			wrappedClient, wrappedRec, wrappedAsync := newEverythingClient(), &transcript{}, map[string]bool{}
 			wrapped := connectWrapped(ctx, t, wrappedClient.Client, opts, wrappedRec, transparentConfig, "everything", everythingServerPath)
-			wrappedHandshake := wrappedRec.Take()
-			wrappedSteps, wrappedAsync := exerciseEverything(ctx, t, wrappedClient, wrapped, wrappedRec)
+			wrappedHandshake := normaliseHandshake(t, wrappedRec.Take(), wrappedAsync)
+			wrappedSteps := exerciseEverything(ctx, t, wrappedClient, wrapped, wrappedRec, wrappedAsync)
 
-			assert.Equal(t, normaliseHandshake(t, directHandshake), normaliseHandshake(t, wrappedHandshake), "handshake")
+			assert.Equal(t, directHandshake, wrappedHandshake, "handshake")
 			assert.Equal(t, direct.InitializeResult().ProtocolVersion, wrapped.InitializeResult().ProtocolVersion, "negotiated protocol version")
 
 			delete(directAsync, "notifications/resources/updated") // timer-driven: may or may not fire
@@ -92,12 +93,11 @@ type step struct {
 	Err      string
 }
 
-// exerciseEverything runs the scripted session and returns its steps and the asynchronous
-// notifications seen along the way. It also checks that the script really exercises the server:
+// exerciseEverything runs the scripted session and returns its steps, adding the asynchronous
+// notifications seen along the way to async. It also checks that the script really exercises the server:
 // every catalog non-empty, every tool's required arguments supplied.
-func exerciseEverything(ctx context.Context, t *testing.T, client *everythingClient, session *mcp.ClientSession, rec *transcript) (steps []step, async map[string]bool) {
+func exerciseEverything(ctx context.Context, t *testing.T, client *everythingClient, session *mcp.ClientSession, rec *transcript, async map[string]bool) (steps []step) {
 	t.Helper()
-	async = map[string]bool{}
 	do := func(name string, op func() error) {
 		var errText string
 		if err := op(); err != nil {
@@ -217,7 +217,7 @@ func exerciseEverything(ctx context.Context, t *testing.T, client *everythingCli
 			})
 		}
 	}
-	return steps, async
+	return steps
 }
 
 // everythingClient is a client that can answer every server→client request the
@@ -261,9 +261,15 @@ func newEverythingClient() *everythingClient {
 	return c
 }
 
-// awaitChange waits for a signal on changed, failing the test when ctx ends first.
+// notificationTimeout bounds the wait for a notification the server has already decided to send
+// (the go-sdk server debounces list_changed by 10 ms).
+const notificationTimeout = 10 * time.Second
+
+// awaitChange waits for a signal on changed, failing the test after notificationTimeout.
 func awaitChange(ctx context.Context, t *testing.T, changed <-chan struct{}, what string) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, notificationTimeout)
+	defer cancel()
 	select {
 	case <-changed:
 	case <-ctx.Done():
@@ -417,14 +423,15 @@ func normaliseMessages(t *testing.T, msgs []json.RawMessage, async map[string]bo
 	return append(serverRequests, ordered...)
 }
 
-// normaliseHandshake normalises the handshake messages and removes the one member mcpwrap may
-// add: result.capabilities.tools.listChanged (an empty tools object it leaves behind goes too).
-func normaliseHandshake(t *testing.T, msgs []json.RawMessage) []string {
+// normaliseHandshake normalises the handshake messages like normaliseMessages and removes the
+// one member mcpwrap may add: result.capabilities.tools.listChanged (an empty tools object it
+// leaves behind goes too).
+func normaliseHandshake(t *testing.T, msgs []json.RawMessage, async map[string]bool) []string {
 	t.Helper()
 	var out []string
-	for _, raw := range msgs {
+	for _, line := range normaliseMessages(t, msgs, async) {
 		var msg map[string]any
-		require.NoError(t, json.Unmarshal(raw, &msg), "message %s", raw)
+		require.NoError(t, json.Unmarshal([]byte(line), &msg))
 		if result, ok := msg["result"].(map[string]any); ok {
 			if caps, ok := result["capabilities"].(map[string]any); ok {
 				if tools, ok := caps["tools"].(map[string]any); ok {
