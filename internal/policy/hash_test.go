@@ -196,3 +196,18 @@ func TestParseTool(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkParseTool measures the per-tool cost of building a Tool (hashing
+// included), paid once per catalog refresh.
+func BenchmarkParseTool(b *testing.B) {
+	raw := json.RawMessage(`{"name":"write_file","title":"Write","description":"Create a new file or completely overwrite an existing file with new content.",
+		"inputSchema":{"type":"object","properties":{"path":{"type":"string","description":"Path to write"},"content":{"type":"string"},
+		"mode":{"type":"string","enum":["overwrite","append"],"default":"overwrite"},"max":{"type":"integer","minimum":0,"maximum":1048576}},
+		"required":["path","content"],"additionalProperties":false},"annotations":{"readOnlyHint":false,"destructiveHint":true}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseTool(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
