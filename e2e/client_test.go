@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -86,13 +88,24 @@ func connect(ctx context.Context, t testing.TB, client *mcp.Client, opts *mcp.Cl
 	return session
 }
 
-// connectWrapped connects client to `mcpwrap --name NAME -- upstream...`, hermetic (see
-// mcpwrapEnv) with configJSON as its config.
-func connectWrapped(ctx context.Context, t testing.TB, client *mcp.Client, opts *mcp.ClientSessionOptions, rec *transcript, configJSON, name string, upstream ...string) *mcp.ClientSession {
+// wrapOptions tunes connectWrapped. The zero value wraps under the name "upstream" with an empty
+// config, default session options and no recording.
+type wrapOptions struct {
+	Name    string   // --name
+	Config  string   // the config file's content (see mcpwrapEnv)
+	Flags   []string // more mcpwrap flags, before "--"
+	Session *mcp.ClientSessionOptions
+	Record  *transcript // receives every message the client reads
+}
+
+// connectWrapped connects client to `mcpwrap [flags] -- upstream...`, hermetic (see mcpwrapEnv).
+func connectWrapped(ctx context.Context, t testing.TB, client *mcp.Client, opts wrapOptions, upstream ...string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, mcpwrapPath, wrapArgs(name, upstream...)...)
-	cmd.Env = append(os.Environ(), mcpwrapEnv(t, configJSON)...)
-	return connect(ctx, t, client, opts, rec, cmd)
+	name, config := cmp.Or(opts.Name, "upstream"), cmp.Or(opts.Config, `{}`)
+	args := append(slices.Clone(opts.Flags), wrapArgs(name, upstream...)...)
+	cmd := exec.CommandContext(ctx, mcpwrapPath, args...)
+	cmd.Env = append(os.Environ(), mcpwrapEnv(t, config)...)
+	return connect(ctx, t, client, opts.Session, opts.Record, cmd)
 }
 
 // transcript records the JSON-RPC messages a client reads, in order. Safe for concurrent use.

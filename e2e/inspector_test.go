@@ -56,7 +56,7 @@ func (in *inspector) Run(ctx context.Context, target []string, options ...string
 	args = append(args, "--")
 	args = append(args, target...)
 
-	p := startProcess(ctx, in.t, processOptions{Env: append(nodeEnv(), "HOME="+in.home)}, nodePath(in.t), args...)
+	p := startProcess(ctx, in.t, processOptions{Env: []string{"HOME=" + in.home}}, nodePath(in.t), args...)
 	err := p.Wait(ctx)
 	var res inspectorResult
 	var exit *exec.ExitError

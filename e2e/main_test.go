@@ -60,6 +60,10 @@ func runTests(m *testing.M) int {
 }
 
 func setup(binDir string) error {
+	// Every process a test starts inherits this: no npm tool may reach for the network.
+	if err := os.Setenv("NPM_CONFIG_UPDATE_NOTIFIER", "false"); err != nil {
+		return err
+	}
 	here, err := os.Getwd() // go test runs in the package directory, e2e/
 	if err != nil {
 		return err
@@ -145,10 +149,4 @@ func npmBin(t testing.TB, pkg, bin string) string {
 	}
 	require.NotEmpty(t, entry, "npm package %s declares no bin %q", pkg, bin)
 	return filepath.Join(pkgDir, filepath.FromSlash(entry))
-}
-
-// nodeEnv returns the environment for a node process: the inherited one, with npm's update
-// notifier off so nothing reaches for the network.
-func nodeEnv() []string {
-	return append(os.Environ(), "NPM_CONFIG_UPDATE_NOTIFIER=false")
 }

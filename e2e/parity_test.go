@@ -50,9 +50,10 @@ func TestRelayMatchesDirect(t *testing.T) {
 	tests := []struct {
 		name            string
 		protocolVersion string // "" is go-sdk v1.8.0's default: the draft's server/discover
+		negotiated      string // the version the session must end up speaking
 	}{
-		{name: "server-discover", protocolVersion: ""},
-		{name: "initialize-2025-11-25", protocolVersion: protocolVersionInitialize},
+		{name: "server-discover", protocolVersion: "", negotiated: protocolVersionStateless},
+		{name: "initialize-2025-11-25", protocolVersion: protocolVersionInitialize, negotiated: protocolVersionInitialize},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,12 +68,15 @@ func TestRelayMatchesDirect(t *testing.T) {
 			directSteps := exerciseEverything(ctx, t, directClient, direct, directRec, directAsync)
 
 			wrappedClient, wrappedRec, wrappedAsync := newEverythingClient(), &transcript{}, map[string]bool{}
-			wrapped := connectWrapped(ctx, t, wrappedClient.Client, opts, wrappedRec, transparentConfig, "everything", everythingServerPath)
+			wrapped := connectWrapped(ctx, t, wrappedClient.Client, wrapOptions{
+				Name: "everything", Config: transparentConfig, Session: opts, Record: wrappedRec,
+			}, everythingServerPath)
 			wrappedHandshake := normaliseHandshake(t, wrappedRec.Take(), wrappedAsync)
 			wrappedSteps := exerciseEverything(ctx, t, wrappedClient, wrapped, wrappedRec, wrappedAsync)
 
 			assert.Equal(t, directHandshake, wrappedHandshake, "handshake")
-			assert.Equal(t, direct.InitializeResult().ProtocolVersion, wrapped.InitializeResult().ProtocolVersion, "negotiated protocol version")
+			require.Equal(t, tt.negotiated, direct.InitializeResult().ProtocolVersion, "direct: negotiated protocol version")
+			assert.Equal(t, tt.negotiated, wrapped.InitializeResult().ProtocolVersion, "wrapped: negotiated protocol version")
 
 			delete(directAsync, "notifications/resources/updated") // timer-driven: may or may not fire
 			delete(wrappedAsync, "notifications/resources/updated")
