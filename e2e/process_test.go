@@ -41,9 +41,8 @@ type process struct {
 // both output streams.
 type processOptions struct {
 	Env        []string // extra KEY=VALUE entries appended to os.Environ()
-	Dir        string
-	PipeStdin  bool
-	PipeStdout bool
+	PipeStdin  bool     // Stdin is the write end of the process's stdin
+	PipeStdout bool     // Stdout is the read end of the process's stdout, instead of capturing it
 }
 
 // startProcess starts name with args in its own process group, bound to ctx: when ctx ends, the
@@ -52,7 +51,6 @@ type processOptions struct {
 func startProcess(ctx context.Context, t testing.TB, opts processOptions, name string, args ...string) *process {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = opts.Dir
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
