@@ -1,0 +1,530 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/resilience"
+)
+
+// Remote configures a connection to a remote MCP server.
+type Remote struct {
+	// URL is the server's MCP endpoint: a streamable HTTP endpoint (often
+	// ending in /mcp) or a legacy HTTP+SSE endpoint (often /sse).
+	URL string
+	// Header is sent with every request, values already expanded (see
+	// [ExpandHeaders]). Values are treated as secrets and never logged.
+	// Protocol headers (Content-Type, Accept, Mcp-*) are set by the
+	// connection and override entries here.
+	Header http.Header
+	// HTTPClient sends the requests. Nil means a client with connect and TLS
+	// handshake timeouts but no overall timeout, because response streams
+	// live as long as the session, and which refuses redirects to another
+	// origin so that Header never leaves the configured server. A custom
+	// client (for example with a Transport whose DialContext is a fake) is
+	// used as is.
+	HTTPClient *http.Client
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+	// MaxMessageBytes bounds one message from the server. Zero means 64 MiB.
+	// A larger message is dropped and reported by ReadMessage with an error
+	// wrapping [framing.ErrLineTooLong].
+	MaxMessageBytes int
+}
+
+// Transport names, as returned by [RemoteConn.Transport].
+const (
+	TransportStreamableHTTP = "streamable-http"
+	TransportSSE            = "sse"
+)
+
+var (
+	// ErrRemoteClosed is returned by a [RemoteConn]'s methods after Close.
+	// It matches net.ErrClosed.
+	ErrRemoteClosed = fmt.Errorf("remote connection closed: %w", net.ErrClosed)
+	// ErrRemoteProtocol is wrapped by errors about a server that breaks the
+	// MCP HTTP transport rules, such as a legacy SSE endpoint event naming
+	// another origin. [resilience.Classify] makes them permanent.
+	ErrRemoteProtocol = errors.New("remote server broke the MCP HTTP transport")
+)
+
+// Tuning of a RemoteConn. Not configurable: the defaults suit every server
+// seen so far, and the session-level timeouts belong to the caller.
+const (
+	// maxInflightPosts bounds the POSTs whose response is still being read.
+	// WriteMessage blocks beyond it, which is how backpressure reaches the
+	// client.
+	maxInflightPosts = 64
+	// maxErrorBody bounds how much of an error response is read to look for
+	// a JSON-RPC answer in it.
+	maxErrorBody = 64 << 10
+	// maxStreamFailures is how many times in a row a stream may fail to
+	// (re)connect before the connection is given up.
+	maxStreamFailures = 5
+	// closeDeleteTimeout bounds the DELETE that ends the session on Close.
+	closeDeleteTimeout = 3 * time.Second
+	// dialTimeout and tlsTimeout are the default client's connect bounds.
+	dialTimeout = 10 * time.Second
+	tlsTimeout  = 10 * time.Second
+)
+
+// RemoteConn is a connection to a remote MCP server over streamable HTTP,
+// or over the legacy HTTP+SSE transport when the server answers the first
+// POST with a 4xx other than 401, 403, 407, 408 or 429. It satisfies
+// middleware.Conn.
+//
+// Messages pass byte for byte in both directions; a message from the
+// server spread over several lines is compacted onto one, since the client
+// side frames messages by newlines. The connection adds what a raw
+// transport lacks without an MCP client on top: it learns the negotiated
+// protocol version from the initialize exchange passing through and sends
+// it as Mcp-Protocol-Version on every later request, keeps the session id,
+// opens the standalone GET stream once notifications/initialized is sent,
+// resumes a response stream the server cut (Last-Event-ID), and deletes the
+// session on Close.
+//
+// ReadMessage must be called from one goroutine at a time; WriteMessage and
+// Close are safe for concurrent use with everything.
+type RemoteConn struct {
+	endpoint *url.URL
+	logURL   string // endpoint without credentials, query or fragment
+	header   http.Header
+	client   *http.Client
+	log      *slog.Logger
+	max      int
+	delay    func(failures int) time.Duration // between stream reconnects
+
+	ctx    context.Context // parent of every request; canceled by Close
+	cancel context.CancelFunc
+
+	incoming  chan inbound  // unbuffered: a reader that stops stalls the streams
+	slots     chan struct{} // one per POST whose response is being read
+	closed    chan struct{}
+	closeOnce sync.Once
+	failed    chan struct{}
+	failOnce  sync.Once
+	failErr   error
+
+	// sendMu serialises sends up to the point where the server has the
+	// message, so the server receives messages in the client's order.
+	sendMu sync.Mutex
+
+	mu        sync.Mutex
+	wg        sync.WaitGroup // background goroutines; Add only under mu
+	closing   bool
+	transport string // "" until the first contact succeeded
+	postURL   *url.URL
+	sessionID string
+	version   string // negotiated in initialize, or last seen in a request's _meta
+	initID    string // idKey of an initialize request awaiting its result
+	listening bool   // the standalone GET stream was started
+}
+
+// inbound is one item for ReadMessage: a message or a per-message error.
+type inbound struct {
+	msg []byte
+	err error
+}
+
+// DialRemote prepares a connection to the server at r.URL. It does not
+// touch the network: MCP's first contact is the client's first message
+// (normally initialize), and how the server answers it decides the
+// transport. So the first WriteMessage makes the contact and returns its
+// failure, which ReadMessage returns too:
+//   - a non-2xx answer is a [*resilience.HTTPStatusError] (for 404/405 and
+//     other fallback statuses, after the legacy SSE attempt also failed);
+//   - a network failure (*net.DNSError, ECONNREFUSED, a TLS error) is
+//     wrapped unchanged, so [resilience.Classify] sees its type.
+//
+// ctx is checked, and its values (not its cancellation) are kept for the
+// connection's requests, which end when Close is called. An invalid URL is
+// an error wrapping [resilience.ErrConfig].
+func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(r.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// The URL is not echoed: it may carry credentials.
+		return nil, fmt.Errorf("%w: the remote URL is not an http:// or https:// URL", resilience.ErrConfig)
+	}
+	log := r.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	client := r.HTTPClient
+	if client == nil {
+		client = defaultHTTPClient()
+	}
+	c := &RemoteConn{
+		endpoint: u,
+		logURL:   redactURL(u),
+		header:   r.Header.Clone(),
+		client:   client,
+		log:      log,
+		max:      r.MaxMessageBytes,
+		delay:    reconnectDelay,
+		incoming: make(chan inbound),
+		slots:    make(chan struct{}, maxInflightPosts),
+		closed:   make(chan struct{}),
+		failed:   make(chan struct{}),
+		postURL:  u,
+	}
+	if c.max <= 0 {
+		c.max = framing.DefaultMaxLineBytes
+	}
+	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	return c, nil
+}
+
+// defaultHTTPClient is the client a Remote without one gets.
+func defaultHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	t.TLSHandshakeTimeout = tlsTimeout
+	t.MaxIdleConnsPerHost = 16
+	return &http.Client{Transport: t, CheckRedirect: sameOriginRedirects}
+}
+
+// sameOriginRedirects follows at most 10 redirects, all within the origin
+// of the first request: the configured headers carry credentials.
+func sameOriginRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if first := via[0].URL; req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return fmt.Errorf("%w: refusing a redirect to another origin", ErrRemoteProtocol)
+	}
+	return nil
+}
+
+// Transport reports the transport in use: [TransportStreamableHTTP],
+// [TransportSSE], or "" before the first contact succeeded.
+func (c *RemoteConn) Transport() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.transport
+}
+
+// ProtocolVersion reports the protocol version sent in Mcp-Protocol-Version:
+// the one negotiated by initialize, or "" before that.
+func (c *RemoteConn) ProtocolVersion() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
+}
+
+// ReadMessage returns the next message from the server, without framing.
+// An error wrapping [framing.ErrLineTooLong] reports one dropped message;
+// any other error ends the connection: the first contact's failure, a lost
+// session (wrapping mcp.ErrSessionMissing), a stream that could not be
+// kept, or [ErrRemoteClosed].
+func (c *RemoteConn) ReadMessage() ([]byte, error) {
+	select {
+	case in := <-c.incoming:
+		return in.msg, in.err
+	default:
+	}
+	select {
+	case in := <-c.incoming:
+		return in.msg, in.err
+	case <-c.failed:
+		return nil, c.failErr
+	case <-c.closed:
+		return nil, ErrRemoteClosed
+	}
+}
+
+// WriteMessage sends one message. The first call makes first contact and
+// returns its failure (see [DialRemote]). Later calls return once the server
+// has the message (its request was written, or for a notification or
+// response, accepted); answers arrive through ReadMessage, and a request
+// the transport cannot deliver is answered there with a JSON-RPC error.
+// WriteMessage blocks while 64 responses are still being read.
+func (c *RemoteConn) WriteMessage(msg []byte) error {
+	out := newOutbound(msg)
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if err := c.usable(); err != nil {
+		return err
+	}
+	c.noteOutgoing(out)
+	switch c.Transport() {
+	case "":
+		return c.firstContact(out)
+	case TransportSSE:
+		return c.postLegacy(out)
+	default:
+		return c.postStreamable(out)
+	}
+}
+
+// Close ends the session (DELETE, for a streamable HTTP session with an
+// id), cancels every request and waits for the background goroutines. It
+// unblocks ReadMessage and WriteMessage, and may be called more than once.
+// The DELETE is best effort: its failure is logged, not returned.
+func (c *RemoteConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closing = true
+		c.mu.Unlock()
+		close(c.closed)
+		c.endSession()
+		c.cancel()
+		c.wg.Wait()
+	})
+	return nil
+}
+
+// usable returns the error that stops any further send, or nil.
+func (c *RemoteConn) usable() error {
+	select {
+	case <-c.closed:
+		return ErrRemoteClosed
+	case <-c.failed:
+		return c.failErr
+	default:
+		return nil
+	}
+}
+
+// fail ends the connection: ReadMessage and WriteMessage return err from
+// now on. The first failure wins.
+func (c *RemoteConn) fail(err error) {
+	select {
+	case <-c.closed:
+		return // a failure caused by Close is no news
+	default:
+	}
+	c.failOnce.Do(func() {
+		c.failErr = err
+		close(c.failed)
+		c.log.Warn("remote upstream connection lost", "url", c.logURL, "error", err)
+	})
+}
+
+// goAsync runs f in a goroutine that Close waits for. It reports false, and
+// does not run f, once Close has begun.
+func (c *RemoteConn) goAsync(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// deliver hands one message, or a per-message error, to ReadMessage. It
+// blocks until it is taken and reports false when the connection ended
+// first. msg must be owned by the caller: it is handed over as is.
+func (c *RemoteConn) deliver(msg []byte, err error) bool {
+	if err == nil {
+		c.noteIncoming(msg)
+	}
+	select {
+	case c.incoming <- inbound{msg: msg, err: err}:
+		return true
+	case <-c.failed:
+		return false
+	case <-c.closed:
+		return false
+	}
+}
+
+// deliverRaw normalises a message from the server and delivers it. A value
+// that is not JSON is logged and dropped: nothing can route it.
+func (c *RemoteConn) deliverRaw(raw []byte, pending pendingCalls) bool {
+	msg, err := normalize(raw)
+	if err != nil {
+		c.log.Warn("dropping a message from the remote server that is not JSON", "url", c.logURL, "bytes", len(raw))
+		return true
+	}
+	if pending != nil {
+		pending.answer(msg)
+	}
+	return c.deliver(msg, nil)
+}
+
+// answerCalls answers every request in pending with a JSON-RPC error saying
+// why the transport could not complete it.
+func (c *RemoteConn) answerCalls(pending pendingCalls, why string) {
+	for key, id := range pending {
+		delete(pending, key)
+		if !c.deliver(errorResponse(id, why), nil) {
+			return
+		}
+	}
+}
+
+// noteOutgoing records what the transport must learn from a client
+// message: an initialize request whose result carries the negotiated
+// version, or a 2026-07-28 request's own version.
+func (c *RemoteConn) noteOutgoing(out *outbound) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if out.kind == framing.Request && out.method == "initialize" {
+		c.initID = idKey(out.calls[0])
+	}
+	if out.metaVersion != "" && c.version == "" {
+		c.version = out.metaVersion
+	}
+}
+
+// noteIncoming learns the negotiated protocol version from the result of a
+// pending initialize request, before the client can see it.
+func (c *RemoteConn) noteIncoming(msg []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.initID == "" {
+		return
+	}
+	env, err := framing.Peek(msg)
+	if err != nil || env.Kind != framing.Response || idKey(env.ID) != c.initID {
+		return
+	}
+	c.initID = ""
+	if v := initializeVersion(env.Result); v != "" {
+		c.version = v
+		c.log.Debug("protocol version negotiated", "url", c.logURL, "protocol_version", v)
+	}
+}
+
+// newRequest builds a request to u with the configured headers and the
+// protocol headers of the session. out is the message POSTed, or nil.
+func (c *RemoteConn) newRequest(method string, u *url.URL, out *outbound) (*http.Request, error) {
+	var body io.Reader
+	if out != nil {
+		body = bytes.NewReader(out.body)
+	}
+	req, err := http.NewRequestWithContext(c.ctx, method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	for name, values := range c.header {
+		req.Header[name] = values
+	}
+	c.mu.Lock()
+	sessionID, version := c.sessionID, c.version
+	c.mu.Unlock()
+	if out != nil {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if out.metaVersion != "" {
+			version = out.metaVersion
+		}
+	} else {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	if sessionID != "" {
+		req.Header.Set("Mcp-Session-Id", sessionID)
+	}
+	if version != "" {
+		req.Header.Set("Mcp-Protocol-Version", version)
+	}
+	if out != nil && out.kind == framing.Request && version >= firstStatelessVersion {
+		req.Header.Set("Mcp-Method", out.method)
+		if out.name != "" && validHeaderValue(out.name) {
+			req.Header.Set("Mcp-Name", out.name)
+		}
+	}
+	return req, nil
+}
+
+// do sends req and returns its response, or the transport's error with the
+// URL in it stripped of credentials and query.
+func (c *RemoteConn) do(req *http.Request) (*http.Response, error) {
+	resp, err := c.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			if u, perr := url.Parse(ue.URL); perr == nil {
+				ue.URL = redactURL(u)
+			}
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+// wait waits for d, or reports false when the connection ends first.
+func (c *RemoteConn) wait(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.closed:
+		return false
+	case <-c.failed:
+		return false
+	}
+}
+
+// reconnectDelay is the pause before reconnecting a stream after failures
+// failed attempts in a row: 500 ms doubling up to 10 s, plus up to 50%
+// jitter so that many sidecars do not reconnect in step.
+func reconnectDelay(failures int) time.Duration {
+	d := 500 * time.Millisecond << min(max(failures, 0), 5)
+	d = min(d, 10*time.Second)
+	return d + rand.N(d/2+1)
+}
+
+// redactURL renders u without user info, query or fragment, for logs and
+// errors: any of them may carry a credential.
+func redactURL(u *url.URL) string {
+	clean := *u
+	clean.User, clean.RawQuery, clean.ForceQuery, clean.Fragment, clean.RawFragment = nil, "", false, "", ""
+	return clean.String()
+}
+
+// mediaType returns the lower-case media type of resp, without parameters.
+func mediaType(resp *http.Response) string {
+	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if err != nil {
+		return ""
+	}
+	return mt
+}
+
+// success reports a 2xx status.
+func success(resp *http.Response) bool { return resp.StatusCode >= 200 && resp.StatusCode < 300 }
+
+// readErrorBody reads the start of an error response and returns a status
+// error holding it, plus the bytes read for a look at a JSON-RPC answer.
+func readErrorBody(resp *http.Response) (*resilience.HTTPStatusError, []byte) {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	copied := *resp
+	copied.Body = io.NopCloser(bytes.NewReader(body))
+	return resilience.NewHTTPStatusError(&copied), body
+}
+
+// answersCall reports whether body is a JSON-RPC answer to one of out's
+// requests: a server speaking MCP in an error response, which the client
+// must see rather than a transport failure.
+func answersCall(body []byte, out *outbound) bool {
+	if len(out.calls) == 0 {
+		return false
+	}
+	msg, err := normalize(body)
+	if err != nil {
+		return false
+	}
+	return newPendingCalls(out.calls).answer(msg)
+}

@@ -1,0 +1,213 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+)
+
+// metaProtocolVersion is the _meta key under which 2026-07-28 requests carry
+// their protocol version; the streamable HTTP transport mirrors it in the
+// Mcp-Protocol-Version header.
+const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
+// firstStatelessVersion is the first protocol version (SEP-2575) whose
+// requests need the Mcp-Method and Mcp-Name headers and which has no
+// standalone GET stream. Versions are dates, so strings compare in order.
+const firstStatelessVersion = "2026-07-28"
+
+// outbound is one client message on its way to the server, with the few
+// facts the transport routes on. body is a private copy, sent byte for byte.
+type outbound struct {
+	body        []byte
+	kind        framing.Kind
+	method      string   // of a request or notification
+	calls       [][]byte // raw ids of the requests that expect an answer
+	metaVersion string   // _meta protocol version of a request, if any
+	name        string   // tool or prompt name, or resource URI: the Mcp-Name header
+}
+
+// newOutbound copies msg and peeks at it. A message that does not parse is
+// still sent as is: the server owns the verdict on it.
+func newOutbound(msg []byte) *outbound {
+	out := &outbound{body: bytes.Clone(msg)}
+	env, err := framing.Peek(out.body)
+	if err != nil {
+		return out
+	}
+	out.kind, out.method = env.Kind, env.Method
+	switch env.Kind {
+	case framing.Request:
+		out.calls = [][]byte{env.ID}
+		out.metaVersion, out.name = requestFacts(env.Method, env.Params)
+	case framing.Batch:
+		var elems []json.RawMessage
+		if json.Unmarshal(out.body, &elems) == nil {
+			for _, elem := range elems {
+				if e, err := framing.Peek(elem); err == nil && e.Kind == framing.Request {
+					out.calls = append(out.calls, e.ID)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// requestFacts picks the protocol version from a request's _meta and the
+// name the Mcp-Name header carries, without decoding anything else.
+func requestFacts(method string, params []byte) (metaVersion, name string) {
+	var p struct {
+		Name string                     `json:"name"`
+		URI  string                     `json:"uri"`
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	named := method == "tools/call" || method == "prompts/get" || method == "resources/read"
+	if len(params) == 0 || !named && !bytes.Contains(params, []byte(metaProtocolVersion)) {
+		return "", ""
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return "", ""
+	}
+	if raw, ok := p.Meta[metaProtocolVersion]; ok {
+		_ = json.Unmarshal(raw, &metaVersion)
+	}
+	switch method {
+	case "tools/call", "prompts/get":
+		name = p.Name
+	case "resources/read":
+		name = p.URI
+	}
+	return metaVersion, name
+}
+
+// idKey canonicalises a raw JSON-RPC id so that a response can be matched to
+// its request however either side spelled the id.
+func idKey(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return "s:" + s
+		}
+	}
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return "n:" + strconv.FormatInt(n, 10)
+	}
+	if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
+		return "n:" + strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return "r:" + string(raw)
+}
+
+// pendingCalls tracks which of a POST's requests are still unanswered.
+type pendingCalls map[string][]byte // idKey → raw id
+
+func newPendingCalls(ids [][]byte) pendingCalls {
+	p := make(pendingCalls, len(ids))
+	for _, id := range ids {
+		p[idKey(id)] = id
+	}
+	return p
+}
+
+// answer removes the request that msg (a response, or a batch of them)
+// answers, and reports whether it answered one.
+func (p pendingCalls) answer(msg []byte) bool {
+	env, err := framing.Peek(msg)
+	if err != nil && env.ID == nil {
+		return false
+	}
+	switch env.Kind {
+	case framing.Response:
+		return p.remove(env.ID)
+	case framing.Batch:
+		var elems []json.RawMessage
+		if json.Unmarshal(msg, &elems) != nil {
+			return false
+		}
+		answered := false
+		for _, elem := range elems {
+			if e, err := framing.Peek(elem); err == nil && e.Kind == framing.Response {
+				answered = p.remove(e.ID) || answered
+			}
+		}
+		return answered
+	case framing.Invalid:
+		// The head of a message too large to deliver: framing.Peek stopped
+		// early, but the id it read still names the request answered.
+		if env.Method == "" {
+			return p.remove(env.ID)
+		}
+	}
+	return false
+}
+
+func (p pendingCalls) remove(id []byte) bool {
+	if id == nil {
+		return false
+	}
+	key := idKey(id)
+	_, ok := p[key]
+	delete(p, key)
+	return ok
+}
+
+// errorResponse builds the JSON-RPC error a request gets when the transport,
+// not the server, ends it: the client must never be left waiting.
+func errorResponse(id []byte, message string) []byte {
+	if id == nil {
+		id = []byte("null")
+	}
+	text, _ := json.Marshal(message)
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":%s}}`, id, text)
+}
+
+// errNotJSON reports a server message that is not JSON.
+var errNotJSON = errors.New("not a JSON value")
+
+// normalize prepares a message from the server for the relay: it trims the
+// surrounding whitespace and, only when the message spans several lines (a
+// pretty-printed body, a multi-line SSE data field), compacts it, because
+// the client side frames messages by newlines. Otherwise the bytes are left
+// exactly as the server sent them.
+func normalize(msg []byte) ([]byte, error) {
+	msg = bytes.TrimSpace(msg)
+	if !json.Valid(msg) {
+		return nil, errNotJSON
+	}
+	if !bytes.ContainsAny(msg, "\r\n") {
+		return msg, nil
+	}
+	var b bytes.Buffer
+	b.Grow(len(msg))
+	if err := json.Compact(&b, msg); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// initializeVersion returns the protocolVersion of an initialize result.
+func initializeVersion(result []byte) string {
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if json.Unmarshal(result, &r) != nil {
+		return ""
+	}
+	return r.ProtocolVersion
+}
+
+// validHeaderValue reports whether s can be sent as an HTTP header value:
+// no control characters other than tab.
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}

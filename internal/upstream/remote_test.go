@@ -1,0 +1,614 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/testserver"
+	"github.com/mcpwrap/mcpwrap/resilience"
+)
+
+// waitLimit guards every wait on the connection: a hung test fails instead
+// of timing out the whole package. It is never how tests synchronise.
+const waitLimit = 10 * time.Second
+
+const initializeRequest = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"sampling":{}},"clientInfo":{"name":"remote-test","version":"1.0"}}}`
+
+// seenRequest is one HTTP request as the server received it.
+type seenRequest struct {
+	Method string
+	Header http.Header
+	Body   string
+}
+
+// recorder wraps an MCP HTTP handler, records every request and signals
+// when the first GET stream has flushed its headers: from then on the
+// go-sdk server delivers its own notifications on that stream.
+type recorder struct {
+	next http.Handler
+
+	mu   sync.Mutex
+	seen []seenRequest
+
+	streamOnce sync.Once
+	streamOpen chan struct{}
+}
+
+func newRecorder(next http.Handler) *recorder {
+	return &recorder{next: next, streamOpen: make(chan struct{})}
+}
+
+func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	r.mu.Lock()
+	r.seen = append(r.seen, seenRequest{Method: req.Method, Header: req.Header.Clone(), Body: string(body)})
+	r.mu.Unlock()
+	if req.Method == http.MethodGet && req.URL.Query().Get("sessionid") == "" {
+		w = &flushSignal{ResponseWriter: w, once: &r.streamOnce, ch: r.streamOpen}
+	}
+	r.next.ServeHTTP(w, req)
+}
+
+func (r *recorder) requests() []seenRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]seenRequest(nil), r.seen...)
+}
+
+// flushSignal closes ch at its first flush.
+type flushSignal struct {
+	http.ResponseWriter
+	once *sync.Once
+	ch   chan struct{}
+}
+
+func (w *flushSignal) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+	w.once.Do(func() { close(w.ch) })
+}
+
+func (w *flushSignal) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// rpcMessage is the part of a JSON-RPC message the tests look at.
+type rpcMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// peer drives a RemoteConn the way the relay does: one goroutine reads,
+// the test writes.
+type peer struct {
+	t     *testing.T
+	conn  *RemoteConn
+	items chan inbound
+}
+
+func newPeer(t *testing.T, conn *RemoteConn) *peer {
+	t.Helper()
+	p := &peer{t: t, conn: conn, items: make(chan inbound)}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			msg, err := conn.ReadMessage()
+			select {
+			case p.items <- inbound{msg: bytes.Clone(msg), err: err}:
+			case <-stop:
+				return
+			}
+			if err != nil && !errors.Is(err, framing.ErrLineTooLong) {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		require.NoError(t, conn.Close())
+		<-done
+	})
+	return p
+}
+
+func dial(t *testing.T, url string) *RemoteConn {
+	t.Helper()
+	conn, err := DialRemote(t.Context(), Remote{URL: url, Header: http.Header{"X-Api-Key": {"s3cret"}}})
+	require.NoError(t, err)
+	return conn
+}
+
+func (p *peer) send(msg string) {
+	p.t.Helper()
+	require.NoError(p.t, p.conn.WriteMessage([]byte(msg)))
+}
+
+// next returns the next message from the server.
+func (p *peer) next() ([]byte, rpcMessage) {
+	p.t.Helper()
+	select {
+	case in := <-p.items:
+		require.NoError(p.t, in.err, "reading from the server")
+		var m rpcMessage
+		require.NoError(p.t, json.Unmarshal(in.msg, &m), "message %s", in.msg)
+		return in.msg, m
+	case <-time.After(waitLimit):
+		p.t.Fatal("no message from the server")
+	}
+	return nil, rpcMessage{}
+}
+
+// readErr returns the next read error, failing on a message.
+func (p *peer) readErr() error {
+	p.t.Helper()
+	select {
+	case in := <-p.items:
+		require.Error(p.t, in.err, "unexpected message %s", in.msg)
+		return in.err
+	case <-time.After(waitLimit):
+		p.t.Fatal("no error from the connection")
+	}
+	return nil
+}
+
+// call sends a request and returns its result.
+func (p *peer) call(id int, method, params string) json.RawMessage {
+	p.t.Helper()
+	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, id, method, params))
+	_, m := p.next()
+	require.Equal(p.t, fmt.Sprint(id), string(m.ID), "answer to %s", method)
+	require.Nil(p.t, m.Error, "error from %s", method)
+	return m.Result
+}
+
+// handshake initialises the session and returns the negotiated version.
+func (p *peer) handshake() string {
+	p.t.Helper()
+	var init struct{ ProtocolVersion string }
+	require.NoError(p.t, json.Unmarshal(p.call(1, "initialize", initializeRequestParams()), &init))
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return init.ProtocolVersion
+}
+
+func initializeRequestParams() string {
+	var req struct{ Params json.RawMessage }
+	if err := json.Unmarshal([]byte(initializeRequest), &req); err != nil {
+		panic(err)
+	}
+	return string(req.Params)
+}
+
+func streamableServer(t *testing.T, srv *mcp.Server, opts *mcp.StreamableHTTPOptions) (*httptest.Server, *recorder) {
+	t.Helper()
+	rec := newRecorder(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts))
+	ts := httptest.NewServer(rec)
+	t.Cleanup(ts.Close)
+	return ts, rec
+}
+
+func fixture() *mcp.Server { return testserver.New(testserver.Options{Name: "remote-fixture"}) }
+
+// textOf returns the first text content of a tool result or prompt message.
+func textOf(t *testing.T, result json.RawMessage) string {
+	t.Helper()
+	var r struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	require.NoError(t, json.Unmarshal(result, &r))
+	require.NotEmpty(t, r.Content, "result %s", result)
+	return r.Content[0].Text
+}
+
+func TestRemoteStreamableRoundTrip(t *testing.T) {
+	ts, rec := streamableServer(t, fixture(), nil)
+	conn := dial(t, ts.URL)
+	p := newPeer(t, conn)
+
+	assert.Equal(t, "2025-06-18", p.handshake())
+	assert.Equal(t, TransportStreamableHTTP, conn.Transport())
+	assert.Equal(t, "2025-06-18", conn.ProtocolVersion())
+
+	var list struct{ Tools []struct{ Name string } }
+	require.NoError(t, json.Unmarshal(p.call(2, "tools/list", `{}`), &list))
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	assert.Contains(t, names, "echo")
+
+	assert.Equal(t, "hello", textOf(t, p.call(3, "tools/call", `{"name":"echo","arguments":{"text":"hello"}}`)))
+
+	var read struct{ Contents []struct{ URI, Text string } }
+	require.NoError(t, json.Unmarshal(p.call(4, "resources/read", `{"uri":"demo://readme"}`), &read))
+	require.Len(t, read.Contents, 1)
+	assert.Equal(t, "mcpwrap demo", read.Contents[0].Text)
+
+	var prompt struct {
+		Messages []struct{ Content struct{ Text string } }
+	}
+	require.NoError(t, json.Unmarshal(p.call(5, "prompts/get", `{"name":"greet","arguments":{"who":"Ada"}}`), &prompt))
+	require.Len(t, prompt.Messages, 1)
+	assert.Equal(t, "Hello, Ada", prompt.Messages[0].Content.Text)
+
+	// Wait for the standalone stream so that its GET is among the requests.
+	waitFor(t, rec.streamOpen, "the standalone GET stream")
+	require.NoError(t, conn.Close())
+
+	seen := rec.requests()
+	require.NotEmpty(t, seen)
+	assert.Empty(t, seen[0].Header.Get("Mcp-Protocol-Version"), "initialize carries its version in the body")
+	methods := map[string]int{}
+	for i, req := range seen[1:] {
+		methods[req.Method]++
+		assert.Equal(t, "2025-06-18", req.Header.Get("Mcp-Protocol-Version"), "request %d: %s %s", i+1, req.Method, req.Body)
+		assert.NotEmpty(t, req.Header.Get("Mcp-Session-Id"), "request %d: %s %s", i+1, req.Method, req.Body)
+	}
+	for _, req := range seen {
+		assert.Equal(t, "s3cret", req.Header.Get("X-Api-Key"), "configured headers go on every request")
+	}
+	assert.Equal(t, 1, methods[http.MethodGet], "one standalone stream")
+	assert.Equal(t, 1, methods[http.MethodDelete], "Close ends the session")
+}
+
+func TestRemoteSamplingRoundTrip(t *testing.T) {
+	ts, _ := streamableServer(t, fixture(), nil)
+	p := newPeer(t, dial(t, ts.URL))
+	p.handshake()
+
+	p.send(`{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"ask_llm","arguments":{"text":"meaning of life?"}}}`)
+	_, req := p.next()
+	require.Equal(t, "sampling/createMessage", req.Method)
+	// The client answers while its tools/call is still open.
+	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"42"},"model":"fake-model"}}`, req.ID))
+
+	_, res := p.next()
+	require.Equal(t, `"call-1"`, string(res.ID))
+	require.Nil(t, res.Error)
+	assert.Equal(t, "the model (fake-model) said: 42", textOf(t, res.Result))
+}
+
+func TestRemoteServerInitiatedNotificationUsesStandaloneStream(t *testing.T) {
+	srv := fixture()
+	ts, rec := streamableServer(t, srv, nil)
+	p := newPeer(t, dial(t, ts.URL))
+	p.handshake()
+	waitFor(t, rec.streamOpen, "the standalone GET stream")
+
+	srv.AddTool(&mcp.Tool{Name: "late", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+
+	_, m := p.next()
+	assert.Equal(t, "notifications/tools/list_changed", m.Method)
+}
+
+func TestRemoteStatelessJSONServer(t *testing.T) {
+	// JSON answers instead of SSE, no session, no GET stream (405).
+	ts, rec := streamableServer(t, fixture(), &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	conn := dial(t, ts.URL)
+	p := newPeer(t, conn)
+	p.handshake()
+	assert.Equal(t, "hi", textOf(t, p.call(2, "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`)))
+	require.NoError(t, conn.Close())
+	for _, req := range rec.requests() {
+		assert.NotEqual(t, http.MethodDelete, req.Method, "no session, nothing to delete")
+	}
+}
+
+func TestRemoteLegacySSEFallback(t *testing.T) {
+	srv := fixture()
+	rec := newRecorder(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	ts := httptest.NewServer(rec)
+	t.Cleanup(ts.Close)
+	conn := dial(t, ts.URL)
+	p := newPeer(t, conn)
+
+	assert.Equal(t, "2025-06-18", p.handshake())
+	assert.Equal(t, TransportSSE, conn.Transport())
+	assert.Equal(t, "legacy", textOf(t, p.call(2, "tools/call", `{"name":"echo","arguments":{"text":"legacy"}}`)))
+
+	// Sampling works too: the server's request arrives on the SSE stream.
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ask_llm","arguments":{"text":"q"}}}`)
+	_, req := p.next()
+	require.Equal(t, "sampling/createMessage", req.Method)
+	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"a"},"model":"m"}}`, req.ID))
+	_, res := p.next()
+	assert.Equal(t, "the model (m) said: a", textOf(t, res.Result))
+
+	seen := rec.requests()
+	require.GreaterOrEqual(t, len(seen), 3)
+	assert.Equal(t, http.MethodPost, seen[0].Method, "streamable HTTP is tried first")
+	assert.Equal(t, http.MethodGet, seen[1].Method, "then the legacy stream")
+	for _, req := range seen {
+		assert.Equal(t, "s3cret", req.Header.Get("X-Api-Key"))
+	}
+}
+
+func TestRemoteFirstContactHTTPStatus(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		class  resilience.Class
+	}{
+		{name: "unauthorized", status: http.StatusUnauthorized, class: resilience.Denied},
+		{name: "forbidden", status: http.StatusForbidden, class: resilience.Denied},
+		{name: "not found", status: http.StatusNotFound, class: resilience.Permanent},
+		{name: "unavailable", status: http.StatusServiceUnavailable, class: resilience.Transient},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := newRecorder(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Retry-After", "7")
+				http.Error(w, http.StatusText(tt.status), tt.status)
+			}))
+			ts := httptest.NewServer(rec)
+			t.Cleanup(ts.Close)
+			conn := dial(t, ts.URL)
+			p := newPeer(t, conn)
+
+			err := conn.WriteMessage([]byte(initializeRequest))
+			status, ok := errors.AsType[*resilience.HTTPStatusError](err)
+			require.True(t, ok, "want an HTTPStatusError, got %v", err)
+			assert.Equal(t, tt.status, status.StatusCode)
+			assert.Equal(t, tt.class, resilience.Classify(err).Class)
+			assert.NotContains(t, err.Error(), "s3cret")
+			assert.ErrorIs(t, p.readErr(), status, "the reader sees the same failure")
+			assert.ErrorIs(t, conn.WriteMessage([]byte(initializeRequest)), status, "and so do later writes")
+			if tt.class == resilience.Transient {
+				assert.Equal(t, 7*time.Second, status.RetryAfter)
+			}
+		})
+	}
+}
+
+func TestRemoteFirstContactJSONRPCErrorIsAnAnswer(t *testing.T) {
+	// A 2026-07-28 stateful server answers server/discover with HTTP 400 and
+	// a JSON-RPC error; the client needs that error to fall back.
+	const answer = `{"jsonrpc":"2.0","id":7,"error":{"code":-32022,"message":"unsupported protocol version"}}`
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, answer)
+	}))
+	t.Cleanup(ts.Close)
+	conn := dial(t, ts.URL)
+	p := newPeer(t, conn)
+
+	p.send(`{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	raw, _ := p.next()
+	assert.Equal(t, answer, string(raw))
+	assert.Equal(t, TransportStreamableHTTP, conn.Transport())
+}
+
+func TestRemoteConnectionRefusedIsPermanent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	conn := dial(t, "http://"+addr+"/mcp")
+	p := newPeer(t, conn)
+	err = conn.WriteMessage([]byte(initializeRequest))
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+	assert.Equal(t, resilience.Permanent, resilience.Classify(err).Class)
+	assert.ErrorIs(t, p.readErr(), syscall.ECONNREFUSED)
+}
+
+func TestRemoteDNSFailureIsPermanent(t *testing.T) {
+	transport := &http.Transport{DialContext: func(_ context.Context, _, addr string) (net.Conn, error) {
+		host, _, _ := net.SplitHostPort(addr)
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}}
+	conn, err := DialRemote(t.Context(), Remote{
+		URL:        "https://mcp.invalid/mcp?token=hidden",
+		HTTPClient: &http.Client{Transport: transport},
+	})
+	require.NoError(t, err)
+	newPeer(t, conn)
+
+	err = conn.WriteMessage([]byte(initializeRequest))
+	dnsErr, ok := errors.AsType[*net.DNSError](err)
+	require.True(t, ok, "want a DNSError, got %v", err)
+	assert.Equal(t, "mcp.invalid", dnsErr.Name)
+	assert.Equal(t, resilience.Permanent, resilience.Classify(err).Class)
+	assert.NotContains(t, err.Error(), "hidden", "the query may hold a credential")
+}
+
+func TestRemoteBytesPassThrough(t *testing.T) {
+	// A hand-written server, to control the exact bytes each way.
+	const (
+		request = `{"id": 1.0 ,"jsonrpc":"2.0","method":"x/unknown","params":{"b":2,"a":[1,2]},"x-extra":true}`
+		answer  = `{"x-extra" : "kept","jsonrpc":"2.0","result":{"z":1,"a":"\u00e9"},"id":1.0}`
+	)
+	var got []byte
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, answer+"\n")
+	}))
+	t.Cleanup(ts.Close)
+	p := newPeer(t, dial(t, ts.URL))
+
+	p.send(request)
+	raw, _ := p.next()
+	assert.Equal(t, request, string(got), "the server gets the client's bytes")
+	assert.Equal(t, answer, string(raw), "the client gets the server's bytes")
+}
+
+func TestRemoteMultiLineMessagesAreCompacted(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\ndata:  \"id\":1,\"result\":{\"s\":\"a b\"}}\n\n")
+	}))
+	t.Cleanup(ts.Close)
+	p := newPeer(t, dial(t, ts.URL))
+	p.send(initializeRequest)
+	raw, _ := p.next()
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{"s":"a b"}}`, string(raw))
+}
+
+func TestRemoteStreamEndedWithoutAnswer(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n")
+	}))
+	t.Cleanup(ts.Close)
+	p := newPeer(t, dial(t, ts.URL))
+	p.send(`{"jsonrpc":"2.0","id":"r1","method":"tools/call","params":{"name":"x"}}`)
+
+	_, progress := p.next()
+	assert.Equal(t, "notifications/progress", progress.Method)
+	_, m := p.next()
+	assert.Equal(t, `"r1"`, string(m.ID))
+	require.NotNil(t, m.Error, "the request is never left unanswered")
+	assert.Equal(t, -32603, m.Error.Code)
+}
+
+func TestRemoteResumesACutResponseStream(t *testing.T) {
+	// SEP-1699: the server primes the stream with an event id, closes it,
+	// and expects a GET with Last-Event-ID to deliver the answer.
+	var mu sync.Mutex
+	var lastEventID string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		switch r.Method {
+		case http.MethodPost:
+			io.WriteString(w, "id: ev-1\nretry: 1\ndata:\n\n")
+		case http.MethodGet:
+			mu.Lock()
+			lastEventID = r.Header.Get("Last-Event-ID")
+			mu.Unlock()
+			io.WriteString(w, "id: ev-2\ndata: {\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{}}\n\n")
+		}
+	}))
+	t.Cleanup(ts.Close)
+	p := newPeer(t, dial(t, ts.URL))
+	p.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"slow"}}`)
+
+	raw, _ := p.next()
+	assert.Equal(t, `{"jsonrpc":"2.0","id":9,"result":{}}`, string(raw))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, "ev-1", lastEventID)
+}
+
+func TestRemoteSessionLostEndsConnection(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"initialize"`)) {
+			w.Header().Set("Mcp-Session-Id", "sess-1")
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}`)
+			return
+		}
+		http.Error(w, "session not found", http.StatusNotFound)
+	}))
+	t.Cleanup(ts.Close)
+	p := newPeer(t, dial(t, ts.URL))
+	p.send(initializeRequest)
+	p.next()
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+
+	err := p.readErr()
+	assert.ErrorIs(t, err, mcp.ErrSessionMissing)
+	assert.Equal(t, resilience.Transient, resilience.Classify(err).Class)
+}
+
+func TestRemoteOversizedMessageIsDropped(t *testing.T) {
+	big := `{"jsonrpc":"2.0","method":"notifications/message","params":{"pad":"` + strings.Repeat("x", 300) + `"}}`
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: "+big+"\n\n")
+		io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n")
+	}))
+	t.Cleanup(ts.Close)
+	conn, err := DialRemote(t.Context(), Remote{URL: ts.URL, MaxMessageBytes: 100})
+	require.NoError(t, err)
+	p := newPeer(t, conn)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"m"}`)
+
+	err = p.readErr()
+	tooLong, ok := errors.AsType[*framing.LineTooLongError](err)
+	require.True(t, ok, "want a LineTooLongError, got %v", err)
+	assert.Equal(t, int64(len(big)), tooLong.Size)
+	assert.True(t, strings.HasPrefix(big, string(tooLong.Head)))
+	_, m := p.next()
+	assert.Equal(t, "1", string(m.ID), "the stream goes on after a dropped message")
+}
+
+func TestRemoteCloseUnblocksAndIsIdempotent(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // never answers
+	}))
+	t.Cleanup(ts.Close)
+	conn := dial(t, ts.URL)
+	p := newPeer(t, conn)
+
+	written := make(chan error, 1)
+	go func() { written <- conn.WriteMessage([]byte(initializeRequest)) }()
+	require.NoError(t, conn.Close())
+	require.NoError(t, conn.Close())
+
+	select {
+	case err := <-written:
+		if err != nil {
+			assert.ErrorIs(t, err, ErrRemoteClosed)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("Close did not unblock WriteMessage")
+	}
+	assert.ErrorIs(t, p.readErr(), ErrRemoteClosed)
+	assert.ErrorIs(t, conn.WriteMessage([]byte(initializeRequest)), net.ErrClosed)
+}
+
+func TestDialRemoteRejectsBadURLs(t *testing.T) {
+	tests := []struct {
+		name string
+		url  string
+	}{
+		{name: "no scheme", url: "mcp.example.com/mcp"},
+		{name: "other scheme", url: "ftp://user:pw@example.com/"},
+		{name: "no host", url: "http:///mcp"},
+		{name: "unparsable", url: "http://[::1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DialRemote(t.Context(), Remote{URL: tt.url})
+			require.ErrorIs(t, err, resilience.ErrConfig)
+			assert.NotContains(t, err.Error(), "pw")
+		})
+	}
+}
+
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(waitLimit):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
