@@ -1,0 +1,224 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// waitLimit bounds every wait for something that should happen promptly.
+const waitLimit = 5 * time.Second
+
+// watching is a Watch running in the background, observed through channels.
+type watching struct {
+	ready   chan string
+	changes chan struct{}
+	done    chan struct{}
+	cancel  context.CancelFunc
+}
+
+// startWatch runs store.Watch until the test ends. Set store.watch before.
+func startWatch(t *testing.T, store *Store) *watching {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	w := &watching{
+		ready:   make(chan string, 4),
+		changes: make(chan struct{}, 64),
+		done:    make(chan struct{}),
+		cancel:  cancel,
+	}
+	store.watch.ready = func(mode string) { w.ready <- mode }
+	go func() {
+		defer close(w.done)
+		store.Watch(ctx, func() { w.changes <- struct{}{} })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-w.done
+	})
+	return w
+}
+
+func (w *watching) awaitReady(t *testing.T) string {
+	t.Helper()
+	select {
+	case mode := <-w.ready:
+		return mode
+	case <-time.After(waitLimit):
+		require.FailNow(t, "Watch did not start")
+		return ""
+	}
+}
+
+func (w *watching) awaitChange(t *testing.T) {
+	t.Helper()
+	select {
+	case <-w.changes:
+	case <-time.After(waitLimit):
+		require.FailNow(t, "Watch did not report the change")
+	}
+}
+
+func disable(t *testing.T, store *Store, server, tool string) {
+	t.Helper()
+	require.NoError(t, store.Update(t.Context(), func(s *State) error {
+		s.Server(server).Disable(tool)
+		return nil
+	}))
+}
+
+func TestWatchNotices(t *testing.T) {
+	tests := []struct {
+		name       string
+		newWatcher func() (*fsnotify.Watcher, error)
+		wantMode   string
+	}{
+		{name: "notifications", newWatcher: fsnotify.NewWatcher, wantMode: "notify"},
+		{
+			name:       "polling when notifications fail",
+			newWatcher: func() (*fsnotify.Watcher, error) { return nil, errors.New("no inotify here") },
+			wantMode:   "poll",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := Open(t.TempDir(), nil)
+			store.watch.debounce = time.Millisecond
+			store.watch.pollInterval = 5 * time.Millisecond
+			store.watch.newWatcher = tt.newWatcher
+			w := startWatch(t, store)
+			require.Equal(t, tt.wantMode, w.awaitReady(t))
+
+			disable(t, store, "s", "first") // creates the file
+			w.awaitChange(t)
+			disable(t, store, "s", "second") // replaces it
+			w.awaitChange(t)
+		})
+	}
+}
+
+func TestWatchFallsBackToPollingWhenDirectoryIsRemoved(t *testing.T) {
+	dir := t.TempDir() + "/state"
+	store := Open(dir, nil)
+	store.watch.debounce = time.Millisecond
+	store.watch.pollInterval = 5 * time.Millisecond
+	w := startWatch(t, store)
+	require.Equal(t, "notify", w.awaitReady(t))
+
+	require.NoError(t, os.RemoveAll(dir))
+	require.Equal(t, "poll", w.awaitReady(t))
+	w.awaitChange(t) // the removal may have hidden a change
+
+	disable(t, store, "s", "t") // recreates the directory
+	w.awaitChange(t)
+}
+
+func TestWatchIgnoresOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	store := Open(dir, nil)
+	store.watch.debounce = time.Millisecond
+	w := startWatch(t, store)
+	require.Equal(t, "notify", w.awaitReady(t))
+
+	require.NoError(t, os.WriteFile(dir+"/unrelated.json", []byte("{}"), 0o600))
+	disable(t, store, "s", "t")
+	w.awaitChange(t)
+	// Exactly one change: the lock and temporary files and the unrelated
+	// file were filtered out. Stopping Watch flushes nothing further.
+	w.cancel()
+	<-w.done
+	assert.Empty(t, w.changes)
+}
+
+func TestWatchReturnsWhenContextIsDone(t *testing.T) {
+	store := Open(t.TempDir(), nil)
+	w := startWatch(t, store)
+	w.awaitReady(t)
+	w.cancel()
+	select {
+	case <-w.done:
+	case <-time.After(waitLimit):
+		require.FailNow(t, "Watch did not return")
+	}
+}
+
+func TestDebounce(t *testing.T) {
+	const (
+		delay    = 100 * time.Millisecond
+		maxDelay = time.Second
+	)
+	tests := []struct {
+		name string
+		// signals are the moments of the changes, in order.
+		signals []time.Duration
+		// wantCalls are the moments onChange must be called.
+		wantCalls []time.Duration
+	}{
+		{
+			name:      "single change",
+			signals:   []time.Duration{0},
+			wantCalls: []time.Duration{100 * time.Millisecond},
+		},
+		{
+			name:      "burst yields one call after it settles",
+			signals:   []time.Duration{0, 30 * time.Millisecond, 60 * time.Millisecond, 90 * time.Millisecond},
+			wantCalls: []time.Duration{190 * time.Millisecond},
+		},
+		{
+			name:      "separate bursts yield separate calls",
+			signals:   []time.Duration{0, 50 * time.Millisecond, 500 * time.Millisecond},
+			wantCalls: []time.Duration{150 * time.Millisecond, 600 * time.Millisecond},
+		},
+		{
+			name:    "endless stream is reported at least every maxDelay",
+			signals: every(30*time.Millisecond, 3*time.Second),
+			wantCalls: []time.Duration{
+				1000 * time.Millisecond, // first pending change at 0
+				2020 * time.Millisecond, // at 1020
+				3040 * time.Millisecond, // at 2040; the stream ends at 2970
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(t.Context())
+				start := time.Now()
+				changed := make(chan struct{}, 1)
+				var calls []time.Duration
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					debounce(ctx, changed, delay, maxDelay, func() { calls = append(calls, time.Since(start)) })
+				}()
+				// In the bubble, sleeping advances the fake clock to the
+				// exact moment once every goroutine is blocked.
+				for _, at := range tt.signals {
+					time.Sleep(at - time.Since(start))
+					changed <- struct{}{}
+					synctest.Wait()
+				}
+				time.Sleep(10 * time.Second)
+				cancel()
+				<-done
+				assert.Equal(t, tt.wantCalls, calls)
+			})
+		})
+	}
+}
+
+// every returns the multiples of interval below end.
+func every(interval, end time.Duration) []time.Duration {
+	var at []time.Duration
+	for d := time.Duration(0); d < end; d += interval {
+		at = append(at, d)
+	}
+	return at
+}
