@@ -179,8 +179,9 @@ func TestExitSignalCaptured(t *testing.T) {
 func TestTerminate(t *testing.T) {
 	t.Parallel()
 	const grace = 300 * time.Millisecond
-	// slack absorbs scheduling on a loaded machine (race detector, 2 cores).
-	const slack = time.Second
+	// slack absorbs scheduling on a loaded machine (race detector, 2 cores,
+	// every test re-executing the test binary twice).
+	const slack = 2 * time.Second
 	tests := []struct {
 		name       string
 		fixture    string
@@ -195,9 +196,11 @@ func TestTerminate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			p := startFixture(t, fixtureCommand(t, tt.fixture))
-			if tt.fixture != "echo" {
-				require.Equal(t, "ready", readLine(t, bufio.NewReader(p.Stdout())))
+			if tt.fixture == "echo" {
+				_, err := p.Stdin().Write([]byte("ready\n"))
+				require.NoError(t, err)
 			}
+			require.Equal(t, "ready", readLine(t, bufio.NewReader(p.Stdout())), "child running")
 
 			start := time.Now()
 			require.NoError(t, p.Terminate(context.Background(), grace))
