@@ -55,9 +55,9 @@ func (s *State) ServerNames() []string {
 }
 
 // Server is the user's state for one wrapped server. The zero value is an
-// empty state. The methods keep the invariants (Disabled sorted and free of
-// duplicates); the store also restores them before writing, so fields may be
-// set directly.
+// empty state. Fields may be set directly; the methods are conveniences that
+// keep Disabled sorted and free of duplicates, and the store restores that
+// order before writing in any case.
 //
 // Fields are declared in the order of their JSON keys, which are sorted.
 type Server struct {
@@ -99,30 +99,26 @@ type CatalogTool struct {
 
 // IsDisabled reports whether the user disabled the tool.
 func (s *Server) IsDisabled(tool string) bool {
-	_, found := slices.BinarySearch(s.Disabled, tool)
-	return found
+	return slices.Contains(s.Disabled, tool)
 }
 
 // Disable marks the tool disabled by the user. It reports whether that
 // changed anything.
 func (s *Server) Disable(tool string) bool {
-	i, found := slices.BinarySearch(s.Disabled, tool)
-	if found {
+	if s.IsDisabled(tool) {
 		return false
 	}
-	s.Disabled = slices.Insert(s.Disabled, i, tool)
+	s.Disabled = append(s.Disabled, tool)
+	slices.Sort(s.Disabled)
 	return true
 }
 
 // Enable removes the user's disabling of the tool. It reports whether that
 // changed anything.
 func (s *Server) Enable(tool string) bool {
-	i, found := slices.BinarySearch(s.Disabled, tool)
-	if !found {
-		return false
-	}
-	s.Disabled = slices.Delete(s.Disabled, i, i+1)
-	return true
+	n := len(s.Disabled)
+	s.Disabled = slices.DeleteFunc(s.Disabled, func(t string) bool { return t == tool })
+	return len(s.Disabled) != n
 }
 
 // Approve records the user's approval of a tool definition, replacing any

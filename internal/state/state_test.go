@@ -48,6 +48,20 @@ func TestDisableEnable(t *testing.T) {
 			want:        []string{"b"},
 		},
 		{
+			name:        "works on a list set by hand, unsorted",
+			disabled:    []string{"c", "a"},
+			op:          func(s *Server) bool { return s.Disable("b") },
+			wantChanged: true,
+			want:        []string{"a", "b", "c"},
+		},
+		{
+			name:        "enable removes duplicates set by hand",
+			disabled:    []string{"a", "b", "a"},
+			op:          func(s *Server) bool { return s.Enable("a") },
+			wantChanged: true,
+			want:        []string{"b"},
+		},
+		{
 			name:     "enable of an enabled tool is a no-op",
 			disabled: []string{"a"},
 			op:       func(s *Server) bool { return s.Enable("z") },

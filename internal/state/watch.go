@@ -20,7 +20,7 @@ import (
 //
 // Watch uses file system notifications on the state directory (creating the
 // directory if needed) and falls back to checking the file once a second
-// when they are unavailable.
+// when they are unavailable, which delays a call by up to that second.
 //
 // onChange is called from the goroutine running Watch, never concurrently
 // with itself; while it runs, further changes are coalesced into one later
