@@ -140,7 +140,7 @@ func (s *Session) discover(ctx context.Context, rawArgs json.RawMessage) json.Ra
 				res.Remediation = map[string]string{}
 			}
 			if _, ok := res.Remediation[d.Status]; !ok {
-				res.Remediation[d.Status] = s.Tools.Remediation(d.Status, "")
+				res.Remediation[d.Status] = s.policy().Remediation(d.Status, "")
 			}
 		}
 	} else if len(res.Tools) == 0 && lockedMatches > 0 {

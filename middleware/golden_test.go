@@ -49,9 +49,10 @@ func runScript(t *testing.T, steps []step) []byte {
 	t.Helper()
 	client, clientConn := newPeer(t, 0)
 	up, upConn := newPeer(t, 0)
-	s := &Session{Name: "fixture", Client: clientConn, Upstream: upConn}
+	s := &Session{Name: "fixture", Client: clientConn, Dial: dialOnce(upConn)}
 	done := make(chan error, 1)
 	go func() { done <- s.Run(context.Background()) }()
+	handshake(t, client, up)
 
 	var out bytes.Buffer
 	for _, st := range steps {

@@ -11,6 +11,7 @@ const (
 	codeInvalidRequest = -32600
 	codeInternalError  = -32603
 	codeInvalidParams  = -32602
+	codeMethodNotFound = -32601
 )
 
 // RPCError is a JSON-RPC error object, as returned by [Session.Call] when the
@@ -24,7 +25,7 @@ type RPCError struct {
 func (e *RPCError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
 
 // errorResponse encodes a JSON-RPC error response. A nil id is sent as null.
-func errorResponse(id []byte, code int, message string) []byte {
+func errorResponse(id []byte, code int, message string, data json.RawMessage) []byte {
 	if id == nil {
 		id = []byte("null")
 	}
@@ -32,13 +33,18 @@ func errorResponse(id []byte, code int, message string) []byte {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   RPCError        `json:"error"`
-	}{"2.0", id, RPCError{Code: code, Message: message}})
+	}{"2.0", id, RPCError{Code: code, Message: message, Data: data}})
 	return b
 }
 
 // replyError sends the client an error response.
 func (s *Session) replyError(id []byte, code int, message string) {
-	if err := s.Client.WriteMessage(errorResponse(id, code, message)); err != nil {
+	s.replyErrorData(id, code, message, nil)
+}
+
+// replyErrorData sends the client an error response with data.
+func (s *Session) replyErrorData(id []byte, code int, message string, data json.RawMessage) {
+	if err := s.Client.WriteMessage(errorResponse(id, code, message, data)); err != nil {
 		s.log.Debug("cannot answer the client", "error", err)
 	}
 }

@@ -1,11 +1,15 @@
 package middleware
 
 import (
+	"context"
 	"io"
+	"os/exec"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/resilience"
 	"github.com/stretchr/testify/require"
 )
 
@@ -91,3 +95,40 @@ const (
 	timeout = 5 * time.Second
 	tick    = 5 * time.Millisecond
 )
+
+// dialOnce returns a Dialer that hands out conn once; later dials fail
+// permanently, so a test's upstream that dies stays dead.
+func dialOnce(conn Conn) Dialer {
+	var used atomic.Bool
+	return func(context.Context) (Conn, error) {
+		if used.Swap(true) {
+			return nil, &resilience.SpawnError{Command: "fixture", Err: exec.ErrNotFound}
+		}
+		return conn, nil
+	}
+}
+
+const (
+	clientInitialize = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"golden","version":"1"}}}`
+	initializeResult = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"logging":{}},"serverInfo":{"name":"fixture","version":"1"}}`
+)
+
+// handshake plays the intercepted handshake: the client's initialize goes
+// to the upstream with the sidecar's own id and the same params; the
+// upstream's result comes back to the client under the client's id, byte
+// for byte; the sidecar sends notifications/initialized itself and
+// swallows the client's.
+func handshake(t *testing.T, client, up *peer) {
+	t.Helper()
+	client.send(clientInitialize + "\n")
+	got := up.next()
+	env, err := framing.Peek(got)
+	require.NoError(t, err)
+	require.Equal(t, "initialize", env.Method)
+	require.True(t, isOwnID(env.ID), "initialize goes out with an own id, got %s", env.ID)
+	require.Equal(t, clientInitialize, string(framing.Splice(got, env.ID, []byte("0"))), "same bytes but the id")
+	up.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + initializeResult + "}\n")
+	require.Equal(t, `{"jsonrpc":"2.0","id":0,"result":`+initializeResult+`}`, string(client.next()))
+	require.Equal(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, string(up.next()))
+	client.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+}

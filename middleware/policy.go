@@ -39,7 +39,7 @@ type UpstreamState struct {
 }
 
 // Available reports whether the upstream is loaded and serving.
-func (u UpstreamState) Available() bool { return u.Status == "" || u.Status == "available" }
+func (u UpstreamState) Available() bool { return u.Status == "available" }
 
 // Discovery modes for [Session.Discovery].
 const (

@@ -14,59 +14,91 @@ import (
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
-// DefaultDrainTimeout is how long a Session waits for in-flight requests
-// when the client goes away or Run's context is done, unless
-// [Session.DrainTimeout] says otherwise.
-const DefaultDrainTimeout = time.Second
+// Defaults for the Session's timing fields.
+const (
+	// DefaultDrainTimeout bounds the wait for in-flight requests at shutdown.
+	DefaultDrainTimeout = time.Second
+	// DefaultReadyTimeout is how long a client's handshake waits for the
+	// upstream before the sidecar answers it itself: below the ~60 s clients
+	// wait for a server.
+	DefaultReadyTimeout = 30 * time.Second
+)
 
 // ownIDPrefix starts the id of every request the sidecar sends itself. Its
 // ids are JSON strings with this prefix; a client request using the prefix
 // is refused, so the two id spaces never collide.
 const ownIDPrefix = "mcpwrap-"
 
-// ErrUpstreamClosed is wrapped by the error Run returns when the upstream
-// ended the session.
-var ErrUpstreamClosed = errors.New("upstream closed the connection")
+// ErrNotReady is returned by [Session.Call] while no upstream is ready.
+var ErrNotReady = errors.New("upstream is not ready")
 
-// Handshake is the opening exchange captured from a session, kept so that a
-// restarted upstream can be initialised the way the client initialised the
-// first one.
+// A Dialer connects to the upstream: it starts the child process or opens
+// the remote connection. A [Session] dials for the first load and again for
+// every restart after a crash.
+type Dialer func(ctx context.Context) (Conn, error)
+
+// Handshake is the client's opening exchange, kept so that a restarted
+// upstream can be initialised the way the client initialised the first one.
 type Handshake struct {
 	Method      string          // "initialize" or "server/discover"; "" before the client sent one
 	Params      json.RawMessage // the client's params, as sent
-	Result      json.RawMessage // the upstream's result, as received; nil until answered
+	Result      json.RawMessage // the upstream's result; nil until one succeeded
 	Initialized bool            // the client sent notifications/initialized
 }
 
-// A Session relays one client's JSON-RPC messages to one upstream and back.
+// A Session relays one client's JSON-RPC messages to one upstream and back,
+// and keeps the client's session alive while the upstream starts, fails,
+// crashes and restarts.
 //
-// Messages it does not intercept are forwarded byte for byte. Its zero value
-// is not usable: set Client and Upstream, then call Run once. Handshake and
-// Call are safe to use concurrently with Run.
+// Messages it does not intercept are forwarded byte for byte. It
+// intercepts the handshake (performed with the sidecar's own ids, so it can
+// be replayed to a restarted upstream, and answered by the sidecar itself
+// when the upstream is not ready within ReadyTimeout), tools/list and
+// tools/call (see Tools), and, while no upstream is ready, every request,
+// which it answers with the upstream's status rather than leave it hanging.
+//
+// Set Client and Dial, then call Run once. Handshake, Call, Status, Stats
+// and ReevaluateTools are safe to use concurrently with Run.
 type Session struct {
-	Name     string       // the upstream server's name, for logs and messages
-	Client   Conn         // the MCP client's side
-	Upstream Conn         // the upstream server's side
-	Logger   *slog.Logger // nil discards logs
+	Name   string       // the upstream server's name, for logs and messages
+	Client Conn         // the MCP client's side
+	Dial   Dialer       // connects to the upstream
+	Logger *slog.Logger // nil discards logs
 
 	// Tools, when set, gates tools/list and tools/call and serves the
-	// discovery tool. Nil passes both through untouched.
+	// discovery tool. Nil passes both through untouched while the upstream
+	// is available.
 	Tools ToolPolicy
 	// DiscoveryTool names the discovery tool; "" means [DefaultDiscoveryTool].
 	DiscoveryTool string
 	// Discovery is [DiscoveryAuto] (the default when ""), [DiscoveryAlways]
 	// or [DiscoveryNever].
 	Discovery string
-	// UpstreamStatus reports the upstream's load status for the agent; nil
-	// means always available.
-	UpstreamStatus func() UpstreamState
 	// CatalogSeen, when set, is called with every full catalog loaded from
 	// the upstream (to record it, or to set an approval baseline). It must
 	// not call back into the Session.
 	CatalogSeen func(tools []json.RawMessage)
 
+	// ReadyTimeout is how long a client's handshake waits for the upstream
+	// before the sidecar answers it in degraded mode. Zero means
+	// [DefaultReadyTimeout].
+	ReadyTimeout time.Duration
+	// HandshakeTimeout bounds one attempt's handshake, after which the
+	// attempt fails as transient and the connection is closed. Zero means no
+	// bound while the connection lives, which suits a local child that is
+	// slow to start: it is not killed for being slow.
+	HandshakeTimeout time.Duration
+	// Retrier loads the upstream; nil means a zero [resilience.Retrier]
+	// (DESIGN §4 defaults).
+	Retrier *resilience.Retrier
+	// CrashBudget bounds restarts after crashes; nil means 5 in 5 minutes.
+	CrashBudget *resilience.CrashBudget
+	// Reconnect paces "reconnect on use" after a permanent failure; nil
+	// means once every 30 s.
+	Reconnect *resilience.Throttle
 	// DrainTimeout bounds the wait for in-flight requests when the client
 	// goes away or Run's context is done. Zero means [DefaultDrainTimeout].
 	DrainTimeout time.Duration
@@ -74,14 +106,24 @@ type Session struct {
 	once sync.Once
 	log  *slog.Logger
 	seq  atomic.Uint64
-	mu   sync.Mutex
-	hs   Handshake
-	reqs map[string]string // in-flight client requests: raw id → method
-	idle chan struct{}     // closed while reqs is empty
-	own  map[string]chan ownReply
-	ctx  context.Context // Run's, for the sidecar's own background requests
+	kick chan struct{} // wakes the supervisor for a reconnect on use
 
-	// Tool catalog state, guarded by mu.
+	mu         sync.Mutex
+	ctx        context.Context // Run's, for the sidecar's own background requests
+	up         *link           // the current upstream connection, nil between connections
+	status     resilience.Outcome
+	hs         Handshake
+	hsVer      int           // counts the client's handshake requests
+	hsChanged  chan struct{} // closed and replaced on each client handshake
+	waiters    []*hsWaiter   // client handshakes awaiting an answer
+	clientView int           // what the client last learned of availability (view*)
+	reqs       map[string]string
+	idle       chan struct{} // closed while reqs is empty
+	own        map[string]*ownCall
+	logLevel   json.RawMessage     // the client's last logging/setLevel params
+	subs       map[string]struct{} // URIs the client subscribed to
+
+	// Tool catalog state.
 	catalog      []json.RawMessage
 	catalogNames []string
 	catalogIndex map[string]int
@@ -95,9 +137,32 @@ type Session struct {
 	stats        Stats
 }
 
+// link is one connection to the upstream, from dial to death.
+type link struct {
+	conn       Conn
+	dead       chan struct{} // closed when its reader ended
+	err        error         // why it ended; set before dead is closed
+	ready      bool          // a handshake succeeded on it (guarded by Session.mu)
+	serverReqs map[string]struct{}
+}
+
+type ownCall struct {
+	link *link
+	ch   chan ownReply
+}
+
 type ownReply struct {
+	msg    []byte // the whole response, owned
 	result json.RawMessage
 	err    error
+}
+
+// hsWaiter is a client handshake request waiting for the upstream.
+type hsWaiter struct {
+	id     []byte
+	method string
+	done   chan struct{}
+	once   sync.Once
 }
 
 // Handshake returns a copy of the handshake captured so far.
@@ -107,42 +172,11 @@ func (s *Session) Handshake() Handshake {
 	return s.hs
 }
 
-// Run relays messages until the client or the upstream goes away or ctx is
-// done. When the client goes away or ctx is done, it waits up to
-// DrainTimeout for in-flight requests to be answered, then closes the
-// upstream and returns nil. When the upstream goes away first, every
-// in-flight request is answered with an error and Run returns an error
-// wrapping [ErrUpstreamClosed].
-func (s *Session) Run(ctx context.Context) error {
-	s.once.Do(s.init)
+// Status returns the upstream's current load status.
+func (s *Session) Status() resilience.Outcome {
 	s.mu.Lock()
-	s.ctx = ctx
-	s.mu.Unlock()
-	upDone := make(chan error, 1)
-	clientDone := make(chan error, 1)
-	go func() { upDone <- s.pumpUpstream() }()
-	go func() { clientDone <- s.pumpClient() }()
-
-	var err error
-	select {
-	case err = <-upDone:
-		if errors.Is(err, errClientGone) {
-			s.Upstream.Close()
-			return nil
-		}
-		s.failInflight("the upstream server closed the connection; request not completed")
-		return fmt.Errorf("%w: %w", ErrUpstreamClosed, err)
-	case err = <-clientDone:
-		if errors.Is(err, io.EOF) {
-			err = nil
-			s.log.Debug("client closed its side; draining")
-		}
-	case <-ctx.Done():
-		s.log.Debug("shutting down; draining")
-	}
-	s.drain(upDone)
-	s.Upstream.Close()
-	return err
+	defer s.mu.Unlock()
+	return s.status
 }
 
 func (s *Session) init() {
@@ -151,15 +185,67 @@ func (s *Session) init() {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.reqs = make(map[string]string)
-	s.own = make(map[string]chan ownReply)
+	s.own = make(map[string]*ownCall)
+	s.subs = make(map[string]struct{})
+	s.hsChanged = make(chan struct{})
 	s.idle = make(chan struct{})
 	close(s.idle)
+	s.kick = make(chan struct{}, 1)
 	s.ctx = context.Background()
+	s.status = resilience.Outcome{Server: s.Name, Class: resilience.Transient}
+	if s.Retrier == nil {
+		s.Retrier = &resilience.Retrier{}
+	}
+	if s.Retrier.Logger == nil {
+		s.Retrier.Logger = s.log
+	}
+	if s.CrashBudget == nil {
+		s.CrashBudget = &resilience.CrashBudget{}
+	}
+	if s.Reconnect == nil {
+		s.Reconnect = &resilience.Throttle{}
+	}
+}
+
+// Run relays messages until the client goes away or ctx is done, then waits
+// up to DrainTimeout for in-flight requests, closes the upstream and
+// returns. It returns nil when the client closed its side; an upstream that
+// fails never ends the session.
+func (s *Session) Run(ctx context.Context) error {
+	s.once.Do(s.init)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.mu.Lock()
+	s.ctx = ctx
+	s.mu.Unlock()
+
+	supervised := make(chan struct{})
+	go func() {
+		defer close(supervised)
+		s.supervise(ctx)
+	}()
+	clientDone := make(chan error, 1)
+	go func() { clientDone <- s.pumpClient(ctx) }()
+
+	var err error
+	select {
+	case err = <-clientDone:
+		if errors.Is(err, io.EOF) || errors.Is(err, errClientGone) {
+			err = nil
+		}
+		s.log.Debug("client closed its side; draining")
+	case <-ctx.Done():
+		s.log.Debug("shutting down; draining")
+	}
+	s.drain()
+	cancel()
+	<-supervised
+	return err
 }
 
 // drain waits until no client request is in flight, the upstream ends or
 // the drain timeout passes, whichever comes first.
-func (s *Session) drain(upDone <-chan error) {
+func (s *Session) drain() {
 	timeout := s.DrainTimeout
 	if timeout <= 0 {
 		timeout = DefaultDrainTimeout
@@ -167,11 +253,15 @@ func (s *Session) drain(upDone <-chan error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	s.mu.Lock()
-	idle := s.idle
+	idle, l := s.idle, s.up
 	s.mu.Unlock()
+	var dead <-chan struct{}
+	if l != nil {
+		dead = l.dead
+	}
 	select {
 	case <-idle:
-	case <-upDone:
+	case <-dead:
 	case <-t.C:
 		s.log.Warn("in-flight requests not answered before shutdown", "count", s.inflight())
 	}
@@ -179,8 +269,8 @@ func (s *Session) drain(upDone <-chan error) {
 
 var errClientGone = errors.New("client is gone")
 
-// pumpClient forwards the client's messages to the upstream.
-func (s *Session) pumpClient() error {
+// pumpClient handles the client's messages.
+func (s *Session) pumpClient(ctx context.Context) error {
 	for {
 		msg, err := s.Client.ReadMessage()
 		if err != nil {
@@ -204,41 +294,119 @@ func (s *Session) pumpClient() error {
 		switch env.Kind {
 		case framing.Invalid:
 			s.replyError(env.ID, codeInvalidRequest, "Invalid Request: neither a request, a notification nor a response")
-			continue
 		case framing.Request:
-			if isOwnID(env.ID) {
-				s.replyError(env.ID, codeInvalidRequest, "Invalid Request: ids starting with "+strconv.Quote(ownIDPrefix)+" are reserved by mcpwrap")
-				continue
-			}
-			if s.Tools != nil && env.Method == "tools/call" && s.gateCall(s.runCtx(), env) {
-				continue
-			}
-			s.track(env)
+			s.clientRequest(ctx, msg, env)
 		case framing.Notification:
-			if env.Method == "notifications/initialized" {
-				s.mu.Lock()
-				s.hs.Initialized = true
-				s.mu.Unlock()
-			}
-		}
-		if err := s.Upstream.WriteMessage(msg); err != nil {
-			s.log.Warn("cannot write to upstream", "error", err)
-			if env.Kind == framing.Request {
-				s.untrack(env.ID)
-				s.replyError(env.ID, codeInternalError, "the upstream server is not reachable; request not delivered")
-			}
-			continue
-		}
-		if env.Method == "notifications/initialized" {
-			s.refreshLater() // the handshake is complete: load the catalog
+			s.clientNotification(msg, env)
+		case framing.Response:
+			s.clientResponse(msg, env)
+		case framing.Batch:
+			s.forward(msg) // batches pass as they are (JSON-RPC 2.0; MCP 2025-06-18 dropped them)
 		}
 	}
 }
 
-// pumpUpstream forwards the upstream's messages to the client.
-func (s *Session) pumpUpstream() error {
+func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Envelope) {
+	if isOwnID(env.ID) {
+		s.replyError(env.ID, codeInvalidRequest, "Invalid Request: ids starting with "+strconv.Quote(ownIDPrefix)+" are reserved by mcpwrap")
+		return
+	}
+	switch env.Method {
+	case "initialize", "server/discover":
+		s.clientHandshake(env)
+		return
+	case "logging/setLevel":
+		s.mu.Lock()
+		s.logLevel = bytes.Clone(env.Params)
+		s.mu.Unlock()
+	case "resources/subscribe", "resources/unsubscribe":
+		var p struct {
+			URI string `json:"uri"`
+		}
+		if json.Unmarshal(env.Params, &p) == nil {
+			s.mu.Lock()
+			if env.Method == "resources/subscribe" {
+				s.subs[p.URI] = struct{}{}
+			} else {
+				delete(s.subs, p.URI)
+			}
+			s.mu.Unlock()
+		}
+	}
+	l := s.readyLink()
+	if l == nil {
+		s.answerUnready(ctx, env)
+		return
+	}
+	if env.Method == "tools/call" && s.Tools != nil && s.gateCall(ctx, env) {
+		return
+	}
+	s.track(env)
+	if err := l.conn.WriteMessage(msg); err != nil {
+		s.log.Warn("cannot write to upstream", "error", err)
+		if s.untrack(env.ID) != "" {
+			s.replyError(env.ID, codeInternalError, "the upstream server is not reachable; request not delivered")
+		}
+	}
+}
+
+func (s *Session) clientNotification(msg []byte, env framing.Envelope) {
+	if env.Method == "notifications/initialized" {
+		// The sidecar sends its own after every successful initialize, so
+		// that a restarted upstream gets one too; the client's is not needed.
+		s.mu.Lock()
+		s.hs.Initialized = true
+		s.mu.Unlock()
+		return
+	}
+	s.forward(msg)
+}
+
+// clientResponse routes the client's answer to a request of the upstream,
+// unless that upstream has died since it asked.
+func (s *Session) clientResponse(msg []byte, env framing.Envelope) {
+	s.mu.Lock()
+	l := s.up
+	ok := false
+	if l != nil {
+		_, ok = l.serverReqs[string(env.ID)]
+		delete(l.serverReqs, string(env.ID))
+	}
+	s.mu.Unlock()
+	if !ok {
+		s.log.Debug("dropping the client's answer to a request of a previous upstream", "id", string(env.ID))
+		return
+	}
+	if err := l.conn.WriteMessage(msg); err != nil {
+		s.log.Debug("cannot write to upstream", "error", err)
+	}
+}
+
+// forward writes msg to the ready upstream, if there is one.
+func (s *Session) forward(msg []byte) {
+	if l := s.readyLink(); l != nil {
+		if err := l.conn.WriteMessage(msg); err != nil {
+			s.log.Debug("cannot write to upstream", "error", err)
+		}
+	}
+}
+
+// readyLink returns the current upstream connection when its handshake is
+// done, else nil.
+func (s *Session) readyLink() *link {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.up != nil && s.up.ready {
+		return s.up
+	}
+	return nil
+}
+
+// pumpUpstream handles one upstream connection's messages until it ends.
+func (s *Session) pumpUpstream(l *link) {
+	defer close(l.dead)
 	for {
-		msg, err := s.Upstream.ReadMessage()
+		msg, err := l.conn.ReadMessage()
 		if err != nil {
 			if e, ok := oversize(err); ok {
 				env, _ := framing.Peek(e.Head)
@@ -248,34 +416,35 @@ func (s *Session) pumpUpstream() error {
 				}
 				continue
 			}
-			return err
+			l.err = err
+			return
 		}
 		env, err := framing.Peek(msg)
 		if err != nil {
 			s.log.Warn("upstream wrote a non-JSON line to stdout; moved to stderr", "line", printable(msg))
 			continue
 		}
-		if env.Kind == framing.Response {
+		switch env.Kind {
+		case framing.Response:
 			if isOwnID(env.ID) {
-				s.deliverOwn(env)
+				s.deliverOwn(msg, env)
 				continue
 			}
 			switch method := s.untrack(env.ID); {
-			case isHandshake(method) && env.Result != nil:
-				s.mu.Lock()
-				s.hs.Result = bytes.Clone(env.Result)
-				s.mu.Unlock()
-				if method == "server/discover" {
-					s.refreshLater() // a stateless handshake has no initialized notification
-				}
 			case method == "tools/list" && env.Result != nil && s.Tools != nil:
 				msg = s.rewriteToolsList(msg, env)
 			}
-		} else if env.Kind == framing.Notification && env.Method == "notifications/tools/list_changed" {
-			s.refreshLater()
+		case framing.Request:
+			s.mu.Lock()
+			l.serverReqs[string(env.ID)] = struct{}{}
+			s.mu.Unlock()
+		case framing.Notification:
+			if env.Method == "notifications/tools/list_changed" {
+				s.refreshLater()
+			}
 		}
 		if err := s.Client.WriteMessage(msg); err != nil {
-			return fmt.Errorf("%w: %w", errClientGone, err)
+			s.log.Debug("cannot write to the client", "error", err)
 		}
 	}
 }
@@ -317,8 +486,6 @@ func (s *Session) refreshLater() {
 	}()
 }
 
-func isHandshake(method string) bool { return method == "initialize" || method == "server/discover" }
-
 func (s *Session) track(env framing.Envelope) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -326,9 +493,6 @@ func (s *Session) track(env framing.Envelope) {
 		s.idle = make(chan struct{})
 	}
 	s.reqs[string(env.ID)] = env.Method
-	if isHandshake(env.Method) {
-		s.hs = Handshake{Method: env.Method, Params: bytes.Clone(env.Params)}
-	}
 }
 
 // untrack forgets an in-flight client request and returns its method, or ""
@@ -368,49 +532,78 @@ func (s *Session) failInflight(reason string) {
 	}
 }
 
-// Call sends a request of the sidecar's own to the upstream and waits for
-// its result. The response never reaches the client.
+// Call sends a request of the sidecar's own to the ready upstream and
+// waits for its result. The response never reaches the client. It returns
+// [ErrNotReady] when no upstream is ready.
 func (s *Session) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	s.once.Do(s.init)
+	l := s.readyLink()
+	if l == nil {
+		return nil, ErrNotReady
+	}
+	r := s.request(ctx, l, method, params)
+	return r.result, r.err
+}
+
+// request sends an own request on link l and waits for the reply, the
+// link's death or ctx.
+func (s *Session) request(ctx context.Context, l *link, method string, params any) ownReply {
 	id := strconv.Quote(ownIDPrefix + strconv.FormatUint(s.seq.Add(1), 10))
+	var rawParams json.RawMessage
+	switch p := params.(type) {
+	case nil:
+	case json.RawMessage:
+		rawParams = p
+	default:
+		b, err := json.Marshal(p)
+		if err != nil {
+			return ownReply{err: err}
+		}
+		rawParams = b
+	}
 	msg, err := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Method  string          `json:"method"`
-		Params  any             `json:"params,omitempty"`
-	}{"2.0", json.RawMessage(id), method, params})
+		Params  json.RawMessage `json:"params,omitempty"`
+	}{"2.0", json.RawMessage(id), method, rawParams})
 	if err != nil {
-		return nil, err
+		return ownReply{err: err}
 	}
-	s.once.Do(s.init)
-	ch := make(chan ownReply, 1)
+	call := &ownCall{link: l, ch: make(chan ownReply, 1)}
 	s.mu.Lock()
-	s.own[id] = ch
+	s.own[id] = call
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		delete(s.own, id)
 		s.mu.Unlock()
 	}()
-	if err := s.Upstream.WriteMessage(msg); err != nil {
-		return nil, err
+	if err := l.conn.WriteMessage(msg); err != nil {
+		return ownReply{err: err}
 	}
 	select {
-	case r := <-ch:
-		return r.result, r.err
+	case r := <-call.ch:
+		return r
+	case <-l.dead:
+		return ownReply{err: fmt.Errorf("upstream connection lost: %w", l.err)}
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ownReply{err: ctx.Err()}
 	}
 }
 
-func (s *Session) deliverOwn(env framing.Envelope) {
+func (s *Session) deliverOwn(msg []byte, env framing.Envelope) {
 	s.mu.Lock()
-	ch, ok := s.own[string(env.ID)]
+	call, ok := s.own[string(env.ID)]
 	s.mu.Unlock()
 	if !ok {
 		s.log.Debug("dropping a late response to an own request", "id", string(env.ID))
 		return
 	}
-	r := ownReply{result: bytes.Clone(env.Result)}
+	r := ownReply{msg: bytes.Clone(msg)}
+	if env.Result != nil {
+		r.result = bytes.Clone(env.Result)
+	}
 	if env.Error != nil {
 		rpcErr := &RPCError{}
 		if err := json.Unmarshal(env.Error, rpcErr); err != nil {
@@ -419,7 +612,7 @@ func (s *Session) deliverOwn(env framing.Envelope) {
 			r.err = rpcErr
 		}
 	}
-	ch <- r
+	call.ch <- r
 }
 
 func isOwnID(id []byte) bool {

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/mcpwrap/mcpwrap/resilience"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -46,12 +46,13 @@ func start(t *testing.T, maxLine int) *harness {
 	var clientConn, upConn Conn
 	h.client, clientConn = newPeer(t, maxLine)
 	h.up, upConn = newPeer(t, maxLine)
-	h.session = &Session{Name: "fixture", Client: clientConn, Upstream: upConn,
+	h.session = &Session{Name: "fixture", Client: clientConn, Dial: dialOnce(upConn),
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.session.Run(ctx) }()
 	t.Cleanup(cancel)
+	handshake(t, h.client, h.up)
 	return h
 }
 
@@ -125,18 +126,11 @@ func TestSessionMovesNonJSONUpstreamLinesToLogs(t *testing.T) {
 
 func TestSessionCapturesHandshake(t *testing.T) {
 	h := start(t, 0)
-	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}` + "\n")
-	h.up.next()
-	h.up.send(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","serverInfo":{"name":"s"}}}` + "\n")
-	h.client.next()
-	h.client.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
-	h.up.next()
-
+	require.Eventually(t, func() bool { return h.session.Handshake().Initialized }, timeout, tick)
 	hs := h.session.Handshake()
 	assert.Equal(t, "initialize", hs.Method)
-	assert.JSONEq(t, `{"protocolVersion":"2025-11-25"}`, string(hs.Params))
-	assert.JSONEq(t, `{"protocolVersion":"2025-11-25","serverInfo":{"name":"s"}}`, string(hs.Result))
-	assert.True(t, hs.Initialized)
+	assert.JSONEq(t, clientInitialize, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":`+string(hs.Params)+`}`)
+	assert.JSONEq(t, initializeResult, string(hs.Result))
 }
 
 func TestSessionOwnRequestsNeverReachTheClient(t *testing.T) {
@@ -182,7 +176,7 @@ func TestSessionDrainsInFlightRequestsWhenTheClientLeaves(t *testing.T) {
 func TestSessionAnswersInFlightRequestsWhenTheUpstreamDies(t *testing.T) {
 	h := start(t, 0)
 	for _, id := range []string{"1", `"two"`} {
-		h.client.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call"}` + "\n")
+		h.client.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"x"}}` + "\n")
 		h.up.next()
 	}
 	h.up.closeSend()
@@ -194,9 +188,26 @@ func TestSessionAnswersInFlightRequestsWhenTheUpstreamDies(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal(h.client.next(), &resp))
 		assert.Equal(t, -32603, resp.Error.Code)
+		assert.Equal(t, "upstream restarted; request not completed", resp.Error.Message)
 		ids[string(resp.ID)]++
 	}
 	assert.Equal(t, map[string]int{"1": 1, `"two"`: 1}, ids, "each request gets exactly one error")
-	err := <-h.done
-	assert.True(t, errors.Is(err, ErrUpstreamClosed), "got %v", err)
+
+	// The session lives on and explains: this fixture's upstream cannot be
+	// restarted, so a call is answered with the failure.
+	require.Eventually(t, func() bool { return h.session.Status().Class == resilience.Permanent }, timeout, tick)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`, string(h.client.next()),
+		"the discovery tool appeared")
+	h.client.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x"}}` + "\n")
+	var resp struct {
+		Result struct {
+			IsError bool           `json:"isError"`
+			Meta    map[string]any `json:"_meta"`
+			Content []struct{ Text string }
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.True(t, resp.Result.IsError)
+	assert.Equal(t, "permanent", resp.Result.Meta["status"])
+	assert.Contains(t, resp.Result.Content[0].Text, "Server 'fixture' failed to load and needs attention")
 }

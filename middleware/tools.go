@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
 // This file holds the interception of tools/list and tools/call, which only
@@ -20,16 +21,40 @@ func (s *Session) discoveryName() string {
 	return DefaultDiscoveryTool
 }
 
+// upstreamState is the upstream's status as the agent is told it.
 func (s *Session) upstreamState() UpstreamState {
-	if s.UpstreamStatus == nil {
-		return UpstreamState{Status: "available", Attempts: 1}
+	o := s.Status()
+	u := UpstreamState{Status: o.Class.String(), Attempts: o.Attempts}
+	if o.Class != resilience.Available {
+		u.Message = o.Message()
+		if o.Err != nil {
+			u.Error = o.Err.Error()
+		}
 	}
-	st := s.UpstreamStatus()
-	if st.Status == "" {
-		st.Status = "available"
-	}
-	return st
+	return u
 }
+
+// policy returns the ToolPolicy, or one that locks nothing.
+func (s *Session) policy() ToolPolicy {
+	if s.Tools == nil {
+		return openPolicy{}
+	}
+	return s.Tools
+}
+
+// openPolicy is the policy of a Session without one: every tool callable.
+type openPolicy struct{}
+
+func (openPolicy) Evaluate(tools []json.RawMessage) []Availability {
+	out := make([]Availability, len(tools))
+	for i := range out {
+		out[i].InScope = true
+	}
+	return out
+}
+
+func (openPolicy) Remediation(string, string) string       { return "" }
+func (openPolicy) Rejection(string, string, string) string { return "" }
 
 // catalogView is the full upstream catalog with its evaluation.
 type catalogView struct {
@@ -53,7 +78,7 @@ func (s *Session) view() catalogView {
 	s.mu.Lock()
 	v := catalogView{tools: s.catalog, names: s.catalogNames}
 	s.mu.Unlock()
-	v.avail = s.Tools.Evaluate(v.tools)
+	v.avail = s.policy().Evaluate(v.tools)
 	return v
 }
 
@@ -311,10 +336,13 @@ func (s *Session) refreshCatalog(ctx context.Context) {
 // notifications/tools/list_changed. Call it when the policy's inputs change
 // (for example the user state store). It is safe for concurrent use.
 func (s *Session) ReevaluateTools() {
-	if s.Tools == nil {
-		return
-	}
 	s.once.Do(s.init)
+	s.mu.Lock()
+	known := s.catalogKnown
+	s.mu.Unlock()
+	if !known {
+		return // nothing to compare with before the first catalog
+	}
 	v := s.view()
 	var sig strings.Builder
 	for i, a := range v.avail {
@@ -331,10 +359,7 @@ func (s *Session) ReevaluateTools() {
 	s.visible, s.visibleKnown, s.locked = sig.String(), true, v.locked()
 	s.mu.Unlock()
 	if known && prev != sig.String() {
-		s.log.Info("visible tools changed; notifying the client")
-		if err := s.Client.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)); err != nil {
-			s.log.Debug("cannot notify the client", "error", err)
-		}
+		s.notifyToolsChanged()
 	}
 }
 

@@ -136,7 +136,7 @@ func startTools(t *testing.T, pages [][]string, locked map[string]string, scope 
 	}
 	h := &toolsHarness{client: client, up: &fakeUpstream{t: t, peer: upPeer, pages: pages},
 		policy: policy, done: make(chan error, 1)}
-	h.session = &Session{Name: "fx", Client: clientConn, Upstream: upConn, Tools: h.policy}
+	h.session = &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), Tools: h.policy}
 	go h.up.serve()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -249,9 +249,7 @@ func TestLockedCallsAreAnsweredAndNeverForwarded(t *testing.T) {
 
 func TestReevaluateToolsNotifiesOnlyWhenTheVisibleSetChanges(t *testing.T) {
 	h := startTools(t, [][]string{{tool("a", "x"), tool("b", "y")}}, nil)
-	h.call(1, "tools/list", `{}`) // the catalog is loaded by now or soon; make sure:
-	require.Eventually(t, func() bool { return h.up.calls("tools/list") >= 2 }, timeout, tick)
-	h.session.ReevaluateTools()
+	require.Eventually(t, h.session.catalogLoaded, timeout, tick)
 
 	h.policy.set("b", "disabled_by_user")
 	h.session.ReevaluateTools()
@@ -314,6 +312,12 @@ func TestIncludeDisabledCounter(t *testing.T) {
 	h.call(2, "tools/call", `{"name":"discover_tools","arguments":{"include_disabled":false}}`)
 	h.call(3, "tools/call", `{"name":"discover_tools","arguments":{"include_disabled":true,"query":"zzz"}}`)
 	assert.Equal(t, 2, h.session.Stats().IncludeDisabledQueries)
+}
+
+func (s *Session) catalogLoaded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.catalogKnown
 }
 
 func checkGolden(t *testing.T, path, got string) {

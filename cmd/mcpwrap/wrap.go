@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
@@ -19,6 +21,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/state"
 	"github.com/mcpwrap/mcpwrap/internal/upstream"
 	"github.com/mcpwrap/mcpwrap/middleware"
+	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
 const wrapUsage = `mcpwrap wraps an MCP server: resilient loading, tool availability policy
@@ -26,6 +29,7 @@ and disabled-tool discovery; everything else passes through byte for byte.
 
 Usage:
   mcpwrap [flags] -- COMMAND [ARGS...]   wrap a stdio server
+  mcpwrap [flags] --url URL              wrap a remote (streamable HTTP or SSE) server
   mcpwrap demo                           a narrated, self-contained showcase
   mcpwrap version                        print the version
 
@@ -50,9 +54,12 @@ type wrapOptions struct {
 	allowTools    string
 	discoveryTool string
 	discovery     string
+	url           string
+	headers       headerFlags
+	readyTimeout  time.Duration
 	maxLineBytes  int
-	log          logOptions
-	command      []string
+	log           logOptions
+	command       []string
 }
 
 func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
@@ -70,6 +77,9 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	fs.StringVar(&o.allowTools, "allow-tools", "", "comma-separated tool names or globs this run may use; narrows, never widens")
 	fs.StringVar(&o.discoveryTool, "discovery-tool", "", "name of the discovery tool (default from config, else discover_tools)")
 	fs.StringVar(&o.discovery, "discovery", "", "when to list the discovery tool: auto, always or never (default from config, else auto)")
+	fs.StringVar(&o.url, "url", "", "wrap the remote MCP server at this URL instead of a command")
+	fs.Var(&o.headers, "header", "'K: V' header for --url, repeatable; V may reference ${ENV}")
+	fs.DurationVar(&o.readyTimeout, "ready-timeout", 0, "how long the client's handshake waits for the server before mcpwrap answers it (default from config, else 30s)")
 	fs.IntVar(&o.maxLineBytes, "max-line-bytes", 0, "largest JSON-RPC message accepted, in bytes (default from config, else 64 MiB)")
 	fs.StringVar(&o.log.level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
@@ -78,19 +88,30 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 		return o, err
 	}
 	o.command = fs.Args()
-	if len(o.command) == 0 {
+	switch {
+	case o.url != "" && len(o.command) > 0:
+		return o, errors.New("give either --url or a command after --, not both")
+	case o.url == "" && len(o.command) == 0:
 		fs.Usage()
-		return o, errors.New("no server command: put it after --, as in: mcpwrap -- npx -y @modelcontextprotocol/server-everything")
+		return o, errors.New("no server: put its command after --, as in: mcpwrap -- npx -y @modelcontextprotocol/server-everything, or give --url")
+	case o.url == "" && len(o.headers) > 0:
+		return o, errors.New("--header goes with --url")
 	}
 	if o.name == "" {
-		o.name = deriveName(o.command)
+		o.name = deriveName(o.command, o.url)
 	}
 	return o, nil
 }
 
-// deriveName names a server after its command: the npm package or script
-// it runs, else the program itself.
-func deriveName(command []string) string {
+// deriveName names a server after its command (the npm package or script
+// it runs, else the program itself) or its URL's host.
+func deriveName(command []string, rawURL string) string {
+	if rawURL != "" {
+		if u, err := url.Parse(rawURL); err == nil && u.Hostname() != "" {
+			return u.Hostname()
+		}
+		return "remote"
+	}
 	name := filepath.Base(command[0])
 	switch strings.TrimSuffix(name, filepath.Ext(name)) {
 	case "npx", "uvx", "node", "python", "python3", "bunx", "deno", "pnpm", "docker":
@@ -123,6 +144,7 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return exitUsage
 	}
 	defer closer.Close()
+	base := logger
 	logger = logger.With("server", o.name)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// A sidecar should stay small: collect early rather than let the heap
@@ -135,29 +157,32 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
 	}
-	child, err := upstream.StartStdio(ctx, upstream.Command{
-		Path:   o.command[0],
-		Args:   o.command[1:],
-		Env:    childEnv(srv.Env),
-		Stderr: stderr,
-		Logger: logger,
-	}, srv.MaxLineBytes)
+	dial, err := dialer(o, srv, stderr, logger)
 	if err != nil {
-		logger.Error("cannot start the server", "error", err)
-		return exitUpstream
+		logger.Error("bad configuration", "error", err)
+		return exitUsage
 	}
 	session := &middleware.Session{
 		Name:          o.name,
 		Client:        middleware.NewStreamConn(stdin, stdout, nil, srv.MaxLineBytes),
-		Upstream:      child,
+		Dial:          dial,
 		Logger:        logger,
 		Tools:         tools,
 		DiscoveryTool: srv.DiscoveryTool,
 		Discovery:     string(srv.Discovery),
 		CatalogSeen:   func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) },
+		ReadyTimeout:  srv.ReadyTimeout,
+		Retrier: &resilience.Retrier{
+			Policy:     retryPolicy(srv.Retry),
+			Classifier: resilience.Classifier{RetryRefused: srv.RetryRefused},
+			Logger:     base, // it adds the server key itself
+		},
+	}
+	if o.url != "" {
+		session.HandshakeTimeout = remoteHandshakeTimeout
 	}
 	go tools.Watch(ctx, session.ReevaluateTools)
-	logger.Info("relaying", "command", o.command[0], "pid", child.Pid())
+	logger.Info("relaying", "upstream", upstreamDesc(o))
 	err = session.Run(ctx)
 	if err != nil {
 		logger.Error("session ended", "error", err)
@@ -193,6 +218,9 @@ func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config
 	if o.maxLineBytes > 0 {
 		srv.MaxLineBytes = o.maxLineBytes
 	}
+	if o.readyTimeout > 0 {
+		srv.ReadyTimeout = o.readyTimeout
+	}
 	allow, err := policy.ParseAllowList(o.allowTools)
 	if err != nil {
 		return srv, nil, fmt.Errorf("--allow-tools: %w", err)
@@ -214,6 +242,65 @@ func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config
 	g.Reload(ctx)
 	return srv, g, nil
 }
+
+// remoteHandshakeTimeout bounds one attempt's handshake with a remote
+// server; a local child is never killed for being slow.
+const remoteHandshakeTimeout = 10 * time.Second
+
+// dialer returns how the session connects to its upstream: a new child
+// for every (re)start, or a new remote connection.
+func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Logger) (middleware.Dialer, error) {
+	if o.url != "" {
+		header, err := upstream.ExpandHeaders(o.headers, os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		remote := upstream.Remote{URL: o.url, Header: header, Logger: logger, MaxMessageBytes: srv.MaxLineBytes}
+		return func(ctx context.Context) (middleware.Conn, error) {
+			return upstream.DialRemote(ctx, remote)
+		}, nil
+	}
+	cmd := upstream.Command{
+		Path:   o.command[0],
+		Args:   o.command[1:],
+		Env:    childEnv(srv.Env),
+		Stderr: stderr,
+		Logger: logger,
+	}
+	return func(ctx context.Context) (middleware.Conn, error) {
+		child, err := upstream.StartStdio(ctx, cmd, srv.MaxLineBytes)
+		if err != nil {
+			return nil, err
+		}
+		logger.Info("server started", "pid", child.Pid())
+		return child, nil
+	}, nil
+}
+
+// retryPolicy converts the config's retry settings.
+func retryPolicy(r config.Retry) resilience.Policy {
+	return resilience.Policy{
+		Initial:     r.Initial,
+		MaxInterval: r.MaxInterval,
+		Multiplier:  r.Multiplier,
+		Jitter:      r.Jitter,
+		MaxAttempts: r.MaxAttempts,
+		MaxElapsed:  r.MaxElapsed,
+	}
+}
+
+func upstreamDesc(o wrapOptions) string {
+	if o.url != "" {
+		return "remote server (--url)" // the URL may carry credentials
+	}
+	return o.command[0]
+}
+
+// headerFlags collects repeated --header flags.
+type headerFlags []string
+
+func (h *headerFlags) String() string     { return strings.Join(*h, ", ") }
+func (h *headerFlags) Set(v string) error { *h = append(*h, v); return nil }
 
 // childEnv is mcpwrap's environment plus the config's env entries.
 func childEnv(extra map[string]string) []string {

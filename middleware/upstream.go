@@ -1,0 +1,419 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/resilience"
+)
+
+// This file holds the upstream's life cycle: loading it with bounded
+// retries, performing and replaying the handshake, restarting it after a
+// crash within the crash budget, and answering the client's handshake when
+// the upstream is not ready in time.
+
+// supervise keeps the upstream loaded until ctx is done.
+func (s *Session) supervise(ctx context.Context) {
+	defer s.closeLink()
+	r := *s.Retrier
+	r.OnRetry = s.setStatus
+	for {
+		out := r.Load(ctx, s.Name, s.loadOnce)
+		if out.Class == resilience.Transient && ctx.Err() == nil {
+			s.setStatus(out)
+			out = r.Background(ctx, out, s.loadOnce)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.setStatus(out)
+		if out.Class != resilience.Available {
+			s.answerWaitersDegraded()
+			select { // permanent or denied: only a call reconnects ("reconnect on use")
+			case <-ctx.Done():
+				return
+			case <-s.kick:
+				s.log.Info("reconnecting on use")
+				continue
+			}
+		}
+		s.Reconnect.Reset()
+
+		s.mu.Lock()
+		l := s.up
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.dead:
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		crash := s.linkError(l, true)
+		s.mu.Lock()
+		s.up = nil
+		s.mu.Unlock()
+		s.failInflight("upstream restarted; request not completed")
+		s.log.Warn("upstream crashed", "error", crash)
+		if err := s.CrashBudget.Crash(crash); err != nil {
+			s.setStatus(resilience.Outcome{Server: s.Name, Class: resilience.Permanent, Err: resilience.Classify(err), Attempts: out.Attempts})
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.kick:
+				s.CrashBudget.Reset()
+				continue
+			}
+		}
+		s.setStatus(resilience.Outcome{Server: s.Name, Class: resilience.Transient, Err: resilience.Classify(crash)})
+	}
+}
+
+// loadOnce is one load attempt: connect, then handshake.
+func (s *Session) loadOnce(ctx context.Context, attempt int) error {
+	s.mu.Lock()
+	if s.status.Class != resilience.Available {
+		s.status.Attempts = attempt // "attempt 1" while the first one runs
+	}
+	s.mu.Unlock()
+	conn, err := s.Dial(ctx)
+	if err != nil {
+		return err
+	}
+	l := &link{conn: conn, dead: make(chan struct{}), serverReqs: make(map[string]struct{})}
+	s.mu.Lock()
+	s.up = l
+	s.mu.Unlock()
+	go s.pumpUpstream(l)
+	if err := s.handshake(ctx, l, attempt); err != nil {
+		s.closeLink()
+		return err
+	}
+	return nil
+}
+
+// closeLink closes the current upstream connection and waits for its
+// reader to end.
+func (s *Session) closeLink() {
+	s.mu.Lock()
+	l := s.up
+	s.up = nil
+	s.mu.Unlock()
+	if l != nil {
+		l.conn.Close()
+		<-l.dead
+	}
+}
+
+// linkError describes why link l ended, for classification.
+func (s *Session) linkError(l *link, ready bool) error {
+	err := l.err
+	if err == nil {
+		err = errors.New("the upstream closed the connection")
+	}
+	var exit *resilience.ExitError
+	if errors.As(err, &exit) {
+		e := *exit
+		e.Ready = ready
+		return &e
+	}
+	return err
+}
+
+// handshake initialises the upstream on link l with the client's handshake
+// (waiting for the client to send one), answers the client requests waiting
+// for it, and replays the client's logging level and subscriptions.
+func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
+	if s.HandshakeTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.HandshakeTimeout)
+		defer cancel()
+	}
+	sent := 0 // version of the client's handshake last sent on l
+	for {
+		s.mu.Lock()
+		hs, ver, changed := s.hs, s.hsVer, s.hsChanged
+		s.mu.Unlock()
+		if ver == sent || hs.Method == "" {
+			select {
+			case <-changed:
+				continue
+			case <-l.dead:
+				return s.linkError(l, false)
+			case <-ctx.Done():
+				return handshakeCtxErr(ctx)
+			}
+		}
+		sent = ver
+		r := s.request(ctx, l, hs.Method, hs.Params)
+		var rpcErr *RPCError
+		switch {
+		case errors.As(r.err, &rpcErr):
+			s.resolveWaiters(hs.Method, r.msg)
+			if hs.Method == "server/discover" {
+				continue // the client falls back to initialize; wait for it
+			}
+			return &resilience.RPCError{Code: rpcErr.Code, Message: rpcErr.Message}
+		case r.err != nil:
+			select {
+			case <-l.dead:
+				return s.linkError(l, false)
+			default:
+			}
+			if ctx.Err() != nil {
+				return handshakeCtxErr(ctx)
+			}
+			return r.err
+		}
+		if hs.Method == "initialize" {
+			if err := l.conn.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
+				return err
+			}
+		}
+		s.mu.Lock()
+		s.hs.Result = r.result
+		l.ready = true
+		level, subs := s.logLevel, make([]string, 0, len(s.subs))
+		for uri := range s.subs {
+			subs = append(subs, uri)
+		}
+		s.mu.Unlock()
+		s.setStatus(resilience.Outcome{Class: resilience.Available, Attempts: attempt})
+		s.resolveWaiters(hs.Method, r.msg)
+		if level != nil {
+			s.replay(ctx, l, "logging/setLevel", level)
+		}
+		for _, uri := range subs {
+			s.replay(ctx, l, "resources/subscribe", map[string]string{"uri": uri})
+		}
+		s.refreshLater()
+		return nil
+	}
+}
+
+func handshakeCtxErr(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: no answer to the handshake in time", resilience.ErrHandshakeTimeout)
+	}
+	return ctx.Err()
+}
+
+// replay re-sends a request of the client's session state to a restarted
+// upstream.
+func (s *Session) replay(ctx context.Context, l *link, method string, params any) {
+	if r := s.request(ctx, l, method, params); r.err != nil {
+		s.log.Warn("cannot replay the client's session state", "method", method, "error", r.err)
+	}
+}
+
+// clientHandshake takes the client's initialize or server/discover: the
+// upstream is initialised with it (now, or when it becomes ready), and the
+// client gets the upstream's answer, or the sidecar's own when the upstream
+// is not ready within ReadyTimeout.
+func (s *Session) clientHandshake(env framing.Envelope) {
+	w := &hsWaiter{id: bytes.Clone(env.ID), method: env.Method, done: make(chan struct{})}
+	s.mu.Lock()
+	s.hs = Handshake{Method: env.Method, Params: bytes.Clone(env.Params), Initialized: s.hs.Initialized}
+	s.hsVer++
+	close(s.hsChanged)
+	s.hsChanged = make(chan struct{})
+	s.waiters = append(s.waiters, w)
+	l, status, degraded := s.up, s.status, s.clientView == viewUnavailable
+	ready := l != nil && l.ready
+	s.mu.Unlock()
+
+	switch {
+	case ready:
+		// A handshake on a ready upstream (a client starting over): relay it.
+		go func() {
+			r := s.request(s.runCtx(), l, env.Method, env.Params)
+			if r.msg != nil {
+				s.resolveWaiters(env.Method, r.msg)
+			} else {
+				s.answerDegraded(w)
+			}
+		}()
+	case degraded || (status.Class != resilience.Transient && status.Attempts > 0):
+		s.answerDegraded(w) // known not to come soon: do not make the client wait
+	default:
+		timeout := s.ReadyTimeout
+		if timeout <= 0 {
+			timeout = DefaultReadyTimeout
+		}
+		t := time.AfterFunc(timeout, func() { s.answerDegraded(w) })
+		go func() { <-w.done; t.Stop() }()
+	}
+}
+
+// resolveWaiters answers the client's waiting handshakes of method with the
+// upstream's response msg, given each its own id.
+func (s *Session) resolveWaiters(method string, msg []byte) {
+	env, err := framing.Peek(msg)
+	if err != nil {
+		return
+	}
+	for _, w := range s.takeWaiters(method) {
+		w.once.Do(func() {
+			close(w.done)
+			if env.Result != nil {
+				s.mu.Lock()
+				s.clientView = viewAvailable
+				s.mu.Unlock()
+			}
+			if err := s.Client.WriteMessage(framing.Splice(msg, env.ID, w.id)); err != nil {
+				s.log.Debug("cannot answer the client", "error", err)
+			}
+		})
+	}
+}
+
+// takeWaiters removes and returns the waiters for method ("" for all).
+func (s *Session) takeWaiters(method string) []*hsWaiter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var taken, kept []*hsWaiter
+	for _, w := range s.waiters {
+		if method == "" || w.method == method {
+			taken = append(taken, w)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	s.waiters = kept
+	return taken
+}
+
+func (s *Session) answerWaitersDegraded() {
+	for _, w := range s.takeWaiters("") {
+		s.answerDegraded(w)
+	}
+}
+
+// answerDegraded answers a client handshake on the upstream's behalf: the
+// session goes on with the discovery tool only, until the upstream is ready.
+func (s *Session) answerDegraded(w *hsWaiter) {
+	w.once.Do(func() {
+		close(w.done)
+		s.mu.Lock()
+		for i, x := range s.waiters {
+			if x == w {
+				s.waiters = append(s.waiters[:i:i], s.waiters[i+1:]...)
+				break
+			}
+		}
+		params := s.hs.Params
+		if w.method == "initialize" {
+			s.clientView = viewUnavailable
+		}
+		s.mu.Unlock()
+		st := s.Status()
+		s.log.Warn("answering the client's handshake without the upstream", "method", w.method, "status", st.Class.String())
+		if w.method != "initialize" {
+			// Stateless clients fall back to initialize on this error.
+			s.replyError(w.id, codeMethodNotFound, "server/discover is not available while the upstream is not ready: "+st.Message())
+			return
+		}
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(params, &p)
+		if p.ProtocolVersion == "" {
+			p.ProtocolVersion = "2025-11-25"
+		}
+		res, _ := json.Marshal(map[string]any{
+			"protocolVersion": p.ProtocolVersion,
+			"capabilities":    map[string]any{"tools": map[string]any{"listChanged": true}},
+			"serverInfo":      map[string]any{"name": s.Name, "version": "mcpwrap-degraded"},
+			"instructions":    st.Message(),
+		})
+		s.reply(w.id, res)
+	})
+}
+
+// answerUnready answers a client request while no upstream is ready, so
+// that nothing hangs: the discovery tool works, other tools and requests
+// are told the upstream's status.
+func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
+	st := s.Status()
+	s.reconnectOnUse(st)
+	switch env.Method {
+	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
+		s.reply(env.ID, json.RawMessage(`{}`)) // the state is replayed once the upstream is ready
+	case "tools/list":
+		res, _ := json.Marshal(map[string]any{"tools": []json.RawMessage{s.discoveryDefinition()}})
+		s.reply(env.ID, res)
+	case "tools/call":
+		var p callParams
+		_ = json.Unmarshal(env.Params, &p)
+		if p.Name == s.discoveryName() {
+			s.reply(env.ID, s.discover(ctx, p.Arguments))
+			return
+		}
+		s.reply(env.ID, toolError(st.Message(), statusMeta(st)))
+	default:
+		b, _ := json.Marshal(statusMeta(st))
+		s.replyErrorData(env.ID, codeInternalError, st.Message(), b)
+	}
+}
+
+// statusMeta is the machine-readable status of the upstream sent as _meta.
+func statusMeta(o resilience.Outcome) map[string]any {
+	m := o.Meta()
+	return map[string]any{"status": m.Status, "class": m.Class.String(), "attempts": m.Attempts, "retryable": m.Retryable}
+}
+
+// reconnectOnUse wakes the supervisor of an upstream that failed
+// permanently, at most once per Reconnect interval.
+func (s *Session) reconnectOnUse(st resilience.Outcome) {
+	if st.Class == resilience.Transient || st.Class == resilience.Available || !s.Reconnect.Allow() {
+		return
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// What the client was last told about the upstream's availability.
+const (
+	viewNone        = iota // no handshake answered yet
+	viewAvailable          // the upstream answered the client's handshake, or list_changed followed
+	viewUnavailable        // the sidecar answered it (degraded), or the upstream went away since
+)
+
+// setStatus publishes the upstream's load status. When availability changes
+// from what the client last saw, the client's tool list changed (the real
+// tools and the discovery tool swap places), so it is told.
+func (s *Session) setStatus(o resilience.Outcome) {
+	if o.Server == "" {
+		o.Server = s.Name
+	}
+	view := viewUnavailable
+	if o.Class == resilience.Available {
+		view = viewAvailable
+	}
+	s.mu.Lock()
+	s.status = o
+	changed := s.clientView != viewNone && s.clientView != view
+	if changed {
+		s.clientView = view
+	}
+	s.mu.Unlock()
+	if changed {
+		s.notifyToolsChanged()
+	}
+}
+
+// notifyToolsChanged tells the client its tool list changed.
+func (s *Session) notifyToolsChanged() {
+	s.log.Info("tools changed; notifying the client")
+	if err := s.Client.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)); err != nil {
+		s.log.Debug("cannot notify the client", "error", err)
+	}
+}
