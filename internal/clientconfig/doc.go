@@ -1,0 +1,60 @@
+// Package clientconfig is the engine of `mcpwrap install` and `mcpwrap
+// uninstall`: it finds the MCP client config files ([Locations]), puts
+// mcpwrap in front of their servers ([Install]) or takes it away again
+// ([Uninstall]), and writes the result safely ([WriteWithBackup]).
+//
+// # What Install writes
+//
+// A stdio entry keeps its env and every other key; its command and args
+// become an mcpwrap command line:
+//
+//	"fs": {"command": "npx", "args": ["-y", "server-fs", "/home/me"], "env": {...}}
+//	"fs": {"command": "/abs/mcpwrap", "args": ["--name", "fs", "--", "npx", "-y", "server-fs", "/home/me"], "env": {...}}
+//
+// Entries running mcp-remote stay stdio children like any other: mcp-remote
+// keeps its OAuth role. A remote entry (url, type http, sse or none, and
+// headers) becomes a stdio entry whose header values move into env, so that
+// no secret is on a command line:
+//
+//	"api": {"type": "http", "url": "https://x/mcp", "headers": {"Authorization": "Bearer s3cret"}}
+//	"api": {"type": "stdio", "command": "/abs/mcpwrap",
+//	        "args": ["--name", "api", "--transport", "http", "--url", "https://x/mcp",
+//	                 "--header", "Authorization: ${MCPWRAP_HDR_API_AUTHORIZATION}"],
+//	        "env": {"MCPWRAP_HDR_API_AUTHORIZATION": "Bearer s3cret"}}
+//
+// Every header value moves, also one that is itself a ${VAR} reference:
+// clients expand env values as they expand headers. --transport is written
+// only when the entry has a type.
+//
+// An entry counts as wrapped when its command's base name is mcpwrap (or
+// mcpwrap.exe) and its args are flags then "--" and a command, or include
+// --url. Install leaves wrapped entries alone, so running it twice changes
+// nothing the second time.
+//
+// # Lossless uninstall
+//
+// Uninstall rebuilds the original entry from the wrapped one: keys keep
+// their places (command becomes url again and args becomes headers); keys
+// Install added are removed by where it put them (missing args go just
+// before the command, a missing env just after args). Install followed by
+// Uninstall gives back the original file byte for byte when the file is
+// indented the usual way (2 spaces, as JSON.stringify(config, null, 2) and
+// most editors write it). Only the entries Install rewrites are re-encoded,
+// in the indentation read off the file's first key and with its line
+// endings; every other byte of the file, the trailing newline included, is
+// kept, and inside a rewritten entry every key, string and number keeps the
+// bytes it was written with.
+//
+// What is not preserved:
+//   - An entry formatted differently from the rest of the file (say, args on
+//     one line in a file indented by 2 spaces) comes back re-indented.
+//   - Install skips, with the reason in the plan, the three shapes it could
+//     not tell apart from what it adds: an empty "args" just before
+//     "command", an empty "headers" just before "url", and an empty "env"
+//     just after the "headers" of a remote entry.
+//   - Uninstall of an entry wrapped by hand drops mcpwrap flags other than
+//     --name, --url, --header and --transport (the plan names them), and
+//     writes a header not passed through env as the flag's literal value.
+//
+// JSON with comments is not accepted: clients reject it too.
+package clientconfig

@@ -1,0 +1,224 @@
+package clientconfig
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Install puts mcpwrap in front of every selected server of a client's
+// config file and returns the new file and the plan: one [Change] per
+// selected entry. Entries already wrapped, and entries it could not restore
+// exactly, are skipped; when nothing changes, out is data itself.
+//
+// Install is a pure function, safe for concurrent use. It fails with
+// [ErrMcpwrapPath] or a [*ParseError].
+func Install(data []byte, opts Options) (out []byte, plan []Change, err error) {
+	if !filepath.IsAbs(opts.Mcpwrap) {
+		return nil, nil, fmt.Errorf("%w: %q", ErrMcpwrapPath, opts.Mcpwrap)
+	}
+	mcpwrap := encodeString(opts.Mcpwrap)
+	return rewrite(data, opts, func(s server) (object, Change) { return wrap(s, mcpwrap) })
+}
+
+// skip is the change of an entry left as it is.
+func skip(format string, a ...any) Change {
+	return Change{Action: Skip, Detail: fmt.Sprintf(format, a...)}
+}
+
+// wrap rewrites one entry to run mcpwrap, the raw JSON string given.
+func wrap(s server, mcpwrap []byte) (object, Change) {
+	e := s.entry
+	if key, dup := e.duplicate(); dup {
+		return nil, skip("key %q appears twice", key)
+	}
+	command, url := e.index("command"), e.index("url")
+	switch {
+	case command >= 0 && url >= 0:
+		return nil, skip("has both command and url")
+	case command >= 0:
+		return wrapStdio(s, mcpwrap)
+	case url >= 0:
+		return wrapRemote(s, mcpwrap)
+	default:
+		return nil, skip("has neither command nor url")
+	}
+}
+
+// wrapStdio turns {command, args} into
+// {command: mcpwrap, args: [--name, KEY, --, command, args...]}. The command
+// and args keep their places; args missing from the original are added just
+// before the command, which is how Uninstall knows to leave them out again.
+func wrapStdio(s server, mcpwrap []byte) (object, Change) {
+	e := slices.Clone(s.entry)
+	cmd := e.index("command")
+	if !isString(e[cmd].value) {
+		return nil, skip("command is not a string")
+	}
+	command := decodeString(e[cmd].value)
+	if isMcpwrap(command) {
+		if raw, args, ok := stringArray(e, "args"); ok {
+			if _, err := parseWrapped(raw, args); err == nil {
+				return nil, skip("already wrapped")
+			}
+		}
+		return nil, skip("runs mcpwrap itself")
+	}
+	if t := e.index("type"); t >= 0 && decodeString(e[t].value) != "stdio" {
+		return nil, skip("type %s does not go with a command", e[t].value)
+	}
+	rawArgs, args, ok := stringArray(e, "args")
+	if !ok {
+		return nil, skip("args is not an array of strings")
+	}
+	argsAt := e.index("args")
+	if argsAt >= 0 && argsAt == cmd-1 && len(args) == 0 {
+		return nil, skip(`its empty "args" just before "command" could not be restored; ` +
+			`remove it or move it after "command"`)
+	}
+
+	wrappedArgs := array(slices.Concat(
+		[][]byte{encodeString(flagName), s.rawName, encodeString(endOfFlags), e[cmd].value},
+		rawArgs))
+	e[cmd].value = mcpwrap
+	if argsAt >= 0 {
+		e[argsAt].value = wrappedArgs
+	} else {
+		e = slices.Insert(e, cmd, newField("args", wrappedArgs))
+	}
+
+	detail := commandLine(command, args)
+	if runsMCPRemote(command, args) {
+		detail += " (mcp-remote stays a stdio child: it keeps its OAuth role)"
+	}
+	return e, Change{Action: Wrap, Detail: detail}
+}
+
+// wrapRemote turns {type, url, headers} into {type: "stdio", command:
+// mcpwrap, args: [--name, KEY, --transport, TYPE, --url, URL, --header,
+// "NAME: ${VAR}"...], env: {VAR: value...}}: header values move into env, so
+// that the command line carries no secret. The command takes the place of
+// url and args the place of headers (or, without headers, just before the
+// command); a new env goes right after args.
+func wrapRemote(s server, mcpwrap []byte) (object, Change) {
+	e := slices.Clone(s.entry)
+	url := e.index("url")
+	if !isString(e[url].value) {
+		return nil, skip("url is not a string")
+	}
+	var transport string
+	if t := e.index("type"); t >= 0 {
+		transport = decodeString(e[t].value)
+		if transport != "http" && transport != "sse" {
+			return nil, skip("type %s is not http or sse", e[t].value)
+		}
+	}
+	if e.index("args") >= 0 {
+		return nil, skip("has args but no command")
+	}
+	hdrs := e.index("headers")
+	var headers object
+	if hdrs >= 0 {
+		var ok bool
+		if headers, ok = parseObject(e[hdrs].value); !ok {
+			return nil, skip("headers is not an object")
+		}
+		if len(headers) == 0 && hdrs == url-1 {
+			return nil, skip(`its empty "headers" just before "url" could not be restored; ` +
+				`remove it or move it after "url"`)
+		}
+	}
+	for _, h := range headers {
+		if !validHeaderName(h.key) || !isString(h.value) {
+			return nil, skip("header %q is not a name with a string value", h.key)
+		}
+	}
+	envAt := e.index("env")
+	var env object
+	if envAt >= 0 && len(headers) > 0 {
+		var ok bool
+		if env, ok = parseObject(e[envAt].value); !ok {
+			return nil, skip("env is not an object")
+		}
+		if len(env) == 0 && hdrs >= 0 && envAt == hdrs+1 {
+			return nil, skip(`its empty "env" just after "headers" could not be restored; remove it`)
+		}
+	}
+
+	args := [][]byte{encodeString(flagName), s.rawName}
+	if transport != "" {
+		args = append(args, encodeString(flagTransport), encodeString(transport))
+	}
+	args = append(args, encodeString(flagURL), e[url].value)
+	var moved []string
+	taken := func(name string) bool { return env.index(name) >= 0 }
+	for _, h := range headers {
+		v := headerEnvName(s.name, h.key, taken)
+		args = append(args, encodeString(flagHeader), encodeString(headerFlag(h.key, v)))
+		env = append(env, field{key: v, rawKey: encodeString(v), value: h.value})
+		moved = append(moved, v)
+	}
+
+	if t := e.index("type"); t >= 0 {
+		e[t].value = encodeString("stdio")
+	}
+	e[url] = newField("command", mcpwrap)
+	argsAt := hdrs
+	if hdrs >= 0 {
+		e[hdrs] = newField("args", array(args))
+	} else {
+		argsAt = url
+		e = slices.Insert(e, argsAt, newField("args", array(args)))
+	}
+	switch {
+	case len(headers) == 0:
+	case envAt >= 0:
+		e[e.index("env")].value = env.marshal()
+	default:
+		e = slices.Insert(e, argsAt+1, newField("env", env.marshal()))
+	}
+
+	detail := describeRemote(decodeString(s.entry[url].value), transport, headers)
+	if len(moved) > 0 {
+		detail += "; header values moved to env " + strings.Join(moved, ", ")
+	}
+	return e, Change{Action: Wrap, Detail: detail}
+}
+
+// describeRemote describes a remote server without its secrets.
+func describeRemote(url, transport string, headers object) string {
+	d := redactURL(url)
+	if transport != "" {
+		d += " over " + transport
+	}
+	if len(headers) > 0 {
+		names := make([]string, len(headers))
+		for i, h := range headers {
+			names[i] = h.key
+		}
+		d += " with headers " + strings.Join(names, ", ")
+	}
+	return d
+}
+
+// stringArray returns the elements, raw and decoded, of e[key]; ok is false
+// when it is present and not an array of strings.
+func stringArray(e object, key string) (raw [][]byte, strs []string, ok bool) {
+	i := e.index(key)
+	if i < 0 {
+		return nil, nil, true
+	}
+	raw, ok = elements(e[i].value, 0)
+	if !ok {
+		return nil, nil, false
+	}
+	strs = make([]string, len(raw))
+	for j, r := range raw {
+		if !isString(r) {
+			return nil, nil, false
+		}
+		strs[j] = decodeString(r)
+	}
+	return raw, strs, true
+}
