@@ -12,6 +12,7 @@ package testserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -37,6 +39,7 @@ type Options struct {
 	IgnoreEOF     bool          // keep running after stdin closes
 	IgnoreSIGTERM bool          // ignore SIGTERM (and SIGINT)
 	Description   string        // description of the echo tool, to simulate a changed definition
+	Record        string        // append every method received, with its params, to this file
 }
 
 // Main parses args as flags and runs the server on stdin/stdout until stdin
@@ -53,6 +56,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Stderr, "stderr", "", "print this on stderr at start")
 	fs.BoolVar(&o.IgnoreEOF, "ignore-eof", false, "keep running after stdin closes")
 	fs.BoolVar(&o.IgnoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM and SIGINT")
+	fs.StringVar(&o.Record, "record", "", "append each method received (and its params) to this file")
 	fs.StringVar(&o.Description, "echo-description", "Echoes its text argument back.", "description of the echo tool")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -116,11 +120,34 @@ type FloodInput struct {
 	Bytes int `json:"bytes" jsonschema:"size of each notification's data"`
 }
 
+// WaitInput is the input of the wait tool.
+type WaitInput struct {
+	Milliseconds int `json:"ms" jsonschema:"how long to wait; 0 waits until cancelled"`
+}
+
 // New returns the server with its tools, prompt and resource.
 func New(o Options) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: "1.0.0"}, &mcp.ServerOptions{
-		Instructions: "A demo server for mcpwrap.",
+		Instructions:       "A demo server for mcpwrap.",
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
+	if o.Record != "" {
+		s.AddReceivingMiddleware(recorder(o.Record))
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "wait", Description: "Waits, then answers (keeps a request in flight)."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in WaitInput) (*mcp.CallToolResult, any, error) {
+			var timer <-chan time.Time
+			if in.Milliseconds > 0 {
+				timer = time.After(time.Duration(in.Milliseconds) * time.Millisecond)
+			}
+			select {
+			case <-timer:
+				return text("waited"), nil, nil
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: o.Description,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in EchoInput) (*mcp.CallToolResult, any, error) {
@@ -171,6 +198,24 @@ func New(o Options) *mcp.Server {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "mcpwrap demo"}}}, nil
 		})
 	return s
+}
+
+// recorder appends "method params" lines to path for every message the
+// server receives, so tests can see what reached it.
+func recorder(path string) mcp.Middleware {
+	var mu sync.Mutex
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			params, _ := json.Marshal(req.GetParams())
+			mu.Lock()
+			if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+				fmt.Fprintf(f, "%s %s\n", method, params)
+				f.Close()
+			}
+			mu.Unlock()
+			return next(ctx, method, req)
+		}
+	}
 }
 
 func text(s string) *mcp.CallToolResult {
