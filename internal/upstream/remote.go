@@ -127,8 +127,12 @@ type RemoteConn struct {
 	transport string // "" until the first contact succeeded
 	postURL   *url.URL
 	sessionID string
-	version   string // negotiated in initialize, or last seen in a request's _meta
+	version   string // negotiated by initialize
 	initID    string // idKey of an initialize request awaiting its result
+	// unanswered holds the idKeys of the client's requests no stream has
+	// answered yet: a request gets exactly one answer, even when the server
+	// sends it on another stream than the one that ends without it.
+	unanswered map[string]struct{}
 	listening bool   // the standalone GET stream was started
 }
 
@@ -181,6 +185,8 @@ func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
 		closed:   make(chan struct{}),
 		failed:   make(chan struct{}),
 		postURL:  u,
+
+		unanswered: make(map[string]struct{}),
 	}
 	if c.max <= 0 {
 		c.max = framing.DefaultMaxLineBytes
@@ -331,13 +337,30 @@ func (c *RemoteConn) goAsync(f func()) bool {
 	return true
 }
 
+// deliverRaw normalises a message from the server and delivers it. A value
+// that is not JSON is logged and dropped: nothing can route it. pending, when
+// not nil, loses the requests the message answers.
+func (c *RemoteConn) deliverRaw(raw []byte, pending pendingCalls) bool {
+	msg, err := normalize(raw)
+	if err != nil {
+		c.log.Warn("dropping a message from the remote server that is not JSON", "url", c.logURL, "bytes", len(raw))
+		return true
+	}
+	c.settle(msg, pending)
+	return c.deliver(msg, nil)
+}
+
+// deliverTooLong reports a message dropped for its size. Its head may name
+// the request it answered, which the relay then answers with an error.
+func (c *RemoteConn) deliverTooLong(e *framing.LineTooLongError, pending pendingCalls) bool {
+	c.settle(e.Head, pending)
+	return c.deliver(nil, e)
+}
+
 // deliver hands one message, or a per-message error, to ReadMessage. It
 // blocks until it is taken and reports false when the connection ended
 // first. msg must be owned by the caller: it is handed over as is.
 func (c *RemoteConn) deliver(msg []byte, err error) bool {
-	if err == nil {
-		c.noteIncoming(msg)
-	}
 	select {
 	case c.incoming <- inbound{msg: msg, err: err}:
 		return true
@@ -348,61 +371,60 @@ func (c *RemoteConn) deliver(msg []byte, err error) bool {
 	}
 }
 
-// deliverRaw normalises a message from the server and delivers it. A value
-// that is not JSON is logged and dropped: nothing can route it.
-func (c *RemoteConn) deliverRaw(raw []byte, pending pendingCalls) bool {
-	msg, err := normalize(raw)
-	if err != nil {
-		c.log.Warn("dropping a message from the remote server that is not JSON", "url", c.logURL, "bytes", len(raw))
-		return true
+// settle records the requests msg answers, so that no stream answers them
+// again, and learns the negotiated protocol version from the result of a
+// pending initialize request, before the client can send anything else.
+func (c *RemoteConn) settle(msg []byte, pending pendingCalls) {
+	ids := answeredIDs(msg)
+	if len(ids) == 0 {
+		return
 	}
 	if pending != nil {
-		pending.answer(msg)
+		pending.answered(msg)
 	}
-	return c.deliver(msg, nil)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		key := idKey(id)
+		delete(c.unanswered, key)
+		if key != c.initID {
+			continue
+		}
+		c.initID = ""
+		if env, err := framing.Peek(msg); err == nil && env.Kind == framing.Response {
+			if v := initializeVersion(env.Result); v != "" {
+				c.version = v
+				c.log.Debug("protocol version negotiated", "url", c.logURL, "protocol_version", v)
+			}
+		}
+	}
 }
 
-// answerCalls answers every request in pending with a JSON-RPC error saying
-// why the transport could not complete it.
+// answerCalls answers the requests in pending that no stream has answered
+// with a JSON-RPC error saying why the transport could not complete them.
 func (c *RemoteConn) answerCalls(pending pendingCalls, why string) {
 	for key, id := range pending {
 		delete(pending, key)
-		if !c.deliver(errorResponse(id, why), nil) {
+		c.mu.Lock()
+		_, open := c.unanswered[key]
+		delete(c.unanswered, key)
+		c.mu.Unlock()
+		if open && !c.deliver(errorResponse(id, why), nil) {
 			return
 		}
 	}
 }
 
-// noteOutgoing records what the transport must learn from a client
-// message: an initialize request whose result carries the negotiated
-// version, or a 2026-07-28 request's own version.
+// noteOutgoing records the requests of a client message as unanswered, and
+// an initialize request, whose result carries the negotiated version.
 func (c *RemoteConn) noteOutgoing(out *outbound) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, id := range out.calls {
+		c.unanswered[idKey(id)] = struct{}{}
+	}
 	if out.kind == framing.Request && out.method == "initialize" {
 		c.initID = idKey(out.calls[0])
-	}
-	if out.metaVersion != "" && c.version == "" {
-		c.version = out.metaVersion
-	}
-}
-
-// noteIncoming learns the negotiated protocol version from the result of a
-// pending initialize request, before the client can see it.
-func (c *RemoteConn) noteIncoming(msg []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.initID == "" {
-		return
-	}
-	env, err := framing.Peek(msg)
-	if err != nil || env.Kind != framing.Response || idKey(env.ID) != c.initID {
-		return
-	}
-	c.initID = ""
-	if v := initializeVersion(env.Result); v != "" {
-		c.version = v
-		c.log.Debug("protocol version negotiated", "url", c.logURL, "protocol_version", v)
 	}
 }
 
@@ -426,8 +448,13 @@ func (c *RemoteConn) newRequest(method string, u *url.URL, out *outbound) (*http
 	if out != nil {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		if out.metaVersion != "" {
+		switch {
+		case out.metaVersion != "":
 			version = out.metaVersion
+		case out.kind == framing.Request && out.method == "initialize":
+			// The body carries the version being negotiated; a stale header
+			// (say, from a server/discover attempt) would contradict it.
+			version = ""
 		}
 	} else {
 		req.Header.Set("Accept", "text/event-stream")
@@ -526,5 +553,5 @@ func answersCall(body []byte, out *outbound) bool {
 	if err != nil {
 		return false
 	}
-	return newPendingCalls(out.calls).answer(msg)
+	return newPendingCalls(out.calls).answered(msg)
 }

@@ -65,8 +65,10 @@ func requestFacts(method string, params []byte) (metaVersion, name string) {
 		URI  string                     `json:"uri"`
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
-	named := method == "tools/call" || method == "prompts/get" || method == "resources/read"
-	if len(params) == 0 || !named && !bytes.Contains(params, []byte(metaProtocolVersion)) {
+	// Only 2026-07-28 requests need these facts, and they all carry the
+	// version in _meta: skip decoding (a tool's arguments may be large) for
+	// the others.
+	if !bytes.Contains(params, []byte(metaProtocolVersion)) {
 		return "", ""
 	}
 	if json.Unmarshal(params, &p) != nil {
@@ -114,46 +116,44 @@ func newPendingCalls(ids [][]byte) pendingCalls {
 	return p
 }
 
-// answer removes the request that msg (a response, or a batch of them)
-// answers, and reports whether it answered one.
-func (p pendingCalls) answer(msg []byte) bool {
+// answeredIDs returns the raw ids of the requests msg answers: its id for
+// a response, the ids of its responses for a batch. msg may also be the head
+// of a message too large to deliver: framing.Peek stops early there, but an
+// id it read before a method still names the request answered.
+func answeredIDs(msg []byte) [][]byte {
 	env, err := framing.Peek(msg)
-	if err != nil && env.ID == nil {
-		return false
-	}
-	switch env.Kind {
-	case framing.Response:
-		return p.remove(env.ID)
-	case framing.Batch:
+	switch {
+	case env.Kind == framing.Response:
+		return [][]byte{env.ID}
+	case env.Kind == framing.Batch:
 		var elems []json.RawMessage
 		if json.Unmarshal(msg, &elems) != nil {
-			return false
+			return nil
 		}
-		answered := false
+		var ids [][]byte
 		for _, elem := range elems {
 			if e, err := framing.Peek(elem); err == nil && e.Kind == framing.Response {
-				answered = p.remove(e.ID) || answered
+				ids = append(ids, e.ID)
 			}
 		}
-		return answered
-	case framing.Invalid:
-		// The head of a message too large to deliver: framing.Peek stopped
-		// early, but the id it read still names the request answered.
-		if env.Method == "" {
-			return p.remove(env.ID)
-		}
+		return ids
+	case err != nil && env.ID != nil && env.Method == "":
+		return [][]byte{env.ID}
 	}
-	return false
+	return nil
 }
 
-func (p pendingCalls) remove(id []byte) bool {
-	if id == nil {
-		return false
+// answered removes the requests msg answers and reports whether any was
+// pending here.
+func (p pendingCalls) answered(msg []byte) bool {
+	found := false
+	for _, id := range answeredIDs(msg) {
+		key := idKey(id)
+		_, ok := p[key]
+		delete(p, key)
+		found = found || ok
 	}
-	key := idKey(id)
-	_, ok := p[key]
-	delete(p, key)
-	return ok
+	return found
 }
 
 // errorResponse builds the JSON-RPC error a request gets when the transport,

@@ -242,8 +242,7 @@ func (c *RemoteConn) readJSON(body io.Reader, pending pendingCalls) {
 	case len(data) > c.max:
 		rest, _ := io.Copy(io.Discard, body)
 		head := bytes.Clone(data[:min(len(data), framing.HeadBytes)])
-		pending.answer(head)
-		if !c.deliver(nil, &framing.LineTooLongError{Limit: c.max, Size: int64(len(data)) + rest, Head: head}) {
+		if !c.deliverTooLong(&framing.LineTooLongError{Limit: c.max, Size: int64(len(data)) + rest, Head: head}, pending) {
 			return
 		}
 	default:
@@ -311,10 +310,7 @@ func (c *RemoteConn) consume(sc *sseScanner, pending pendingCalls) error {
 	for {
 		ev, err := sc.next()
 		if tooLong, ok := errors.AsType[*framing.LineTooLongError](err); ok {
-			if pending != nil {
-				pending.answer(tooLong.Head)
-			}
-			if !c.deliver(nil, err) {
+			if !c.deliverTooLong(tooLong, pending) {
 				return nil
 			}
 			if pending != nil && len(pending) == 0 {

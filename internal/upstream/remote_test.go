@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the fixture exercises sampling, deprecated in the 2026-07-28 draft but still served.
+
 package upstream
 
 import (
@@ -21,7 +23,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
-	"github.com/mcpwrap/mcpwrap/internal/testserver"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -209,7 +210,43 @@ func streamableServer(t *testing.T, srv *mcp.Server, opts *mcp.StreamableHTTPOpt
 	return ts, rec
 }
 
-func fixture() *mcp.Server { return testserver.New(testserver.Options{Name: "remote-fixture"}) }
+// fixture is the MCP server behind the test endpoints: a tool, a tool that
+// asks the client's model (sampling), a prompt and a resource.
+func fixture() *mcp.Server {
+	type textInput struct {
+		Text string `json:"text"`
+	}
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "remote-fixture", Version: "1.0.0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echoes its text."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in textInput) (*mcp.CallToolResult, any, error) {
+			return text(in.Text), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask_llm", Description: "Asks the client's model."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in textInput) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{
+				MaxTokens: 10,
+				Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Text}}},
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			answer, _ := res.Content.(*mcp.TextContent)
+			return text(fmt.Sprintf("the model (%s) said: %s", res.Model, answer.Text)), nil, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "who", Required: true}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
+				Content: &mcp.TextContent{Text: "Hello, " + req.Params.Arguments["who"]}}}}, nil
+		})
+	s.AddResource(&mcp.Resource{URI: "demo://readme", Name: "readme", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "mcpwrap demo"}}}, nil
+		})
+	return s
+}
 
 // textOf returns the first text content of a tool result or prompt message.
 func textOf(t *testing.T, result json.RawMessage) string {
@@ -610,5 +647,91 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 	case <-ch:
 	case <-time.After(waitLimit):
 		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// relay connects a go-sdk client to conn the way middleware.Session does:
+// newline-delimited JSON-RPC on one side, conn on the other.
+func relay(t *testing.T, conn *RemoteConn) mcp.Transport {
+	t.Helper()
+	fromClient, clientOut := io.Pipe()
+	clientIn, toClient := io.Pipe()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		r := framing.NewReader(fromClient, 0)
+		for {
+			msg, err := r.Read()
+			if err != nil {
+				return
+			}
+			if err := conn.WriteMessage(msg); err != nil {
+				fromClient.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		w := framing.NewWriter(toClient)
+		for {
+			msg, err := conn.ReadMessage()
+			if err == nil {
+				err = w.Write(msg)
+			}
+			if err != nil {
+				toClient.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		require.NoError(t, conn.Close())
+		fromClient.Close()
+		wg.Wait()
+	})
+	return &mcp.IOTransport{Reader: clientIn, Writer: clientOut}
+}
+
+func TestRemoteWithGoSDKClient(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    *mcp.StreamableHTTPOptions
+		version string
+	}{
+		// The client opens with server/discover (2026-07-28); a stateful
+		// server refuses it with a JSON-RPC error over HTTP 400 and the
+		// client falls back to initialize.
+		{name: "stateful", opts: nil, version: "2025-11-25"},
+		// A stateless server speaks 2026-07-28: every request carries its
+		// version in _meta and needs Mcp-Method (and Mcp-Name) headers.
+		{name: "stateless", opts: &mcp.StreamableHTTPOptions{Stateless: true}, version: "2026-07-28"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fixture()
+			ts, _ := streamableServer(t, srv, tt.opts)
+			conn := dial(t, ts.URL)
+
+			client := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-client", Version: "1.0"}, nil)
+			session, err := client.Connect(t.Context(), relay(t, conn), nil)
+			require.NoError(t, err)
+			defer session.Close()
+			assert.Equal(t, tt.version, session.InitializeResult().ProtocolVersion)
+
+			res, err := session.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "via go-sdk"}})
+			require.NoError(t, err)
+			require.Len(t, res.Content, 1)
+			assert.Equal(t, "via go-sdk", res.Content[0].(*mcp.TextContent).Text)
+
+			prompt, err := session.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "Go"}})
+			require.NoError(t, err)
+			assert.Equal(t, "Hello, Go", prompt.Messages[0].Content.(*mcp.TextContent).Text)
+
+			read, err := session.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "demo://readme"})
+			require.NoError(t, err)
+			assert.Equal(t, "mcpwrap demo", read.Contents[0].Text)
+		})
 	}
 }
