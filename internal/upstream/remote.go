@@ -133,7 +133,7 @@ type RemoteConn struct {
 	// answered yet: a request gets exactly one answer, even when the server
 	// sends it on another stream than the one that ends without it.
 	unanswered map[string]struct{}
-	listening bool   // the standalone GET stream was started
+	listening  bool // the standalone GET stream was started
 }
 
 // inbound is one item for ReadMessage: a message or a per-message error.
