@@ -1,0 +1,215 @@
+package toolscli
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/mcpwrap/mcpwrap/internal/policy"
+	"github.com/mcpwrap/mcpwrap/internal/state"
+)
+
+// outcome collects what an update has to say. It is printed only once the
+// update is saved, so nothing claims a change that was not written.
+type outcome struct {
+	results  []string // stdout
+	warnings []string // stderr
+	refusals []string // stderr
+}
+
+func (o *outcome) resultf(format string, args ...any) {
+	o.results = append(o.results, fmt.Sprintf(format, args...))
+}
+
+func (o *outcome) warnf(format string, args ...any) {
+	o.warnings = append(o.warnings, fmt.Sprintf(format, args...))
+}
+
+// print writes the outcome and returns errRefused if something was refused.
+func (c *cli) print(cmd string, o *outcome) error {
+	for _, w := range o.warnings {
+		c.warnf("%s", w)
+	}
+	for _, r := range o.results {
+		fmt.Fprintln(c.stdout, r)
+	}
+	for _, r := range o.refusals {
+		fmt.Fprintf(c.stderr, "mcpwrap tools %s: %s\n", cmd, r)
+	}
+	if len(o.refusals) > 0 {
+		return errRefused
+	}
+	return nil
+}
+
+// update runs fn on the named server's view inside one store update. fn
+// starts from a fresh outcome each time it runs.
+func (c *cli) update(ctx context.Context, server string, fn func(v *serverView, o *outcome) error) (*outcome, error) {
+	var o *outcome
+	err := c.store.Update(ctx, func(st *state.State) error {
+		o = &outcome{}
+		v, err := c.view(server, st)
+		if err != nil {
+			return err
+		}
+		return fn(v, o)
+	})
+	return o, err
+}
+
+func (c *cli) enable(ctx context.Context, server string, tools []string) error {
+	o, err := c.update(ctx, server, func(v *serverView, o *outcome) error {
+		var enabled []string
+		for _, name := range tools {
+			info := v.tool(name)
+			ref := toolRef(server, name)
+			lock, undecided := v.operatorLock(info)
+			if lock != "" {
+				o.refusals = append(o.refusals, c.refusal(v, lock, name))
+				continue // nothing written for this tool
+			}
+			if !info.inCatalog {
+				o.warnf("%s: %s; enabling it anyway", ref, v.missing())
+			}
+			if undecided {
+				o.warnf("%s: operator policy lets this tool on only if it is annotated read-only (readOnlyHint), which its unknown definition does not tell", ref)
+			}
+			if v.user.Enable(name) {
+				o.resultf("%s: enabled", ref)
+			} else {
+				o.resultf("%s: was not disabled", ref)
+			}
+			enabled = append(enabled, name)
+		}
+		c.noteStillLocked(v, o, enabled)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.print("enable", o)
+}
+
+// refusal explains why enabling the tool is refused and who can change that.
+func (c *cli) refusal(v *serverView, lock policy.Status, tool string) string {
+	why := fmt.Sprintf("operator policy in the config file %s turns it off", c.config.Path)
+	if lock == policy.ServerDisabled {
+		why = fmt.Sprintf("the server is disabled in the config file %s", c.config.Path)
+	}
+	return fmt.Sprintf("refused to enable %s: %s. %s", toolRef(v.name, tool), why, policy.RemediationFor(lock, v.name, tool))
+}
+
+func (c *cli) disable(ctx context.Context, server string, tools []string) error {
+	o, err := c.update(ctx, server, func(v *serverView, o *outcome) error {
+		for _, name := range tools {
+			ref := toolRef(server, name)
+			if !v.tool(name).inCatalog {
+				o.warnf("%s: %s; disabling it anyway", ref, v.missing())
+			}
+			if v.user.Disable(name) {
+				o.resultf("%s: disabled", ref)
+			} else {
+				o.resultf("%s: was already disabled", ref)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.print("disable", o)
+}
+
+func (c *cli) approve(ctx context.Context, server string, tools []string, all bool) error {
+	now := c.now().UTC()
+	o, err := c.update(ctx, server, func(v *serverView, o *outcome) error {
+		catalog := v.user.Catalog
+		if catalog == nil {
+			return fmt.Errorf("nothing to approve: %s", v.missing())
+		}
+		names := tools
+		if all {
+			names = slices.Sorted(maps.Keys(catalog.Tools))
+		}
+		var missing []string
+		for _, name := range names {
+			if _, ok := catalog.Tools[name]; !ok {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) > 0 {
+			return &unknownToolError{server: server, tools: missing, catalog: catalog}
+		}
+		if len(names) == 0 {
+			o.resultf("%s: the last catalog has no tools; nothing to approve", server)
+			return nil
+		}
+		if v.config.Approval == policy.ApprovalOff {
+			o.warnf("server %q has approval off: its tools need no approval; recording it anyway", server)
+		}
+		recorded := false
+		if v.config.Approval == policy.ApprovalTOFU && !(userState{v.user}).Baseline() {
+			// Without a baseline a tofu sidecar grants every tool and records
+			// the catalog as the baseline; approving only some tools would
+			// instead make the rest pending. Record the baseline first.
+			for name, t := range catalog.Tools {
+				if info := describe(name, t.Definition, true); info.tool.Hash != "" {
+					v.user.Approve(name, state.Approval{ApprovedAt: now, Definition: t.Definition, Hash: info.tool.Hash})
+				}
+			}
+			recorded = true
+			o.warnf("server %q had no approval baseline: recorded all %d tools of its last catalog as the baseline, as a sidecar does on first load",
+				server, len(catalog.Tools))
+		}
+		for _, name := range names {
+			ref := toolRef(server, name)
+			def := catalog.Tools[name].Definition
+			info := describe(name, def, true)
+			if info.tool.Hash == "" {
+				return fmt.Errorf("cannot approve %s: its definition in the last catalog is not a valid tool", ref)
+			}
+			if a, ok := v.user.Approval(name); ok && a.Hash == info.tool.Hash && !recorded {
+				o.resultf("%s: already approved (%s)", ref, stamp(a.ApprovedAt))
+				continue
+			}
+			v.user.Approve(name, state.Approval{ApprovedAt: now, Definition: def, Hash: info.tool.Hash})
+			o.resultf("%s: approved", ref)
+		}
+		c.noteStillLocked(v, o, names)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.print("approve", o)
+}
+
+// noteStillLocked tells, for each named tool the command meant to unlock,
+// whether something else still locks it and who can change that.
+func (c *cli) noteStillLocked(v *serverView, o *outcome, names []string) {
+	for _, name := range names {
+		if s := v.status(name); s.Locked() {
+			o.resultf("%s: still locked (%s): %s", toolRef(v.name, name), s, cliRemedy(s, v.name, name))
+		}
+	}
+}
+
+// unknownToolError names tools a command needs from the last catalog of a
+// server but that are not in it.
+type unknownToolError struct {
+	server  string
+	tools   []string
+	catalog *state.Catalog // nil if none was recorded
+}
+
+func (e *unknownToolError) Error() string {
+	noun := "tool"
+	if len(e.tools) > 1 {
+		noun = "tools"
+	}
+	if e.catalog == nil {
+		return fmt.Sprintf("unknown %s %s: %s", noun, quoteList(e.tools), noCatalog(e.server))
+	}
+	return fmt.Sprintf("server %q has no %s %s in its last catalog (seen %s)", e.server, noun, quoteList(e.tools), stamp(e.catalog.SeenAt))
+}

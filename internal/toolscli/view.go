@@ -1,0 +1,219 @@
+package toolscli
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/mcpwrap/mcpwrap/internal/config"
+	"github.com/mcpwrap/mcpwrap/internal/policy"
+	"github.com/mcpwrap/mcpwrap/internal/state"
+)
+
+// serverView is one server as its sidecar judges it: the effective config,
+// the evaluator built from it (without an allow-list, which is per run) and
+// the user's state.
+type serverView struct {
+	name   string
+	config config.Server
+	eval   *policy.Evaluator
+	user   *state.Server // never nil; part of the snapshot it came from
+}
+
+// view returns the named server's view over st. A server is known when the
+// config file has an entry for it or the store has state for it.
+func (c *cli) view(name string, st *state.State) (*serverView, error) {
+	if !c.config.Has(name) && st.Servers[name] == nil {
+		return nil, &unknownServerError{name: name, configPath: c.config.Path, known: c.knownServers(st)}
+	}
+	cfg := c.config.Server(name)
+	eval, err := policy.NewEvaluator(policy.Options{
+		ServerDisabled: !cfg.Enabled,
+		Rules:          cfg.Tools,
+		Approval:       cfg.Approval,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: servers.%s: %w", c.config.Path, name, err)
+	}
+	return &serverView{name: name, config: cfg, eval: eval, user: st.Server(name)}, nil
+}
+
+// knownServers returns the servers the config or the store knows, sorted.
+func (c *cli) knownServers(st *state.State) []string {
+	names := append(c.config.Names(), st.ServerNames()...)
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// unknownServerError is a server neither the config nor the store knows.
+type unknownServerError struct {
+	name       string
+	configPath string
+	known      []string
+}
+
+func (e *unknownServerError) Error() string {
+	msg := fmt.Sprintf("unknown server %q: the config file %s has no entry for it and no sidecar recorded it in the state store", e.name, e.configPath)
+	if len(e.known) == 0 {
+		return msg + "; no server is known yet"
+	}
+	return msg + "; known servers: " + quoteList(e.known)
+}
+
+// toolInfo is what is known about one tool of a server.
+type toolInfo struct {
+	name string
+	// tool is the parsed definition; only the name is set when the
+	// definition is unknown or unparsable (its empty hash never matches an
+	// approval, as in a sidecar).
+	tool        policy.Tool
+	definition  json.RawMessage // nil when unknown
+	description string
+	inCatalog   bool
+}
+
+// describe builds the toolInfo of the named tool from its definition.
+func describe(name string, def json.RawMessage, inCatalog bool) toolInfo {
+	info := toolInfo{name: name, tool: policy.Tool{Name: name}, definition: def, inCatalog: inCatalog}
+	if def == nil {
+		return info
+	}
+	if t, err := policy.ParseTool(def); err == nil && t.Name == name {
+		info.tool = t
+	}
+	var d struct {
+		Description string `json:"description"`
+	}
+	if json.Unmarshal(def, &d) == nil {
+		info.description = d.Description
+	}
+	return info
+}
+
+// catalogTool returns the tool as the last catalog shows it.
+func (v *serverView) catalogTool(name string) (toolInfo, bool) {
+	if v.user.Catalog == nil {
+		return toolInfo{}, false
+	}
+	t, ok := v.user.Catalog.Tools[name]
+	if !ok {
+		return toolInfo{}, false
+	}
+	return describe(name, t.Definition, true), true
+}
+
+// tool returns what is known about the named tool: its catalog entry, else
+// its approved definition, else only its name.
+func (v *serverView) tool(name string) toolInfo {
+	if info, ok := v.catalogTool(name); ok {
+		return info
+	}
+	if a, ok := v.user.Approval(name); ok {
+		return describe(name, a.Definition, false)
+	}
+	return describe(name, nil, false)
+}
+
+// known returns every tool of the server: those of the last catalog sorted
+// by name, then those only named in the user's approvals or disabled list.
+func (v *serverView) known() []toolInfo {
+	var inCatalog []string
+	if v.user.Catalog != nil {
+		inCatalog = slices.Sorted(maps.Keys(v.user.Catalog.Tools))
+	}
+	var others []string
+	for name := range v.user.Approvals {
+		if !slices.Contains(inCatalog, name) {
+			others = append(others, name)
+		}
+	}
+	for _, name := range v.user.Disabled {
+		if !slices.Contains(inCatalog, name) && !slices.Contains(others, name) {
+			others = append(others, name)
+		}
+	}
+	slices.Sort(others)
+	tools := make([]toolInfo, 0, len(inCatalog)+len(others))
+	for _, name := range append(inCatalog, others...) {
+		tools = append(tools, v.tool(name))
+	}
+	return tools
+}
+
+// statuses evaluates the tools as a sidecar evaluates its catalog.
+func (v *serverView) statuses(tools []toolInfo) []policy.Status {
+	catalog := make([]policy.Tool, len(tools))
+	for i, t := range tools {
+		catalog[i] = t.tool
+	}
+	out := make([]policy.Status, len(tools))
+	for _, e := range v.eval.Evaluate(catalog, userState{v.user}, nil).Entries {
+		out[e.Index] = e.Status
+	}
+	return out
+}
+
+// status returns the status of one tool, evaluated with the whole catalog
+// (under tofu, whether a baseline exists depends on it).
+func (v *serverView) status(name string) policy.Status {
+	tools := v.known()
+	i := slices.IndexFunc(tools, func(t toolInfo) bool { return t.name == name })
+	if i < 0 {
+		tools, i = append(tools, v.tool(name)), len(tools)
+	}
+	return v.statuses(tools)[i]
+}
+
+// operatorLock returns the status operator policy locks the tool with
+// (ServerDisabled or DisabledByConfig), or "" when it lets the tool be on.
+// When the definition is unknown and the verdict hangs on its readOnlyHint,
+// the tool is let on and undecided is true.
+func (v *serverView) operatorLock(info toolInfo) (lock policy.Status, undecided bool) {
+	if !v.config.Enabled {
+		return policy.ServerDisabled, false
+	}
+	if info.definition != nil {
+		if v.eval.ConfigAllows(info.tool) {
+			return "", false
+		}
+		return policy.DisabledByConfig, false
+	}
+	switch {
+	case v.eval.ConfigAllows(policy.Tool{Name: info.name}):
+		return "", false
+	case v.eval.ConfigAllows(policy.Tool{Name: info.name, ReadOnly: true}):
+		return "", true
+	}
+	return policy.DisabledByConfig, false
+}
+
+// missing says why a tool is not in the server's last catalog.
+func (v *serverView) missing() string {
+	if v.user.Catalog == nil {
+		return noCatalog(v.name)
+	}
+	return fmt.Sprintf("not in the last catalog of server %q (seen %s)", v.name, stamp(v.user.Catalog.SeenAt))
+}
+
+// noCatalog says that no catalog of the server was recorded.
+func noCatalog(server string) string {
+	return fmt.Sprintf("no catalog of server %q was recorded yet (a sidecar records it when it first loads the server)", server)
+}
+
+// stamp formats a time for messages.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// userState is a server's state as policy reads it. Like the sidecar's gate,
+// it takes any recorded approval as the tofu baseline.
+type userState struct{ srv *state.Server }
+
+func (u userState) Disabled(tool string) bool { return u.srv.IsDisabled(tool) }
+
+func (u userState) ApprovedHash(tool string) string {
+	a, _ := u.srv.Approval(tool)
+	return a.Hash
+}
+
+func (u userState) Baseline() bool { return len(u.srv.Approvals) > 0 }
