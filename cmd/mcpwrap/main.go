@@ -15,8 +15,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/testserver"
+	"github.com/mcpwrap/mcpwrap/internal/toolscli"
 	"github.com/mcpwrap/mcpwrap/internal/upstream"
 )
 
@@ -41,6 +43,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		switch args[0] {
 		case "demo":
 			return runDemo(ctx, args[1:], stdout, stderr)
+		case "tools":
+			return toolscli.Run(ctx, args[1:], toolscli.Env{Getenv: os.Getenv, Now: time.Now}, stdout, stderr)
 		case "demo-server": // hidden: the built-in server the demo and tests wrap
 			return testserver.Main(args[1:], stdin, stdout, stderr)
 		case "version":
