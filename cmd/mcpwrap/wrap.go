@@ -203,6 +203,9 @@ func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config
 	if err != nil {
 		return config.Server{}, nil, err
 	}
+	if o.configPath != "" && !file.Found {
+		return config.Server{}, nil, fmt.Errorf("--config %s: no such file", o.configPath)
+	}
 	srv := file.Server(o.name)
 	if o.discoveryTool != "" {
 		srv.DiscoveryTool = o.discoveryTool

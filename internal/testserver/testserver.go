@@ -40,6 +40,8 @@ type Options struct {
 	IgnoreSIGTERM bool          // ignore SIGTERM (and SIGINT)
 	Description   string        // description of the echo tool, to simulate a changed definition
 	Record        string        // append every method received, with its params, to this file
+	FlakyFile     string        // counts starts; see FlakyStarts
+	FlakyStarts   int           // the first FlakyStarts starts (counted in FlakyFile) fail transiently
 }
 
 // Main parses args as flags and runs the server on stdin/stdout until stdin
@@ -57,6 +59,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.IgnoreEOF, "ignore-eof", false, "keep running after stdin closes")
 	fs.BoolVar(&o.IgnoreSIGTERM, "ignore-sigterm", false, "ignore SIGTERM and SIGINT")
 	fs.StringVar(&o.Record, "record", "", "append each method received (and its params) to this file")
+	fs.StringVar(&o.FlakyFile, "flaky-file", "", "file counting starts, for --flaky-starts")
+	fs.IntVar(&o.FlakyStarts, "flaky-starts", 0, "fail the first N starts with a transient error (needs --flaky-file)")
 	fs.StringVar(&o.Description, "echo-description", "Echoes its text argument back.", "description of the echo tool")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -83,6 +87,11 @@ func Run(ctx context.Context, o Options, stdin io.Reader, stdout, stderr io.Writ
 	}
 	if o.ExitCode != 0 {
 		os.Exit(o.ExitCode)
+	}
+	if o.FlakyFile != "" && countStart(o.FlakyFile) <= o.FlakyStarts {
+		// What a server whose backend is briefly unreachable prints.
+		fmt.Fprintln(stderr, "error: backend: read tcp 127.0.0.1:5432: connection reset by peer")
+		os.Exit(1)
 	}
 	if o.StartDelay > 0 {
 		time.Sleep(o.StartDelay) // simulates a slow server; not synchronisation
@@ -135,6 +144,11 @@ func New(o Options) *mcp.Server {
 	if o.Record != "" {
 		s.AddReceivingMiddleware(recorder(o.Record))
 	}
+	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Makes the server crash (exit 1) after answering nothing."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+			os.Exit(1)
+			return nil, nil, nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "wait", Description: "Waits, then answers (keeps a request in flight)."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in WaitInput) (*mcp.CallToolResult, any, error) {
 			var timer <-chan time.Time
@@ -198,6 +212,15 @@ func New(o Options) *mcp.Server {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "mcpwrap demo"}}}, nil
 		})
 	return s
+}
+
+// countStart increments the start counter in path and returns it.
+func countStart(path string) int {
+	data, _ := os.ReadFile(path)
+	n, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	n++
+	_ = os.WriteFile(path, []byte(strconv.Itoa(n)), 0o644)
+	return n
 }
 
 // recorder appends "method params" lines to path for every message the
