@@ -317,7 +317,9 @@ func (c *RemoteConn) fail(err error) {
 	c.failOnce.Do(func() {
 		c.failErr = err
 		close(c.failed)
-		c.log.Warn("remote upstream connection lost", "url", c.logURL, "error", err)
+		// Debug only: the failure reaches the caller through ReadMessage
+		// (and WriteMessage), which logs it with its classification.
+		c.log.Debug("remote connection failed", "url", c.logURL, "error", err)
 	})
 }
 

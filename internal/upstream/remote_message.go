@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 )
@@ -96,13 +98,19 @@ func idKey(raw []byte) string {
 			return "s:" + s
 		}
 	}
-	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+	text := string(raw)
+	if n, err := strconv.ParseInt(text, 10, 64); err == nil {
 		return "n:" + strconv.FormatInt(n, 10)
 	}
-	if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
-		return "n:" + strconv.FormatFloat(f, 'g', -1, 64)
+	if strings.ContainsAny(text, ".eE") {
+		if f, err := strconv.ParseFloat(text, 64); err == nil {
+			if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+				return "n:" + strconv.FormatInt(int64(f), 10) // 1.0 is 1
+			}
+			return "n:" + strconv.FormatFloat(f, 'g', -1, 64)
+		}
 	}
-	return "r:" + string(raw)
+	return "r:" + text // including integers beyond int64, compared digit by digit
 }
 
 // pendingCalls tracks which of a POST's requests are still unanswered.
@@ -137,10 +145,43 @@ func answeredIDs(msg []byte) [][]byte {
 			}
 		}
 		return ids
-	case err != nil && env.ID != nil && env.Method == "":
+	case err != nil && env.ID != nil && !headHasMethod(msg):
 		return [][]byte{env.ID}
 	}
 	return nil
+}
+
+// headHasMethod reports whether the head of a JSON object, possibly cut
+// short, has a top-level "method" member: whether it belongs to a request or
+// notification rather than a response. framing.Peek cannot say, since it
+// reports the method only for a complete message.
+func headHasMethod(head []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	depth, wantKey := 0, false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		delim, isDelim := tok.(json.Delim)
+		switch {
+		case depth == 1 && wantKey:
+			if tok == "method" {
+				return true
+			}
+			wantKey = false
+			continue
+		case isDelim && (delim == '{' || delim == '['):
+			depth++
+			if depth > 1 {
+				continue
+			}
+		case isDelim:
+			depth--
+		}
+		// A value at the top level is complete: a member name comes next.
+		wantKey = depth == 1
+	}
 }
 
 // answered removes the requests msg answers and reports whether any was

@@ -735,3 +735,51 @@ func TestRemoteWithGoSDKClient(t *testing.T) {
 		})
 	}
 }
+
+func TestRemoteStandaloneStreamReopens(t *testing.T) {
+	// The server ends the standalone stream after one event; the connection
+	// reopens it from the last event id and gets the next one.
+	var mu sync.Mutex
+	var gets []string // Last-Event-ID of each GET
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPost:
+			body, _ := io.ReadAll(r.Body)
+			if !bytes.Contains(body, []byte(`"initialize"`)) {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			w.Header().Set("Mcp-Session-Id", "sess-1")
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}`)
+		case http.MethodGet:
+			mu.Lock()
+			gets = append(gets, r.Header.Get("Last-Event-ID"))
+			n := len(gets)
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "id: s%d\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/n%d\"}\n\n", n, n)
+			if n > 1 {
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+			}
+		case http.MethodDelete:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}))
+	t.Cleanup(ts.Close)
+	conn := dial(t, ts.URL)
+	conn.delay = func(int) time.Duration { return 0 }
+	p := newPeer(t, conn)
+	p.send(initializeRequest)
+	p.next()
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	_, first := p.next()
+	assert.Equal(t, "notifications/n1", first.Method)
+	_, second := p.next()
+	assert.Equal(t, "notifications/n2", second.Method)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"", "s1"}, gets)
+}
