@@ -36,9 +36,10 @@ lint: ## gofmt, go vet, staticcheck
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-bench: build e2e-deps ## wrapped vs direct, in one run
+bench: build e2e-deps ## wrapped vs direct in one run, and the tools/list rewrite of a 10k catalog
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./e2e/... | tee bench.out
 	$(GO) run ./e2e/benchtable < bench.out
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./middleware ./internal/policy
 
 fuzz: ## each fuzz target for a short while (FUZZTIME=30s)
 	$(GO) test ./internal/framing -run '^$$' -fuzz FuzzPeek -fuzztime $${FUZZTIME:-30s}

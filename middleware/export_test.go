@@ -1,0 +1,12 @@
+package middleware
+
+import "github.com/mcpwrap/mcpwrap/internal/framing"
+
+// RewriteToolsList exposes the tools/list rewrite to the external
+// benchmark, which needs the real policy (internal/gate imports this
+// package).
+func (s *Session) RewriteToolsList(msg []byte) []byte {
+	s.once.Do(s.init)
+	env, _ := framing.Peek(msg)
+	return s.rewriteToolsList(msg, env)
+}
