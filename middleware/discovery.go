@@ -50,8 +50,10 @@ type DiscoveryResult struct {
 
 // Stats are a Session's counters, kept in memory only.
 type Stats struct {
+	Calls                  int // tools/call requests the client sent
 	Rejections             int // calls to locked tools answered by the sidecar
 	IncludeDisabledQueries int // discovery calls with include_disabled: true
+	Restarts               int // upstream restarts after a crash
 }
 
 // Stats returns a snapshot of the session's counters.

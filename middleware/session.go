@@ -333,6 +333,11 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 			s.mu.Unlock()
 		}
 	}
+	if env.Method == "tools/call" {
+		s.mu.Lock()
+		s.stats.Calls++
+		s.mu.Unlock()
+	}
 	l := s.readyLink()
 	if l == nil {
 		s.answerUnready(ctx, env)

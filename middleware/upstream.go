@@ -71,6 +71,9 @@ func (s *Session) supervise(ctx context.Context) {
 				continue
 			}
 		}
+		s.mu.Lock()
+		s.stats.Restarts++
+		s.mu.Unlock()
 		s.setStatus(resilience.Outcome{Server: s.Name, Class: resilience.Transient, Err: resilience.Classify(crash)})
 	}
 }
