@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -782,4 +783,73 @@ func TestRemoteStandaloneStreamReopens(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{"", "s1"}, gets)
+}
+
+func TestRemoteNeverLogsSecrets(t *testing.T) {
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	dialLogged := func(url string) *RemoteConn {
+		conn, err := DialRemote(t.Context(), Remote{URL: url, Logger: logger,
+			Header: http.Header{"Authorization": {"Bearer s3cret"}}})
+		require.NoError(t, err)
+		return conn
+	}
+
+	ts, rec := streamableServer(t, fixture(), nil)
+	conn := dialLogged(ts.URL + "/?token=qtok")
+	p := newPeer(t, conn)
+	p.handshake()
+	p.call(2, "tools/call", `{"name":"echo","arguments":{"text":"x"}}`)
+	require.NoError(t, conn.Close())
+
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	t.Cleanup(refusing.Close)
+	conn = dialLogged(refusing.URL + "/?token=qtok")
+	assert.Error(t, conn.WriteMessage([]byte(initializeRequest)))
+	require.NoError(t, conn.Close())
+
+	session := rec.requests()[1].Header.Get("Mcp-Session-Id")
+	require.NotEmpty(t, session)
+	require.NotEmpty(t, logs.String(), "the test must see some logs")
+	for _, secret := range []string{"s3cret", "qtok", session} {
+		assert.NotContains(t, logs.String(), secret)
+	}
+}
+
+func TestRemoteRefusesRedirectsToAnotherOrigin(t *testing.T) {
+	var leaked sync.Once
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Api-Key") != "" {
+			leaked.Do(func() { t.Error("the configured header reached another origin") })
+		}
+	}))
+	t.Cleanup(elsewhere.Close)
+	ts := httptest.NewServer(http.RedirectHandler(elsewhere.URL, http.StatusTemporaryRedirect))
+	t.Cleanup(ts.Close)
+
+	conn := dial(t, ts.URL)
+	newPeer(t, conn)
+	err := conn.WriteMessage([]byte(initializeRequest))
+	require.ErrorIs(t, err, ErrRemoteProtocol)
+	assert.Equal(t, resilience.Permanent, resilience.Classify(err).Class)
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
