@@ -53,8 +53,10 @@
 //     "command", an empty "headers" just before "url", and an empty "env"
 //     just after the "headers" of a remote entry.
 //   - Uninstall of an entry wrapped by hand drops mcpwrap flags other than
-//     --name, --url, --header and --transport (the plan names them), and
-//     writes a header not passed through env as the flag's literal value.
+//     --name, --url, --header and --transport (the plan names them); a
+//     header whose value is not a ${VAR} of the entry's env comes back with
+//     the flag's literal value.
 //
-// JSON with comments is not accepted: clients reject it too.
+// A file with comments or trailing commas is refused with a [*ParseError]
+// naming the position. Every function here is safe for concurrent use.
 package clientconfig

@@ -1,0 +1,169 @@
+package clientconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// FuzzRoundTrip checks, for any JSON document formatted the usual way, that
+// Install is idempotent and that Uninstall gives back the original bytes
+// (unless it had wrapped entries already: Uninstall unwraps those too).
+func FuzzRoundTrip(f *testing.F) {
+	originals, err := filepath.Glob("testdata/*/original.json")
+	require.NoError(f, err)
+	for _, path := range originals {
+		data, err := os.ReadFile(path)
+		require.NoError(f, err)
+		f.Add(data)
+	}
+	f.Add([]byte(`{"mcpServers":{"a":{"url":"u","headers":{"K":"v"},"env":{"MCPWRAP_HDR_A_K":"x"}}}}`))
+	f.Add([]byte(`{"projects":{"/p":{"mcpServers":{"s":{"args":["x"],"command":"c","type":"stdio"}}}}}`))
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _, _ = Uninstall(data, Options{}) // never panics, whatever the input
+		if original, ok := canonical(data); ok {
+			checkRoundTrip(t, original)
+		}
+	})
+}
+
+// FuzzEntryRoundTrip is FuzzRoundTrip for one server entry built from
+// parts: which keys it has, in which order, with which strings; the byte
+// mutations of FuzzRoundTrip rarely find such shapes.
+func FuzzEntryRoundTrip(f *testing.F) {
+	f.Add(uint8(0b1000011), uint64(0), "npx", "srv", "Authorization", "http")
+	f.Add(uint8(0b1111100), uint64(7), "https://h/mcp", "Bearer x", "X-Key", "sse")
+	f.Add(uint8(0b0110100), uint64(3), "https://h/mcp", "", "A", "http")
+	f.Add(uint8(0b0000011), uint64(1), "srv", "", "", "stdio")
+	f.Add(uint8(0b1111111), uint64(42), "mcpwrap", "--", "A", "stdio")
+	f.Fuzz(func(t *testing.T, keys uint8, order uint64, s1, s2, header, typ string) {
+		str := func(s string) string { return string(encodeString(s)) }
+		// Bit 7 of keys fills args, headers and env; bits 0 to 6 pick the keys.
+		var args, headers, env string
+		if keys&0x80 != 0 {
+			args = str(s2)
+			headers = str(header) + ":" + str(s2)
+			env = str(headerEnvPrefix+"S_"+envWord(header)) + ":" + str(s1) // taken: Install picks another
+		}
+		parts := []string{
+			`"command":` + str(s1),
+			`"args":[` + args + `]`,
+			`"type":` + str(typ),
+			`"url":` + str(s1),
+			`"headers":{` + headers + `}`,
+			`"env":{` + env + `}`,
+			`"other":1`,
+		}
+		var fields []string
+		for i, p := range parts {
+			if keys&(1<<i) != 0 {
+				fields = append(fields, p)
+			}
+		}
+		for i := len(fields) - 1; i > 0; i-- { // shuffle by order
+			j := int(order % uint64(i+1))
+			order /= uint64(i + 1)
+			fields[i], fields[j] = fields[j], fields[i]
+		}
+		doc := `{"mcpServers":{"s":{` + strings.Join(fields, ",") + `}}}`
+		original, ok := canonical([]byte(doc))
+		require.True(t, ok, doc)
+		checkRoundTrip(t, original)
+	})
+}
+
+// checkRoundTrip checks that installing into original twice changes it once,
+// and that uninstalling gives it back.
+func checkRoundTrip(t *testing.T, original []byte) {
+	t.Helper()
+	opts := Options{Mcpwrap: "/usr/local/bin/mcpwrap"}
+	installed, _, err := Install(original, opts)
+	if err != nil {
+		var parseErr *ParseError
+		require.ErrorAs(t, err, &parseErr, "a valid document fails only for its shape")
+		return
+	}
+	again, _, err := Install(installed, opts)
+	require.NoError(t, err)
+	require.Equal(t, string(installed), string(again), "install is idempotent")
+
+	_, prewrapped, err := Uninstall(original, Options{})
+	require.NoError(t, err)
+	if len(serversWith(Unwrap, prewrapped)) > 0 {
+		return // uninstall unwraps those too
+	}
+	restored, _, err := Uninstall(installed, Options{})
+	require.NoError(t, err)
+	require.Equal(t, string(original), string(restored), "uninstall gives back the original bytes")
+}
+
+// canonical re-encodes a JSON document the usual way: 2-space indentation,
+// keys in their order, strings as this package encodes them, a trailing
+// newline. ok is false when data is not one JSON document.
+func canonical(data []byte) (out []byte, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var buf bytes.Buffer
+	if writeCanonical(&buf, dec, "\n") != nil {
+		return nil, false
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, false
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes(), true
+}
+
+func writeCanonical(buf *bytes.Buffer, dec *json.Decoder, newline string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok := tok.(type) {
+	case json.Delim:
+		buf.WriteByte(byte(tok))
+		n := 0
+		for ; dec.More(); n++ {
+			if n > 0 {
+				buf.WriteByte(',')
+			}
+			buf.WriteString(newline + "  ")
+			if tok == '{' {
+				key, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				buf.Write(encodeString(key.(string)))
+				buf.WriteString(": ")
+			}
+			if err := writeCanonical(buf, dec, newline+"  "); err != nil {
+				return err
+			}
+		}
+		end, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			buf.WriteString(newline)
+		}
+		buf.WriteByte(byte(end.(json.Delim)))
+	case string:
+		buf.Write(encodeString(tok))
+	default: // json.Number, bool or nil
+		b, err := json.Marshal(tok)
+		if err != nil {
+			return err
+		}
+		buf.Write(b)
+	}
+	return nil
+}
