@@ -186,9 +186,13 @@ func (c *cli) approve(ctx context.Context, server string, tools []string, all bo
 }
 
 // noteStillLocked tells, for each named tool the command meant to unlock,
-// whether something else still locks it and who can change that.
+// whether something else still locks it and who can change that. Tools whose
+// definition is unknown are skipped: their status would be a guess.
 func (c *cli) noteStillLocked(v *serverView, o *outcome, names []string) {
 	for _, name := range names {
+		if v.tool(name).definition == nil {
+			continue
+		}
 		if s := v.status(name); s.Locked() {
 			o.resultf("%s: still locked (%s): %s", toolRef(v.name, name), s, cliRemedy(s, v.name, name))
 		}

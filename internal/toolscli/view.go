@@ -26,7 +26,8 @@ type serverView struct {
 // config file has an entry for it or the store has state for it.
 func (c *cli) view(name string, st *state.State) (*serverView, error) {
 	if !c.config.Has(name) && st.Servers[name] == nil {
-		return nil, &unknownServerError{name: name, configPath: c.config.Path, known: c.knownServers(st)}
+		return nil, &unknownServerError{name: name, configPath: c.config.Path,
+			configFound: c.config.Found, known: c.knownServers(st)}
 	}
 	cfg := c.config.Server(name)
 	eval, err := policy.NewEvaluator(policy.Options{
@@ -49,13 +50,18 @@ func (c *cli) knownServers(st *state.State) []string {
 
 // unknownServerError is a server neither the config nor the store knows.
 type unknownServerError struct {
-	name       string
-	configPath string
-	known      []string
+	name        string
+	configPath  string
+	configFound bool
+	known       []string
 }
 
 func (e *unknownServerError) Error() string {
-	msg := fmt.Sprintf("unknown server %q: the config file %s has no entry for it and no sidecar recorded it in the state store", e.name, e.configPath)
+	where := "the config file " + e.configPath + " has no entry for it"
+	if !e.configFound {
+		where = "there is no config file at " + e.configPath
+	}
+	msg := fmt.Sprintf("unknown server %q: %s and no sidecar recorded it in the state store", e.name, where)
 	if len(e.known) == 0 {
 		return msg + "; no server is known yet"
 	}
