@@ -33,13 +33,13 @@ func wrap(s server, mcpwrap []byte) (object, Change) {
 	if key, dup := e.duplicate(); dup {
 		return nil, skip("key %q appears twice", key)
 	}
-	command, url := e.index("command"), e.index("url")
+	hasCommand, hasURL := e.index("command") >= 0, e.index("url") >= 0
 	switch {
-	case command >= 0 && url >= 0:
+	case hasCommand && hasURL:
 		return nil, skip("has both command and url")
-	case command >= 0:
+	case hasCommand:
 		return wrapStdio(s, mcpwrap)
-	case url >= 0:
+	case hasURL:
 		return wrapRemote(s, mcpwrap)
 	default:
 		return nil, skip("has neither command nor url")
@@ -52,11 +52,11 @@ func wrap(s server, mcpwrap []byte) (object, Change) {
 // before the command, which is how Uninstall knows to leave them out again.
 func wrapStdio(s server, mcpwrap []byte) (object, Change) {
 	e := slices.Clone(s.entry)
-	cmd := e.index("command")
-	if !isString(e[cmd].value) {
+	cmdAt := e.index("command")
+	if !isString(e[cmdAt].value) {
 		return nil, skip("command is not a string")
 	}
-	command := decodeString(e[cmd].value)
+	command := decodeString(e[cmdAt].value)
 	if isMcpwrap(command) {
 		if raw, args, ok := stringArray(e, "args"); ok {
 			if _, err := parseWrapped(raw, args); err == nil {
@@ -73,19 +73,19 @@ func wrapStdio(s server, mcpwrap []byte) (object, Change) {
 		return nil, skip("args is not an array of strings")
 	}
 	argsAt := e.index("args")
-	if argsAt >= 0 && argsAt == cmd-1 && len(args) == 0 {
+	if argsAt >= 0 && argsAt == cmdAt-1 && len(args) == 0 {
 		return nil, skip(`its empty "args" just before "command" could not be restored; ` +
 			`remove it or move it after "command"`)
 	}
 
 	wrappedArgs := array(slices.Concat(
-		[][]byte{encodeString(flagName), s.rawName, encodeString(endOfFlags), e[cmd].value},
+		[][]byte{encodeString(flagName), s.rawName, encodeString(endOfFlags), e[cmdAt].value},
 		rawArgs))
-	e[cmd].value = mcpwrap
+	e[cmdAt].value = mcpwrap
 	if argsAt >= 0 {
 		e[argsAt].value = wrappedArgs
 	} else {
-		e = slices.Insert(e, cmd, newField("args", wrappedArgs))
+		e = slices.Insert(e, cmdAt, newField("args", wrappedArgs))
 	}
 
 	detail := commandLine(command, args)
@@ -103,8 +103,8 @@ func wrapStdio(s server, mcpwrap []byte) (object, Change) {
 // command); a new env goes right after args.
 func wrapRemote(s server, mcpwrap []byte) (object, Change) {
 	e := slices.Clone(s.entry)
-	url := e.index("url")
-	if !isString(e[url].value) {
+	urlAt := e.index("url")
+	if !isString(e[urlAt].value) {
 		return nil, skip("url is not a string")
 	}
 	var transport string
@@ -117,14 +117,14 @@ func wrapRemote(s server, mcpwrap []byte) (object, Change) {
 	if e.index("args") >= 0 {
 		return nil, skip("has args but no command")
 	}
-	hdrs := e.index("headers")
+	hdrsAt := e.index("headers")
 	var headers object
-	if hdrs >= 0 {
+	if hdrsAt >= 0 {
 		var ok bool
-		if headers, ok = parseObject(e[hdrs].value); !ok {
+		if headers, ok = parseObject(e[hdrsAt].value); !ok {
 			return nil, skip("headers is not an object")
 		}
-		if len(headers) == 0 && hdrs == url-1 {
+		if len(headers) == 0 && hdrsAt == urlAt-1 {
 			return nil, skip(`its empty "headers" just before "url" could not be restored; ` +
 				`remove it or move it after "url"`)
 		}
@@ -141,7 +141,7 @@ func wrapRemote(s server, mcpwrap []byte) (object, Change) {
 		if env, ok = parseObject(e[envAt].value); !ok {
 			return nil, skip("env is not an object")
 		}
-		if len(env) == 0 && hdrs >= 0 && envAt == hdrs+1 {
+		if len(env) == 0 && hdrsAt >= 0 && envAt == hdrsAt+1 {
 			return nil, skip(`its empty "env" just after "headers" could not be restored; remove it`)
 		}
 	}
@@ -150,7 +150,7 @@ func wrapRemote(s server, mcpwrap []byte) (object, Change) {
 	if transport != "" {
 		args = append(args, encodeString(flagTransport), encodeString(transport))
 	}
-	args = append(args, encodeString(flagURL), e[url].value)
+	args = append(args, encodeString(flagURL), e[urlAt].value)
 	var moved []string
 	taken := func(name string) bool { return env.index(name) >= 0 }
 	for _, h := range headers {
@@ -163,12 +163,12 @@ func wrapRemote(s server, mcpwrap []byte) (object, Change) {
 	if t := e.index("type"); t >= 0 {
 		e[t].value = encodeString("stdio")
 	}
-	e[url] = newField("command", mcpwrap)
-	argsAt := hdrs
-	if hdrs >= 0 {
-		e[hdrs] = newField("args", array(args))
+	e[urlAt] = newField("command", mcpwrap)
+	argsAt := hdrsAt
+	if hdrsAt >= 0 {
+		e[hdrsAt] = newField("args", array(args))
 	} else {
-		argsAt = url
+		argsAt = urlAt
 		e = slices.Insert(e, argsAt, newField("args", array(args)))
 	}
 	switch {
@@ -179,7 +179,7 @@ func wrapRemote(s server, mcpwrap []byte) (object, Change) {
 		e = slices.Insert(e, argsAt+1, newField("env", env.marshal()))
 	}
 
-	detail := describeRemote(decodeString(s.entry[url].value), transport, headers)
+	detail := describeRemote(decodeString(s.entry[urlAt].value), transport, headers)
 	if len(moved) > 0 {
 		detail += "; header values moved to env " + strings.Join(moved, ", ")
 	}

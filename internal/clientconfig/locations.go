@@ -18,8 +18,8 @@ const (
 	AllClients    = "all"
 )
 
-// Clients lists the clients [Locations] knows, in the order it returns them.
-var Clients = []string{ClaudeDesktop, ClaudeCode, Cursor}
+// clients lists the clients Locations knows, in the order it returns them.
+var clients = []string{ClaudeDesktop, ClaudeCode, Cursor}
 
 // Location is one config file a client reads MCP servers from.
 type Location struct {
@@ -53,13 +53,13 @@ type Platform struct {
 // project's .mcp.json. Cursor: ~/.cursor/mcp.json and the project's
 // .cursor/mcp.json.
 func Locations(client string, p Platform) ([]Location, error) {
-	clients := []string{client}
+	wanted := []string{client}
 	switch {
 	case client == "" || client == AllClients:
-		clients = Clients
-	case !slices.Contains(Clients, client):
+		wanted = clients
+	case !slices.Contains(clients, client):
 		return nil, fmt.Errorf("%w %q: want one of %s or %s",
-			ErrUnknownClient, client, strings.Join(Clients, ", "), AllClients)
+			ErrUnknownClient, client, strings.Join(clients, ", "), AllClients)
 	}
 	p.GOOS = cmp.Or(p.GOOS, runtime.GOOS)
 	if p.Getenv == nil {
@@ -75,7 +75,7 @@ func Locations(client string, p Platform) ([]Location, error) {
 			locs = append(locs, loc)
 		}
 	}
-	for _, c := range clients {
+	for _, c := range wanted {
 		switch c {
 		case ClaudeDesktop:
 			add(c, p.appDataDir(), "Claude", "claude_desktop_config.json")

@@ -24,8 +24,8 @@ func unwrap(s server) (object, Change) {
 	if key, dup := e.duplicate(); dup {
 		return nil, skip("key %q appears twice", key)
 	}
-	cmd := e.index("command")
-	if cmd < 0 || !isMcpwrap(decodeString(e[cmd].value)) {
+	cmdAt := e.index("command")
+	if cmdAt < 0 || !isMcpwrap(decodeString(e[cmdAt].value)) {
 		return nil, skip("not wrapped")
 	}
 	raw, args, ok := stringArray(e, "args")
@@ -52,9 +52,9 @@ func unwrap(s server) (object, Change) {
 // command and now empty were added by Install: they go.
 func unwrapStdio(e object, w wrapped) (object, Change) {
 	e = slices.Clone(e)
-	cmd, argsAt := e.index("command"), e.index("args")
-	e[cmd].value = w.command[0]
-	if rest := w.command[1:]; len(rest) == 0 && argsAt == cmd-1 {
+	cmdAt, argsAt := e.index("command"), e.index("args")
+	e[cmdAt].value = w.command[0]
+	if rest := w.command[1:]; len(rest) == 0 && argsAt == cmdAt-1 {
 		e = slices.Delete(e, argsAt, argsAt+1)
 	} else {
 		e[argsAt].value = array(rest)
@@ -74,7 +74,7 @@ func unwrapRemote(e object, w wrapped) (object, Change) {
 		return nil, skip("runs mcpwrap, but has url or headers already")
 	}
 	e = slices.Clone(e)
-	cmd, argsAt, envAt := e.index("command"), e.index("args"), e.index("env")
+	cmdAt, argsAt, envAt := e.index("command"), e.index("args"), e.index("env")
 	var env object
 	if envAt >= 0 {
 		env, _ = parseObject(e[envAt].value)
@@ -98,7 +98,7 @@ func unwrapRemote(e object, w wrapped) (object, Change) {
 	if t := e.index("type"); t >= 0 {
 		e[t].value = encodeString(cmp.Or(w.transport, "http"))
 	}
-	e[cmd] = newField("url", w.url)
+	e[cmdAt] = newField("url", w.url)
 	e[argsAt] = newField("headers", headers.marshal())
 	// Deletions last, from the end, so that the indexes above stay valid.
 	if movedBack {
@@ -108,7 +108,7 @@ func unwrapRemote(e object, w wrapped) (object, Change) {
 			e[envAt].value = env.marshal()
 		}
 	}
-	if len(headers) == 0 && argsAt == cmd-1 {
+	if len(headers) == 0 && argsAt == cmdAt-1 {
 		e = slices.Delete(e, argsAt, argsAt+1)
 	}
 	return e, Change{Action: Unwrap, Detail: describeRemote(decodeString(w.url), w.transport, headers)}
