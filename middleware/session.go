@@ -301,7 +301,7 @@ func (s *Session) pumpClient(ctx context.Context) error {
 		case framing.Response:
 			s.clientResponse(msg, env)
 		case framing.Batch:
-			s.forward(msg) // batches pass as they are (JSON-RPC 2.0; MCP 2025-06-18 dropped them)
+			s.clientBatch(msg)
 		}
 	}
 }
@@ -384,6 +384,66 @@ func (s *Session) clientResponse(msg []byte, env framing.Envelope) {
 	}
 	if err := l.conn.WriteMessage(msg); err != nil {
 		s.log.Debug("cannot write to upstream", "error", err)
+	}
+}
+
+// intercepted reports whether the sidecar must see a message of method on
+// its own, which it cannot inside a batch.
+func intercepted(method string) bool {
+	switch method {
+	case "initialize", "server/discover", "notifications/initialized", "tools/list", "tools/call",
+		"logging/setLevel", "resources/subscribe", "resources/unsubscribe":
+		return true
+	}
+	return false
+}
+
+// clientBatch forwards a JSON-RPC batch as it is (MCP 2025-03-26 allowed
+// them; later versions dropped them) unless it holds a message the sidecar
+// must intercept, such as a tools/call that may be locked, or no upstream is
+// ready: then every request in it is answered with an error, so nothing is
+// silently lost and nothing bypasses the gate.
+func (s *Session) clientBatch(msg []byte) {
+	elems, err := framing.Elements(msg)
+	if err != nil || len(elems) == 0 {
+		s.replyError(nil, codeInvalidRequest, "Invalid Request: empty or malformed batch")
+		return
+	}
+	reason := ""
+	if s.readyLink() == nil {
+		reason = s.Status().Message()
+	}
+	var ids [][]byte
+	for _, e := range elems {
+		env, err := framing.Peek(e)
+		if err != nil {
+			continue
+		}
+		if intercepted(env.Method) && reason == "" {
+			reason = "mcpwrap does not relay " + env.Method + " inside a batch; send it on its own"
+		}
+		if env.Kind == framing.Request {
+			ids = append(ids, env.ID)
+		}
+	}
+	if reason == "" {
+		s.forward(msg)
+		return
+	}
+	s.log.Warn("batch refused", "reason", reason)
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(errorResponse(id, codeInvalidRequest, reason, nil))
+	}
+	b.WriteByte(']')
+	if len(ids) > 0 {
+		if err := s.Client.WriteMessage(b.Bytes()); err != nil {
+			s.log.Debug("cannot answer the client", "error", err)
+		}
 	}
 }
 

@@ -211,3 +211,40 @@ func TestSessionAnswersInFlightRequestsWhenTheUpstreamDies(t *testing.T) {
 	assert.Equal(t, "permanent", resp.Result.Meta["status"])
 	assert.Contains(t, resp.Result.Content[0].Text, "Server 'fixture' failed to load and needs attention")
 }
+
+func TestSessionBatches(t *testing.T) {
+	tests := []struct {
+		name    string
+		batch   string
+		relayed bool
+		wantIDs []string
+	}{
+		{name: "plain batch is relayed", batch: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"}]`, relayed: true},
+		{name: "a tools/call cannot slip past the gate", batch: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"locked"}}]`,
+			wantIDs: []string{"1", `"c"`}},
+		{name: "tools/list is not rewritten inside a batch", batch: `[{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`, wantIDs: []string{"2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, 0)
+			h.client.send(tt.batch + "\n")
+			if tt.relayed {
+				assert.Equal(t, tt.batch, string(h.up.next()))
+				return
+			}
+			var resps []struct {
+				ID    json.RawMessage `json:"id"`
+				Error RPCError        `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(h.client.next(), &resps))
+			var ids []string
+			for _, r := range resps {
+				ids = append(ids, string(r.ID))
+				assert.Equal(t, codeInvalidRequest, r.Error.Code)
+			}
+			assert.Equal(t, tt.wantIDs, ids)
+			h.client.send(`{"jsonrpc":"2.0","id":9,"method":"ping"}` + "\n")
+			assert.Equal(t, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, string(h.up.next()), "nothing of the batch reached the upstream")
+		})
+	}
+}
