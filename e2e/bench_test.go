@@ -106,23 +106,24 @@ func BenchmarkResult10MiB(b *testing.B) {
 			for b.Loop() {
 				callTool(b, cs, "blob", args)
 			}
-			if kib, err := peakRSSKiB(pid); err == nil {
+			if kib, err := procStatusKiB(pid, "VmHWM:"); err == nil {
 				b.ReportMetric(float64(kib)/1024, "peak-RSS-MiB")
 			}
 		})
 	}
 }
 
-// peakRSSKiB reads a process's peak resident set size (Linux).
-func peakRSSKiB(pid int) (int, error) {
+// procStatusKiB reads a size field of a process's /proc status (Linux),
+// such as "VmRSS:" (resident now) or "VmHWM:" (peak resident).
+func procStatusKiB(pid int, field string) (int, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM for pid %d", pid)
+	return 0, fmt.Errorf("no %s for pid %d", field, pid)
 }
