@@ -18,7 +18,8 @@ const (
 )
 
 // Change is one line of the plan: what happened to one server entry. It
-// never holds a secret: no header or env value, and URLs without their query.
+// holds no header or env value, and URLs lose their user info and query;
+// a stdio server's command line is shown as the config has it.
 type Change struct {
 	// Project is the project directory for Claude Code's per-project entries
 	// (projects.<path>.mcpServers in ~/.claude.json); "" for the file's own
