@@ -41,9 +41,13 @@ bench: build e2e-deps ## wrapped vs direct in one run, and the tools/list rewrit
 	$(GO) run ./e2e/benchtable < bench.out
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./middleware ./internal/policy
 
-fuzz: ## each fuzz target for a short while (FUZZTIME=30s)
-	$(GO) test ./internal/framing -run '^$$' -fuzz FuzzPeek -fuzztime $${FUZZTIME:-30s}
-	$(GO) test ./internal/framing -run '^$$' -fuzz FuzzReader -fuzztime $${FUZZTIME:-30s}
+fuzz: ## every fuzz target for a short while (FUZZTIME=30s each); findings land in testdata/fuzz
+	@for pkg in $(UNIT_PKGS); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$target"; \
+	    $(GO) test $$pkg -run '^$$' -fuzz "^$$target$$" -fuzztime $${FUZZTIME:-30s} || exit 1; \
+	  done; \
+	done
 
 check: lint race e2e ## everything CI runs
 

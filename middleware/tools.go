@@ -159,7 +159,7 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 		if len(kept) > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(s.discoveryDefinition())
+		b.Write(s.discoveryDefinition(locked))
 	}
 	b.WriteByte(']')
 	return framing.Splice(msg, toolsVal, b.Bytes())
@@ -182,17 +182,16 @@ func toolName(tool json.RawMessage) string {
 	return t.Name
 }
 
-// discoveryDefinition is the discovery tool as listed in tools/list.
-func (s *Session) discoveryDefinition() []byte {
-	v := s.view()
-	locked := v.locked()
+// discoveryDefinition is the discovery tool as listed in tools/list, given
+// how many tools are locked.
+func (s *Session) discoveryDefinition(locked int) []byte {
 	up := s.upstreamState()
 	var desc string
 	switch {
 	case !up.Available():
-		desc = fmt.Sprintf("Server '%s' is not available (%s); call this tool for its status. Find this server's tools by query; %d tool(s) are locked, include_disabled: true shows them.", s.Name, up.Status, locked)
+		desc = fmt.Sprintf("Server '%s' is not available (%s); call this tool to learn why and whether waiting helps.", s.Name, up.Status)
 	default:
-		desc = fmt.Sprintf("Find server '%s''s tools by query. %d tool(s) are locked; call with include_disabled: true to see them and who can unlock them.", s.Name, locked)
+		desc = fmt.Sprintf("Find the tools of server '%s' by query. %d tool(s) are locked; call with include_disabled: true to see them and who can unlock them.", s.Name, locked)
 	}
 	def := map[string]any{
 		"name":        s.discoveryName(),

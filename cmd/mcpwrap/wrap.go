@@ -55,6 +55,7 @@ type wrapOptions struct {
 	discoveryTool string
 	discovery     string
 	url           string
+	transport     string
 	headers       headerFlags
 	readyTimeout  time.Duration
 	maxLineBytes  int
@@ -78,6 +79,7 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	fs.StringVar(&o.discoveryTool, "discovery-tool", "", "name of the discovery tool (default from config, else discover_tools)")
 	fs.StringVar(&o.discovery, "discovery", "", "when to list the discovery tool: auto, always or never (default from config, else auto)")
 	fs.StringVar(&o.url, "url", "", "wrap the remote MCP server at this URL instead of a command")
+	fs.StringVar(&o.transport, "transport", "", "the remote's transport as the client config named it (http or sse); a hint: mcpwrap detects it anyway")
 	fs.Var(&o.headers, "header", "'K: V' header for --url, repeatable; V may reference ${ENV}")
 	fs.DurationVar(&o.readyTimeout, "ready-timeout", 0, "how long the client's handshake waits for the server before mcpwrap answers it (default from config, else 30s)")
 	fs.IntVar(&o.maxLineBytes, "max-line-bytes", 0, "largest JSON-RPC message accepted, in bytes (default from config, else 64 MiB)")
@@ -94,8 +96,10 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	case o.url == "" && len(o.command) == 0:
 		fs.Usage()
 		return o, errors.New("no server: put its command after --, as in: mcpwrap -- npx -y @modelcontextprotocol/server-everything, or give --url")
-	case o.url == "" && len(o.headers) > 0:
-		return o, errors.New("--header goes with --url")
+	case o.url == "" && (len(o.headers) > 0 || o.transport != ""):
+		return o, errors.New("--header and --transport go with --url")
+	case o.transport != "" && o.transport != "http" && o.transport != "sse":
+		return o, fmt.Errorf("--transport %q: want http or sse", o.transport)
 	}
 	if o.name == "" {
 		o.name = deriveName(o.command, o.url)

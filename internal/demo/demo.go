@@ -188,7 +188,7 @@ func (d *demo) call(ctx context.Context, c *connection, name string, args map[st
 	if res.IsError {
 		mark = " (isError)"
 	}
-	d.n.say("  %s -> %s%s", name, resultText(res), mark)
+	d.n.say("  %s -> %s%s", name, compact(resultText(res)), mark)
 	return nil
 }
 
