@@ -29,7 +29,7 @@ func (o *outcome) warnf(format string, args ...any) {
 // print writes the outcome and returns errRefused if something was refused.
 func (c *cli) print(cmd string, o *outcome) error {
 	for _, w := range o.warnings {
-		c.warnf("%s", w)
+		fmt.Fprintf(c.stderr, "mcpwrap tools %s: warning: %s\n", cmd, w)
 	}
 	for _, r := range o.results {
 		fmt.Fprintln(c.stdout, r)
@@ -82,7 +82,7 @@ func (c *cli) enable(ctx context.Context, server string, tools []string) error {
 			}
 			enabled = append(enabled, name)
 		}
-		c.noteStillLocked(v, o, enabled)
+		v.noteStillLocked(o, enabled)
 		return nil
 	})
 	if err != nil {
@@ -176,7 +176,7 @@ func (c *cli) approve(ctx context.Context, server string, tools []string, all bo
 			v.user.Approve(name, state.Approval{ApprovedAt: now, Definition: def, Hash: info.tool.Hash})
 			o.resultf("%s: approved", ref)
 		}
-		c.noteStillLocked(v, o, names)
+		v.noteStillLocked(o, names)
 		return nil
 	})
 	if err != nil {
@@ -188,7 +188,7 @@ func (c *cli) approve(ctx context.Context, server string, tools []string, all bo
 // noteStillLocked tells, for each named tool the command meant to unlock,
 // whether something else still locks it and who can change that. Tools whose
 // definition is unknown are skipped: their status would be a guess.
-func (c *cli) noteStillLocked(v *serverView, o *outcome, names []string) {
+func (v *serverView) noteStillLocked(o *outcome, names []string) {
 	for _, name := range names {
 		if v.tool(name).definition == nil {
 			continue

@@ -182,11 +182,6 @@ func open(configFlag, stateDirFlag string, env Env, stdout, stderr io.Writer) (*
 	return &cli{config: file, store: state.Open(dir, nil), now: now, stdout: stdout, stderr: stderr}, nil
 }
 
-// warnf prints a warning that does not change the outcome.
-func (c *cli) warnf(format string, args ...any) {
-	fmt.Fprintf(c.stderr, "mcpwrap tools: warning: "+format+"\n", args...)
-}
-
 // parseInterspersed parses fs's flags wherever they appear among the
 // operands, as in `list SERVER --json`, and returns the operands in order.
 // Everything after a `--` is an operand, so a tool whose name starts with a

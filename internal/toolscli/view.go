@@ -125,25 +125,24 @@ func (v *serverView) tool(name string) toolInfo {
 // known returns every tool of the server: those of the last catalog sorted
 // by name, then those only named in the user's approvals or disabled list.
 func (v *serverView) known() []toolInfo {
-	var inCatalog []string
-	if v.user.Catalog != nil {
-		inCatalog = slices.Sorted(maps.Keys(v.user.Catalog.Tools))
-	}
-	var others []string
+	others := make(map[string]bool)
 	for name := range v.user.Approvals {
-		if !slices.Contains(inCatalog, name) {
-			others = append(others, name)
-		}
+		others[name] = true
 	}
 	for _, name := range v.user.Disabled {
-		if !slices.Contains(inCatalog, name) && !slices.Contains(others, name) {
-			others = append(others, name)
+		others[name] = true
+	}
+	var names []string
+	if c := v.user.Catalog; c != nil {
+		names = slices.Sorted(maps.Keys(c.Tools))
+		for name := range c.Tools {
+			delete(others, name)
 		}
 	}
-	slices.Sort(others)
-	tools := make([]toolInfo, 0, len(inCatalog)+len(others))
-	for _, name := range append(inCatalog, others...) {
-		tools = append(tools, v.tool(name))
+	names = append(names, slices.Sorted(maps.Keys(others))...)
+	tools := make([]toolInfo, len(names))
+	for i, name := range names {
+		tools[i] = v.tool(name)
 	}
 	return tools
 }
@@ -161,15 +160,10 @@ func (v *serverView) statuses(tools []toolInfo) []policy.Status {
 	return out
 }
 
-// status returns the status of one tool, evaluated with the whole catalog
-// (under tofu, whether a baseline exists depends on it).
+// status returns the status of one tool. A tool's status depends on no
+// other tool, so it needs no catalog around it.
 func (v *serverView) status(name string) policy.Status {
-	tools := v.known()
-	i := slices.IndexFunc(tools, func(t toolInfo) bool { return t.name == name })
-	if i < 0 {
-		tools, i = append(tools, v.tool(name)), len(tools)
-	}
-	return v.statuses(tools)[i]
+	return v.statuses([]toolInfo{v.tool(name)})[0]
 }
 
 // operatorLock returns the status operator policy locks the tool with
