@@ -38,7 +38,7 @@ func newLogger(o logOptions, stderr io.Writer) (*slog.Logger, io.Closer, error) 
 	var h slog.Handler
 	switch strings.ToLower(o.format) {
 	case "", "text":
-		h = tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w)})
+		h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w)})
 	case "json":
 		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
 	default:

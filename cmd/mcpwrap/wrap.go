@@ -30,6 +30,7 @@ and disabled-tool discovery; everything else passes through byte for byte.
 Usage:
   mcpwrap [flags] -- COMMAND [ARGS...]   wrap a stdio server
   mcpwrap [flags] --url URL              wrap a remote (streamable HTTP or SSE) server
+  mcpwrap tools list|enable|disable|approve|diff ...   which tools may be called (see mcpwrap tools --help)
   mcpwrap demo                           a narrated, self-contained showcase
   mcpwrap version                        print the version
 
