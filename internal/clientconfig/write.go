@@ -1,6 +1,8 @@
 package clientconfig
 
 import (
+	"github.com/mcpwrap/mcpwrap/internal/atomicfile"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -82,32 +84,8 @@ func writeBackup(path string, data []byte, perm fs.FileMode, now time.Time) (str
 }
 
 // replaceFile atomically replaces the file at path with data.
-func replaceFile(path string, data []byte, perm fs.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".mcpwrap-tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(perm); err != nil { // CreateTemp makes it 0600
-		_ = f.Close()
-		return err
-	}
-	if err = writeSynced(f, data); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	// The rename has published the file; a failed directory sync (Windows
-	// cannot) only risks the rename not surviving a power loss.
-	_ = syncDir(dir)
-	return nil
+func replaceFile(path string, data []byte, perm fs.FileMode) error {
+	return atomicfile.Write(path, data, perm, "."+filepath.Base(path)+".mcpwrap-tmp-*")
 }
 
 // writeSynced writes data to f, flushes it to disk and closes f.
@@ -117,19 +95,6 @@ func writeSynced(f *os.File, data []byte) error {
 		err = f.Sync()
 	}
 	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	return err
-}
-
-// syncDir makes a rename inside dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if closeErr := d.Close(); err == nil {
 		err = closeErr
 	}
 	return err

@@ -1,6 +1,8 @@
 package state
 
 import (
+	"github.com/mcpwrap/mcpwrap/internal/atomicfile"
+
 	"bytes"
 	"context"
 	"errors"
@@ -148,35 +150,9 @@ func (s *Store) read() (*State, []byte, error) {
 
 // replace atomically replaces the state file with data. The caller holds the
 // exclusive lock.
-func (s *Store) replace(data []byte) (err error) {
-	f, err := os.CreateTemp(s.dir, tempPrefix+"*")
-	if err != nil {
-		return fmt.Errorf("state: write: %w", err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync() // the data must be on disk before the rename publishes it
-	}
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	if err != nil {
-		return fmt.Errorf("state: write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, s.Path()); err != nil {
-		return fmt.Errorf("state: write: %w", err)
-	}
-	// The rename has published the update; a failed directory sync only
-	// risks it not surviving a power loss, so it is not reported as a
-	// failed update.
-	if err := syncDir(s.dir); err != nil {
-		s.logger.Warn("state: sync directory", "dir", s.dir, "err", err)
+func (s *Store) replace(data []byte) error {
+	if err := atomicfile.Write(s.Path(), data, 0o600, tempPrefix+"*"); err != nil {
+		return fmt.Errorf("state: write %s: %w", s.Path(), err)
 	}
 	s.logger.Debug("state: saved", "path", s.Path(), "bytes", len(data))
 	return nil
@@ -230,19 +206,6 @@ func acquire(ctx context.Context, try func() (bool, error)) error {
 		}
 		delay = min(2*delay, maxLockDelay)
 	}
-}
-
-// syncDir makes a rename inside dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if closeErr := d.Close(); err == nil {
-		err = closeErr
-	}
-	return err
 }
 
 // watchConfig holds Watch's timings and seams; tests shorten and replace them.
