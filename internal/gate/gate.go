@@ -179,6 +179,11 @@ func sameTools(a, b map[string]state.CatalogTool) bool {
 	return true
 }
 
+// UserState returns a snapshot of one server's user state as the policy
+// classifier reads it. Any recorded approval counts as the tofu baseline:
+// the first catalog is approved whole, so a server with approvals has one.
+func UserState(srv *state.Server) policy.UserState { return snapshot(srv) }
+
 // userState is an immutable snapshot of one server's user state.
 type userState struct {
 	disabled map[string]bool

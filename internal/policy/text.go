@@ -89,10 +89,16 @@ var plainWord = regexp.MustCompile(`^[A-Za-z0-9_.:@/+=-]+$`)
 // shellWord returns name quoted for a POSIX shell when it needs quoting, or
 // placeholder when name is empty, so a suggested command can be pasted as is.
 func shellWord(name, placeholder string) string {
-	switch {
-	case name == "":
+	if name == "" {
 		return placeholder
-	case plainWord.MatchString(name):
+	}
+	return ShellWord(name)
+}
+
+// ShellWord quotes name for a POSIX shell when it needs it, so that a
+// suggested command can be pasted as it is.
+func ShellWord(name string) string {
+	if plainWord.MatchString(name) {
 		return name
 	}
 	return "'" + strings.ReplaceAll(name, "'", `'\''`) + "'"

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/mcpwrap/mcpwrap/internal/policy"
@@ -90,13 +89,4 @@ func cliRemedy(s policy.Status, server, tool string) string {
 	return policy.RemediationFor(s, server, tool)
 }
 
-var plainWord = regexp.MustCompile(`^[A-Za-z0-9_.:@/+=-]+$`)
-
-// shellWord quotes name for a POSIX shell when it needs it, so a suggested
-// command can be pasted as is.
-func shellWord(name string) string {
-	if plainWord.MatchString(name) {
-		return name
-	}
-	return "'" + strings.ReplaceAll(name, "'", `'\''`) + "'"
-}
+func shellWord(name string) string { return policy.ShellWord(name) }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
 	"github.com/mcpwrap/mcpwrap/internal/state"
 )
@@ -149,7 +150,7 @@ func (c *cli) approve(ctx context.Context, server string, tools []string, all bo
 			o.warnf("server %q has approval off: its tools need no approval; recording it anyway", server)
 		}
 		recorded := false
-		if v.config.Approval == policy.ApprovalTOFU && !(userState{v.user}).Baseline() {
+		if v.config.Approval == policy.ApprovalTOFU && !gate.UserState(v.user).Baseline() {
 			// Without a baseline a tofu sidecar grants every tool and records
 			// the catalog as the baseline; approving only some tools would
 			// instead make the rest pending. Record the baseline first.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/config"
+	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
 	"github.com/mcpwrap/mcpwrap/internal/state"
 )
@@ -154,7 +155,7 @@ func (v *serverView) statuses(tools []toolInfo) []policy.Status {
 		catalog[i] = t.tool
 	}
 	out := make([]policy.Status, len(tools))
-	for _, e := range v.eval.Evaluate(catalog, userState{v.user}, nil).Entries {
+	for _, e := range v.eval.Evaluate(catalog, gate.UserState(v.user), nil).Entries {
 		out[e.Index] = e.Status
 	}
 	return out
@@ -204,16 +205,3 @@ func noCatalog(server string) string {
 
 // stamp formats a time for messages.
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
-// userState is a server's state as policy reads it. Like the sidecar's gate,
-// it takes any recorded approval as the tofu baseline.
-type userState struct{ srv *state.Server }
-
-func (u userState) Disabled(tool string) bool { return u.srv.IsDisabled(tool) }
-
-func (u userState) ApprovedHash(tool string) string {
-	a, _ := u.srv.Approval(tool)
-	return a.Hash
-}
-
-func (u userState) Baseline() bool { return len(u.srv.Approvals) > 0 }
