@@ -21,7 +21,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := demo.Run(ctx, self, stdout); err != nil {
 		fmt.Fprintln(stderr, "mcpwrap demo:", err)
-		return exitUpstream
+		return exitError
 	}
 	return exitOK
 }

@@ -24,9 +24,9 @@ import (
 
 // Exit codes.
 const (
-	exitOK       = 0 // clean shutdown
-	exitUpstream = 1 // the upstream failed or exited
-	exitUsage    = 2 // bad flags, config or arguments
+	exitOK    = 0 // clean shutdown
+	exitError = 1 // the session or command ended with an error
+	exitUsage = 2 // bad flags, config or arguments
 )
 
 func main() {

@@ -43,8 +43,11 @@ const softMemoryLimit = 24 << 20
 const exitCodesHelp = `
 Exit codes:
   0  clean shutdown (the client closed stdin, or SIGINT/SIGTERM)
-  1  the upstream server failed or exited
+  1  the session ended with an error (for example, reading the client's stdin failed)
   2  bad flags, configuration or arguments
+  3  mcpwrap tools enable: refused by operator policy
+A server that fails while the client is connected never ends the session:
+the agent is told what is wrong instead.
 `
 
 // wrapOptions are the flags of the wrap command.
@@ -191,7 +194,7 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	err = session.Run(ctx)
 	if err != nil {
 		logger.Error("session ended", "error", err)
-		return exitUpstream
+		return exitError
 	}
 	logger.Info("session ended")
 	return exitOK
