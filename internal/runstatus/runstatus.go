@@ -1,0 +1,287 @@
+// Package runstatus lets every running mcpwrap sidecar publish what it is
+// doing, and `mcpwrap status` read it.
+//
+// Each sidecar keeps one JSON file, <state dir>/run/<pid>.json, replaced
+// atomically whenever its upstream's status or counters change and at least
+// every few seconds, and removed when it exits. A sidecar killed with
+// SIGKILL cannot remove its file: [List] recognises such files by their
+// process being gone (or being another program now) and removes them.
+package runstatus
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpwrap/mcpwrap/internal/atomicfile"
+	"github.com/mcpwrap/mcpwrap/middleware"
+	"github.com/mcpwrap/mcpwrap/resilience"
+)
+
+// DirName is the directory, inside the state directory, that holds the
+// status files.
+const DirName = "run"
+
+// Defaults of the [Publisher]'s timing.
+const (
+	// DefaultInterval is how often a Publisher looks for a change.
+	DefaultInterval = 500 * time.Millisecond
+	// DefaultRefresh is how often a Publisher rewrites its file when nothing
+	// changed, so that UpdatedAt shows it is alive.
+	DefaultRefresh = 5 * time.Second
+)
+
+// Dir returns the status directory inside stateDir.
+func Dir(stateDir string) string { return filepath.Join(stateDir, DirName) }
+
+// Status is what one running sidecar publishes about itself.
+type Status struct {
+	Server    string    `json:"server"`
+	PID       int       `json:"pid"`
+	StartedAt time.Time `json:"started_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Status is the upstream's load class: "available", "transient",
+	// "permanent" or "denied".
+	Status string `json:"status"`
+	// Attempts counts the load attempts of the current (or last) load.
+	Attempts int `json:"attempts"`
+	// Restarts counts the upstream's restarts after a crash.
+	Restarts int `json:"restarts"`
+	// Calls counts the client's tools/call requests.
+	Calls int `json:"calls"`
+	// Rejections counts calls to locked tools the sidecar answered.
+	Rejections int `json:"rejections"`
+	// IncludeDisabledQueries counts discovery calls with include_disabled.
+	IncludeDisabledQueries int `json:"include_disabled_queries"`
+	// Error is the last load failure, user-safe, when not available.
+	Error string `json:"error,omitempty"`
+	// Message is what the agent is told when the upstream is not available.
+	Message string `json:"message,omitempty"`
+}
+
+// A Source is what a Publisher reads: a *middleware.Session satisfies it.
+// Both methods must be safe to call concurrently with the session's work.
+type Source interface {
+	Status() resilience.Outcome
+	Stats() middleware.Stats
+}
+
+// snapshot reads src into a Status, leaving out the identity and times.
+func snapshot(src Source) Status {
+	o, st := src.Status(), src.Stats()
+	if o.Server == "" && o.Err == nil {
+		// The zero Outcome of a session that has not started: it is
+		// starting, not failed.
+		o.Class = resilience.Transient
+	}
+	s := Status{
+		Status:                 o.Class.String(),
+		Attempts:               o.Attempts,
+		Restarts:               st.Restarts,
+		Calls:                  st.Calls,
+		Rejections:             st.Rejections,
+		IncludeDisabledQueries: st.IncludeDisabledQueries,
+	}
+	if o.Class != resilience.Available {
+		if o.Err != nil {
+			s.Error = o.Err.Error()
+		}
+		if o.Server != "" {
+			s.Message = o.Message()
+		}
+	}
+	return s
+}
+
+// sameState reports whether a and b differ only in their times.
+func sameState(a, b Status) bool {
+	a.UpdatedAt, b.UpdatedAt = time.Time{}, time.Time{}
+	return a == b
+}
+
+// A Publisher keeps one sidecar's status file up to date. Set Dir, Server
+// and Source, then call Run once.
+type Publisher struct {
+	Dir    string // the status directory; see [Dir]
+	Server string // the server's --name
+	Source Source
+	// PID names the file and is published; zero means os.Getpid().
+	PID int
+	// Interval is how often Source is read; zero means [DefaultInterval].
+	Interval time.Duration
+	// Refresh is the longest time between two writes; zero means
+	// [DefaultRefresh].
+	Refresh time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives write failures; nil discards. Publishing is best
+	// effort: a failure never stops the sidecar.
+	Logger *slog.Logger
+}
+
+// Path returns the status file the Publisher writes.
+func (p *Publisher) Path() string {
+	return filepath.Join(p.Dir, strconv.Itoa(p.pid())+".json")
+}
+
+func (p *Publisher) pid() int { return cmp.Or(p.PID, os.Getpid()) }
+
+func (p *Publisher) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// Run writes the status file at once, rewrites it on every change and at
+// least every Refresh until ctx is done, then removes it.
+func (p *Publisher) Run(ctx context.Context) {
+	log := p.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	interval := cmp.Or(p.Interval, DefaultInterval)
+	refresh := cmp.Or(p.Refresh, DefaultRefresh)
+	path := p.Path()
+	defer func() {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			log.Warn("cannot remove the status file", "path", path, "error", err)
+		}
+	}()
+	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		log.Warn("cannot create the status directory; `mcpwrap status` will not list this sidecar", "path", p.Dir, "error", err)
+		<-ctx.Done()
+		return
+	}
+
+	started := p.now().UTC()
+	var last Status
+	written := false
+	failing := false
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		cur := snapshot(p.Source)
+		cur.Server, cur.PID, cur.StartedAt = p.Server, p.pid(), started
+		now := p.now().UTC()
+		if !written || !sameState(cur, last) || now.Sub(last.UpdatedAt) >= refresh {
+			cur.UpdatedAt = now
+			if err := write(path, cur); err != nil {
+				if !failing {
+					log.Warn("cannot write the status file", "path", path, "error", err)
+				}
+				failing = true
+			} else {
+				last, written, failing = cur, true, false
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+func write(path string, s Status) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, append(data, '\n'), 0o600, filepath.Base(path)+tempInfix+"*")
+}
+
+// tempInfix marks the temporary files a write goes through:
+// <pid>.json.tmp-<random>.
+const tempInfix = ".tmp-"
+
+// Start runs a [Publisher] for server in the background until ctx is done
+// or stop is called. stop returns once the status file is removed, so that
+// a sidecar can call it right before it exits.
+func Start(ctx context.Context, dir, server string, src Source, logger *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	p := &Publisher{Dir: dir, Server: server, Source: src, Logger: logger}
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// List returns the status of every running sidecar that published one in
+// dir, ordered by server name, then pid. A missing dir means none. Files of
+// processes that alive (nil means [Alive]) says are gone are removed, as
+// are temporary files they left behind; files that cannot be parsed are
+// skipped.
+func List(dir string, alive func(pid int) bool) ([]Status, error) {
+	if alive == nil {
+		alive = Alive
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("status directory: %w", err)
+	}
+	var out []Status
+	for _, e := range entries {
+		pid, temp, ok := parseName(e.Name())
+		if !ok {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if !alive(pid) {
+			_ = os.Remove(path) // stale: a sidecar that was killed; losing a race to remove it is fine
+			continue
+		}
+		if temp {
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue // it exited in between
+		}
+		var s Status
+		if json.Unmarshal(data, &s) != nil || s.PID != pid {
+			continue
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Status) int {
+		return cmp.Or(strings.Compare(a.Server, b.Server), cmp.Compare(a.PID, b.PID))
+	})
+	return out, nil
+}
+
+// parseName reads the pid out of a status file's name, <pid>.json, or out
+// of a temporary file's, <pid>.json.tmp-*.
+func parseName(name string) (pid int, temp bool, ok bool) {
+	base, rest, _ := strings.Cut(name, ".json")
+	switch {
+	case rest == "" && strings.HasSuffix(name, ".json"):
+	case strings.HasPrefix(rest, tempInfix):
+		temp = true
+	default:
+		return 0, false, false
+	}
+	pid, err := strconv.Atoi(base)
+	if err != nil || pid <= 0 {
+		return 0, false, false
+	}
+	return pid, temp, true
+}

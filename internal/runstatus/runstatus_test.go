@@ -1,0 +1,229 @@
+package runstatus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpwrap/mcpwrap/middleware"
+	"github.com/mcpwrap/mcpwrap/resilience"
+)
+
+// fakeSource is a session whose status the test sets.
+type fakeSource struct {
+	mu    sync.Mutex
+	out   resilience.Outcome
+	stats middleware.Stats
+}
+
+func (f *fakeSource) Status() resilience.Outcome {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.out
+}
+
+func (f *fakeSource) Stats() middleware.Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats
+}
+
+func (f *fakeSource) set(out resilience.Outcome, stats middleware.Stats) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.out, f.stats = out, stats
+}
+
+func readStatus(t *testing.T, path string) Status {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var s Status
+	require.NoError(t, json.Unmarshal(data, &s))
+	return s
+}
+
+func TestPublisher(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "state", DirName)
+		src := &fakeSource{} // not started yet: the zero Outcome
+		p := &Publisher{Dir: dir, Server: "fs", Source: src, PID: 4242}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.Run(ctx)
+		}()
+		start := time.Now().UTC()
+
+		synctest.Wait()
+		path := filepath.Join(dir, "4242.json")
+		assert.Equal(t, path, p.Path())
+		got := readStatus(t, path)
+		assert.Equal(t, Status{
+			Server: "fs", PID: 4242, StartedAt: start, UpdatedAt: start, Status: "transient",
+		}, got, "a session that has not started is starting, not failed")
+
+		// A change is published within one interval.
+		src.set(resilience.Outcome{Server: "fs", Class: resilience.Permanent, Attempts: 1,
+			Err: &resilience.Error{Class: resilience.Permanent, Reason: `cannot start "npx": command not found`}},
+			middleware.Stats{Calls: 3, Rejections: 1, IncludeDisabledQueries: 2, Restarts: 4})
+		time.Sleep(DefaultInterval)
+		synctest.Wait()
+		got = readStatus(t, path)
+		assert.Equal(t, "permanent", got.Status)
+		assert.Equal(t, 1, got.Attempts)
+		assert.Equal(t, `cannot start "npx": command not found`, got.Error)
+		assert.Contains(t, got.Message, "Server 'fs' failed to load and needs attention")
+		assert.Equal(t, [4]int{3, 1, 2, 4}, [4]int{got.Calls, got.Rejections, got.IncludeDisabledQueries, got.Restarts})
+		assert.Equal(t, start, got.StartedAt)
+		changedAt := got.UpdatedAt
+
+		// Nothing changes: the file is left alone until the refresh is due.
+		time.Sleep(DefaultRefresh - DefaultInterval)
+		synctest.Wait()
+		assert.Equal(t, changedAt, readStatus(t, path).UpdatedAt)
+		time.Sleep(DefaultInterval)
+		synctest.Wait()
+		assert.Equal(t, changedAt.Add(DefaultRefresh), readStatus(t, path).UpdatedAt, "refreshed as a heartbeat")
+
+		src.set(resilience.Outcome{Server: "fs", Class: resilience.Available, Attempts: 2}, middleware.Stats{})
+		time.Sleep(DefaultInterval)
+		synctest.Wait()
+		got = readStatus(t, path)
+		assert.Equal(t, "available", got.Status)
+		assert.Empty(t, got.Error)
+		assert.Empty(t, got.Message)
+
+		cancel()
+		<-done
+		assert.NoFileExists(t, path, "removed on exit")
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		assert.Empty(t, entries, "no temporary file left")
+	})
+}
+
+func TestStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		src := &fakeSource{out: resilience.Outcome{Server: "x", Class: resilience.Available, Attempts: 1}}
+		stop := Start(t.Context(), dir, "x", src, nil)
+		synctest.Wait()
+		path := filepath.Join(dir, itoa(os.Getpid())+".json")
+		assert.Equal(t, "available", readStatus(t, path).Status)
+		stop()
+		assert.NoFileExists(t, path, "removed by the time stop returns")
+	})
+}
+
+func TestPublisherUnwritableDir(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "file")
+		require.NoError(t, os.WriteFile(file, nil, 0o600))
+		p := &Publisher{Dir: filepath.Join(file, DirName), Server: "x", Source: &fakeSource{}, PID: 7}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.Run(ctx)
+		}()
+		synctest.Wait()
+		cancel()
+		<-done // it waited for the end without failing the sidecar
+	})
+}
+
+func TestList(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	put := func(name string, s any) {
+		data, err := json.Marshal(s)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o600))
+	}
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	put("300.json", Status{Server: "b", PID: 300, StartedAt: at, Status: "available"})
+	put("100.json", Status{Server: "b", PID: 100, StartedAt: at, Status: "transient"})
+	put("200.json", Status{Server: "a", PID: 200, StartedAt: at, Status: "denied"})
+	put("666.json", Status{Server: "dead", PID: 666})                                    // SIGKILLed sidecar
+	put("666.json.tmp-123", Status{Server: "dead", PID: 666})                            // and its torn write
+	put("400.json", Status{Server: "liar", PID: 1})                                      // pid does not match the name
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "500.json"), []byte("{"), 0o600)) // unparsable
+	put("100.json.tmp-9", Status{Server: "b", PID: 100})                                 // a write in progress
+	put("notes.txt", "not ours")
+	put("x.json", "not ours either")
+
+	alive := map[int]bool{100: true, 200: true, 300: true, 400: true, 500: true}
+	got, err := List(dir, func(pid int) bool { return alive[pid] })
+	require.NoError(t, err)
+	var names []string
+	for _, s := range got {
+		names = append(names, s.Server+"/"+itoa(s.PID)+"/"+s.Status)
+	}
+	assert.Equal(t, []string{"a/200/denied", "b/100/transient", "b/300/available"}, names)
+
+	for _, gone := range []string{"666.json", "666.json.tmp-123"} {
+		assert.NoFileExists(t, filepath.Join(dir, gone), "stale files are cleaned")
+	}
+	for _, kept := range []string{"100.json.tmp-9", "500.json", "notes.txt", "x.json"} {
+		assert.FileExists(t, filepath.Join(dir, kept), "files of live processes and foreign files are kept")
+	}
+}
+
+func TestListMissingDir(t *testing.T) {
+	t.Parallel()
+	got, err := List(filepath.Join(t.TempDir(), "none"), nil)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}
+
+func TestListUnreadableDir(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	_, err := List(file, nil)
+	require.Error(t, err)
+	assert.False(t, errors.Is(err, os.ErrNotExist))
+}
+
+func TestParseName(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		wantPID  int
+		wantTemp bool
+		wantOK   bool
+	}{
+		{name: "12.json", wantPID: 12, wantOK: true},
+		{name: "12.json.tmp-abc", wantPID: 12, wantTemp: true, wantOK: true},
+		{name: "12.jsonx", wantOK: false},
+		{name: "0.json", wantOK: false},
+		{name: "-3.json", wantOK: false},
+		{name: "a.json", wantOK: false},
+		{name: "12.txt", wantOK: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			pid, temp, ok := parseName(tt.name)
+			assert.Equal(t, tt.wantOK, ok)
+			if ok {
+				assert.Equal(t, tt.wantPID, pid)
+				assert.Equal(t, tt.wantTemp, temp)
+			}
+		})
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
