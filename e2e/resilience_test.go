@@ -52,8 +52,9 @@ const (
 	slowReadyTimeout = 30 * time.Second
 	// shortReadyTimeout is the --ready-timeout of runs that wait for a transient upstream.
 	shortReadyTimeout = time.Second
-	// handshakeSlack is how much later than its ready timeout a degraded handshake may arrive
-	// (the assignment's bound; it includes starting mcpwrap).
+	// handshakeSlack is how much later than its ready timeout a degraded handshake may arrive,
+	// starting mcpwrap included: DESIGN §4 sets the ready timeout below the ~60 s clients wait,
+	// so the client must not wait much longer than it.
 	handshakeSlack = time.Second
 	// pollEvery is the tick of bounded polls (require.Eventually).
 	pollEvery = 20 * time.Millisecond
@@ -416,7 +417,9 @@ func TestSlowUpstreamIsAnsweredThenListed(t *testing.T) {
 			start := time.Now()
 			session := sc.connect(ctx, t, client)
 			elapsed := time.Since(start)
-			assert.Less(t, elapsed, shortReadyTimeout+handshakeSlack, "handshake answered late")
+			// For the draft, the handshake is server/discover, refused while the upstream is not
+			// ready, then initialize: the ready timeout bounds both together, not each.
+			assert.Less(t, elapsed, shortReadyTimeout+handshakeSlack, "the client's handshake answered late")
 			init := session.InitializeResult()
 			assert.Equal(t, degradedVersion, init.ServerInfo.Version)
 			assert.Contains(t, init.Instructions, "still starting up")
