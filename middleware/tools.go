@@ -230,11 +230,14 @@ func (s *Session) gateCall(ctx context.Context, env framing.Envelope) bool {
 	}
 	tool, ok := s.catalogTool(ctx, p.Name)
 	if !ok {
-		if !s.Tools.Evaluate([]json.RawMessage{minimalTool(p.Name)})[0].InScope {
-			s.replyError(env.ID, codeInvalidParams, fmt.Sprintf("unknown tool %q", p.Name))
-			return true
+		// A tool the catalog does not have: it may be new (the upstream
+		// announced a change the refresh has not caught up with), so look
+		// again, and judge it by its name alone if it is still missing. New
+		// tools are never let through unjudged.
+		s.refreshCatalog(ctx)
+		if tool, ok = s.catalogTool(ctx, p.Name); !ok {
+			tool = minimalTool(p.Name)
 		}
-		return false // not in the catalog we know: let the upstream answer
 	}
 	a := s.Tools.Evaluate([]json.RawMessage{tool})[0]
 	switch {

@@ -329,3 +329,24 @@ func checkGolden(t *testing.T, path, got string) {
 	require.NoError(t, err, "run with -update to create it")
 	assert.Equal(t, string(want), got)
 }
+
+// TestCallToAToolMissingFromTheCatalogIsJudged: a call to a tool the
+// sidecar's catalog lacks reloads the catalog, and is judged by the policy
+// rather than forwarded unjudged.
+func TestCallToAToolMissingFromTheCatalogIsJudged(t *testing.T) {
+	h := startTools(t, [][]string{{tool("a", "x")}}, map[string]string{"ghost": "pending_approval"})
+	require.Eventually(t, h.session.catalogLoaded, timeout, tick)
+	lists := h.up.calls("tools/list")
+
+	var resp struct {
+		Result struct {
+			IsError bool           `json:"isError"`
+			Meta    map[string]any `json:"_meta"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(h.call(1, "tools/call", `{"name":"ghost"}`), &resp))
+	assert.True(t, resp.Result.IsError)
+	assert.Equal(t, "pending_approval", resp.Result.Meta["status"])
+	assert.Equal(t, lists+1, h.up.calls("tools/list"), "the catalog was reloaded once")
+	assert.Equal(t, 0, h.up.calls("tools/call"), "the call never reached the upstream")
+}
