@@ -103,6 +103,9 @@ type Session struct {
 	// goes away or Run's context is done. Zero means [DefaultDrainTimeout].
 	DrainTimeout time.Duration
 
+	// afterFunc arms the ready timeout; tests replace time.AfterFunc.
+	afterFunc func(time.Duration, func()) interface{ Stop() bool }
+
 	once sync.Once
 	log  *slog.Logger
 	seq  atomic.Uint64
@@ -204,6 +207,9 @@ func (s *Session) init() {
 	}
 	if s.Reconnect == nil {
 		s.Reconnect = &resilience.Throttle{}
+	}
+	if s.afterFunc == nil {
+		s.afterFunc = func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) }
 	}
 }
 

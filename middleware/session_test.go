@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcpwrap/mcpwrap/resilience"
 	"github.com/stretchr/testify/assert"
@@ -248,3 +250,43 @@ func TestSessionBatches(t *testing.T) {
 		})
 	}
 }
+
+// TestDegradedHandshakeWaitsOnce: a client that opens with server/discover
+// and falls back to initialize (go-sdk v1.8 does) waits for the upstream
+// once, not once per handshake, so it stays under its own timeout.
+func TestDegradedHandshakeWaitsOnce(t *testing.T) {
+	client, clientConn := newPeer(t, 0)
+	up, upConn := newPeer(t, 0)
+	var armed atomic.Int32
+	s := &Session{Name: "slow", Client: clientConn, Dial: dialOnce(upConn),
+		afterFunc: func(d time.Duration, f func()) interface{ Stop() bool } {
+			armed.Add(1)
+			go f() // the ready timeout expires at once
+			return fakeTimer{}
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+
+	client.send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}` + "\n")
+	up.next() // the upstream got it, and never answers
+	var resp struct {
+		ID     json.RawMessage `json:"id"`
+		Error  *RPCError       `json:"error"`
+		Result json.RawMessage `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(client.next(), &resp))
+	require.NotNil(t, resp.Error, "a degraded server/discover is refused, so the client falls back")
+	assert.Equal(t, codeMethodNotFound, resp.Error.Code)
+
+	client.send(clientInitialize + "\n")
+	resp.Error = nil
+	require.NoError(t, json.Unmarshal(client.next(), &resp))
+	assert.Equal(t, "0", string(resp.ID))
+	assert.Contains(t, string(resp.Result), `"mcpwrap-degraded"`)
+	assert.Equal(t, int32(1), armed.Load(), "the fallback initialize is answered without a second wait")
+}
+
+type fakeTimer struct{}
+
+func (fakeTimer) Stop() bool { return false }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
@@ -249,7 +248,7 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 		if timeout <= 0 {
 			timeout = DefaultReadyTimeout
 		}
-		t := time.AfterFunc(timeout, func() { s.answerDegraded(w) })
+		t := s.afterFunc(timeout, func() { s.answerDegraded(w) })
 		go func() { <-w.done; t.Stop() }()
 	}
 }
@@ -311,9 +310,9 @@ func (s *Session) answerDegraded(w *hsWaiter) {
 			}
 		}
 		params := s.hs.Params
-		if w.method == "initialize" {
-			s.clientView = viewUnavailable
-		}
+		// Also after a refused server/discover: the client's fallback
+		// initialize must not wait a second ready timeout.
+		s.clientView = viewUnavailable
 		s.mu.Unlock()
 		st := s.Status()
 		s.log.Warn("answering the client's handshake without the upstream", "method", w.method, "status", st.Class.String())
