@@ -55,13 +55,23 @@ func (s *Session) supervise(ctx context.Context) {
 			return
 		}
 		crash := s.linkError(l, true)
+		s.log.Warn("upstream crashed", "error", crash)
+		// The status changes with the link, so that no call in between is
+		// told the upstream is available.
+		status := resilience.Outcome{Server: s.Name, Class: resilience.Transient, Err: resilience.Classify(crash)}
+		loop := s.CrashBudget.Crash(crash)
+		if loop != nil {
+			status = resilience.Outcome{Server: s.Name, Class: resilience.Permanent, Err: resilience.Classify(loop), Attempts: out.Attempts}
+		}
+		tell := s.publishStatus(status) // first: a call now finds the link dead or gone, never "available"
 		s.mu.Lock()
 		s.up = nil
 		s.mu.Unlock()
-		s.failInflight("upstream restarted; request not completed")
-		s.log.Warn("upstream crashed", "error", crash)
-		if err := s.CrashBudget.Crash(crash); err != nil {
-			s.setStatus(resilience.Outcome{Server: s.Name, Class: resilience.Permanent, Err: resilience.Classify(err), Attempts: out.Attempts})
+		s.failInflight("upstream restarted; request not completed") // before the news, as they were asked first
+		if tell {
+			s.notifyToolsChanged()
+		}
+		if loop != nil {
 			select {
 			case <-ctx.Done():
 				return
@@ -73,7 +83,6 @@ func (s *Session) supervise(ctx context.Context) {
 		s.mu.Lock()
 		s.stats.Restarts++
 		s.mu.Unlock()
-		s.setStatus(resilience.Outcome{Server: s.Name, Class: resilience.Transient, Err: resilience.Classify(crash)})
 	}
 }
 
@@ -396,6 +405,14 @@ const (
 // from what the client last saw, the client's tool list changed (the real
 // tools and the discovery tool swap places), so it is told.
 func (s *Session) setStatus(o resilience.Outcome) {
+	if s.publishStatus(o) {
+		s.notifyToolsChanged()
+	}
+}
+
+// publishStatus records the load status and reports whether the client
+// must be told its tools changed.
+func (s *Session) publishStatus(o resilience.Outcome) (tell bool) {
 	if o.Server == "" {
 		o.Server = s.Name
 	}
@@ -404,15 +421,13 @@ func (s *Session) setStatus(o resilience.Outcome) {
 		view = viewAvailable
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.status = o
-	changed := s.clientView != viewNone && s.clientView != view
-	if changed {
+	tell = s.clientView != viewNone && s.clientView != view
+	if tell {
 		s.clientView = view
 	}
-	s.mu.Unlock()
-	if changed {
-		s.notifyToolsChanged()
-	}
+	return tell
 }
 
 // notifyToolsChanged tells the client its tool list changed.

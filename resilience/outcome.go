@@ -42,6 +42,11 @@ func (o Outcome) Message() string {
 	case Available:
 		return fmt.Sprintf("Server '%s' is available with %s.", o.Server, plural(len(o.Tools), "tool"))
 	case Transient:
+		if o.RetryIn > slowRetry {
+			// Past the load budget, retries come slowly: "a few seconds" would mislead.
+			return fmt.Sprintf("Server '%s' is still not available%s; mcpwrap keeps retrying in the background. Retry later, or ask the user to check the server.",
+				o.Server, o.progress())
+		}
 		return fmt.Sprintf("Server '%s' is still starting up%s; its tools will appear shortly. Retry in a few seconds.",
 			o.Server, o.progress())
 	case Denied:
@@ -78,6 +83,10 @@ func (o Outcome) reason() string {
 	}
 	return strings.TrimSuffix(o.Err.Error(), ".")
 }
+
+// slowRetry is the delay past which a transient outcome is described as a
+// slow background retry rather than a server starting up.
+const slowRetry = 10 * time.Second
 
 // Meta is the machine-readable companion of [Outcome.Message], sent as
 // `_meta` on every status result.

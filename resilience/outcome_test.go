@@ -25,17 +25,17 @@ func TestOutcomeMessage(t *testing.T) {
 		{
 			name:    "transient in the background",
 			outcome: resilience.Outcome{Server: "X", Class: resilience.Transient, Attempts: 8, RetryIn: 90 * time.Second},
-			want:    "Server 'X' is still starting up (attempt 8, retrying in 1m30s); its tools will appear shortly. Retry in a few seconds.",
+			want:    "Server 'X' is still not available (attempt 8, retrying in 1m30s); mcpwrap keeps retrying in the background. Retry later, or ask the user to check the server.",
 		},
 		{
 			name:    "transient retrying in minutes",
 			outcome: resilience.Outcome{Server: "X", Class: resilience.Transient, Attempts: 9, RetryIn: 5*time.Minute + 200*time.Millisecond},
-			want:    "Server 'X' is still starting up (attempt 9, retrying in 5m); its tools will appear shortly. Retry in a few seconds.",
+			want:    "Server 'X' is still not available (attempt 9, retrying in 5m); mcpwrap keeps retrying in the background. Retry later, or ask the user to check the server.",
 		},
 		{
 			name:    "transient retrying in hours",
 			outcome: resilience.Outcome{Server: "X", Class: resilience.Transient, Attempts: 9, RetryIn: time.Hour},
-			want:    "Server 'X' is still starting up (attempt 9, retrying in 1h); its tools will appear shortly. Retry in a few seconds.",
+			want:    "Server 'X' is still not available (attempt 9, retrying in 1h); mcpwrap keeps retrying in the background. Retry later, or ask the user to check the server.",
 		},
 		{
 			name:    "transient budget spent",

@@ -191,7 +191,7 @@ func TestLoadThenBackgroundSelfHeals(t *testing.T) {
 	assert.Equal(t, []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute},
 		timers.Waits()[loadWaits:], "30s doubling; the first background attempt waits a full delay")
 	last := snapshots[len(snapshots)-1]
-	assert.Equal(t, "Server 'srv' is still starting up (attempt 9, retrying in 4m); its tools will appear shortly. Retry in a few seconds.", last.Message())
+	assert.Equal(t, "Server 'srv' is still not available (attempt 9, retrying in 4m); mcpwrap keeps retrying in the background. Retry later, or ask the user to check the server.", last.Message())
 }
 
 func TestBackgroundCadence(t *testing.T) {
