@@ -45,6 +45,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runDemo(ctx, args[1:], stdout, stderr)
 		case "tools":
 			return toolscli.Run(ctx, args[1:], toolscli.Env{Getenv: os.Getenv, Now: time.Now}, stdout, stderr)
+		case "doctor":
+			return runDoctor(ctx, args[1:], stdout, stderr)
+		case "status":
+			return runStatus(args[1:], stdout, stderr)
+		case "install", "uninstall":
+			return runInstall(args[1:], args[0] == "uninstall", stdout, stderr)
 		case "demo-server": // hidden: the built-in server the demo and tests wrap
 			return testserver.Main(args[1:], stdin, stdout, stderr)
 		case "version":

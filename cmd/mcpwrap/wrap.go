@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/config"
+	"github.com/mcpwrap/mcpwrap/internal/desktop"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
+	"github.com/mcpwrap/mcpwrap/internal/runstatus"
 	"github.com/mcpwrap/mcpwrap/internal/state"
 	"github.com/mcpwrap/mcpwrap/internal/upstream"
 	"github.com/mcpwrap/mcpwrap/middleware"
@@ -31,6 +33,9 @@ Usage:
   mcpwrap [flags] -- COMMAND [ARGS...]   wrap a stdio server
   mcpwrap [flags] --url URL              wrap a remote (streamable HTTP or SSE) server
   mcpwrap tools list|enable|disable|approve|diff ...   which tools may be called (see mcpwrap tools --help)
+  mcpwrap install|uninstall [--client C]  wrap (or unwrap) the servers of Claude Desktop, Claude Code, Cursor
+  mcpwrap doctor [--client C] [SERVER...] load each configured server once; a classified table with fix hints
+  mcpwrap status                         what the running sidecars are doing
   mcpwrap demo                           a narrated, self-contained showcase
   mcpwrap version                        print the version
 
@@ -65,6 +70,10 @@ type wrapOptions struct {
 	maxLineBytes  int
 	log           logOptions
 	command       []string
+	// env is what the client adds to mcpwrap's environment for this server
+	// (its config entry's env), shadowing mcpwrap's own. The wrap command
+	// already runs with it; doctor, which reads client configs, sets it.
+	env map[string]string
 }
 
 func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
@@ -170,26 +179,12 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
 	}
-	session := &middleware.Session{
-		Name:          o.name,
-		Client:        middleware.NewStreamConn(stdin, stdout, nil, srv.MaxLineBytes),
-		Dial:          dial,
-		Logger:        logger,
-		Tools:         tools,
-		DiscoveryTool: srv.DiscoveryTool,
-		Discovery:     string(srv.Discovery),
-		CatalogSeen:   func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) },
-		ReadyTimeout:  srv.ReadyTimeout,
-		Retrier: &resilience.Retrier{
-			Policy:     retryPolicy(srv.Retry),
-			Classifier: resilience.Classifier{RetryRefused: srv.RetryRefused},
-			Logger:     base, // it adds the server key itself
-		},
-	}
-	if o.url != "" {
-		session.HandshakeTimeout = remoteHandshakeTimeout
-	}
+	session := newSession(o, srv, tools, dial, base)
+	session.Client = middleware.NewStreamConn(stdin, stdout, nil, srv.MaxLineBytes)
+	session.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
 	go tools.Watch(ctx, session.ReevaluateTools)
+	stopStatus := runstatus.Start(ctx, runstatus.Dir(stateDir(o)), o.name, session, logger)
+	defer stopStatus()
 	logger.Info("relaying", "upstream", upstreamDesc(o))
 	err = session.Run(ctx)
 	if err != nil {
@@ -198,6 +193,30 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	logger.Info("session ended")
 	return exitOK
+}
+
+// newSession returns the Session of server o with its settings, tool gate
+// and dialer, everything but its client side. base is the logger without
+// the server key.
+func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middleware.Dialer, base *slog.Logger) *middleware.Session {
+	s := &middleware.Session{
+		Name:          o.name,
+		Dial:          dial,
+		Logger:        base.With("server", o.name),
+		Tools:         tools,
+		DiscoveryTool: srv.DiscoveryTool,
+		Discovery:     string(srv.Discovery),
+		ReadyTimeout:  srv.ReadyTimeout,
+		Retrier: &resilience.Retrier{
+			Policy:     retryPolicy(srv.Retry),
+			Classifier: resilience.Classifier{RetryRefused: srv.RetryRefused},
+			Logger:     base, // it adds the server key itself
+		},
+	}
+	if o.url != "" {
+		s.HandshakeTimeout = remoteHandshakeTimeout
+	}
+	return s
 }
 
 // loadPolicy reads the config and the state store and returns the server's
@@ -262,7 +281,12 @@ const remoteHandshakeTimeout = 10 * time.Second
 // for every (re)start, or a new remote connection.
 func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Logger) (middleware.Dialer, error) {
 	if o.url != "" {
-		header, err := upstream.ExpandHeaders(o.headers, os.Getenv)
+		header, err := upstream.ExpandHeaders(o.headers, func(key string) string {
+			if v, ok := o.env[key]; ok {
+				return v
+			}
+			return os.Getenv(key)
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -274,12 +298,13 @@ func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 	cmd := upstream.Command{
 		Path:   o.command[0],
 		Args:   o.command[1:],
-		Env:    childEnv(srv.Env),
+		Env:    childEnv(o.env, srv.Env),
 		Stderr: stderr,
 		Logger: logger,
 	}
+	programs := &desktop.Resolver{Logger: logger} // GUI apps' minimal PATH, Windows .cmd scripts
 	return func(ctx context.Context) (middleware.Conn, error) {
-		child, err := upstream.StartStdio(ctx, cmd, srv.MaxLineBytes)
+		child, err := upstream.StartStdio(ctx, programs.Command(ctx, cmd), srv.MaxLineBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -313,16 +338,19 @@ type headerFlags []string
 func (h *headerFlags) String() string     { return strings.Join(*h, ", ") }
 func (h *headerFlags) Set(v string) error { *h = append(*h, v); return nil }
 
-// childEnv is mcpwrap's environment plus the config's env entries.
-func childEnv(extra map[string]string) []string {
-	if len(extra) == 0 {
-		return nil // inherit
+// childEnv is mcpwrap's environment plus the entries of each map, a later
+// one winning over an earlier one.
+func childEnv(extra ...map[string]string) []string {
+	var env []string
+	for _, m := range extra {
+		for k, v := range m {
+			if env == nil {
+				env = os.Environ()
+			}
+			env = append(env, k+"="+v)
+		}
 	}
-	env := os.Environ()
-	for k, v := range extra {
-		env = append(env, k+"="+v)
-	}
-	return env
+	return env // nil: inherit
 }
 
 func version() string {

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/mcpwrap/mcpwrap/internal/clientconfig"
+	"github.com/mcpwrap/mcpwrap/internal/config"
+	"github.com/mcpwrap/mcpwrap/internal/doctor"
+	"github.com/mcpwrap/mcpwrap/resilience"
+)
+
+const doctorUsage = `Usage: mcpwrap doctor [--client C | --config-path FILE] [--json] [SERVER...]
+
+Loads every MCP server of the client's config (or only the SERVERs named)
+the way the mcpwrap sidecar would, all at once, and prints one line per
+server: its status (available, transient, permanent or denied), load
+attempts, load time and tools (callable, and locked by policy), then what
+went wrong and how to fix it. Servers already wrapped by mcpwrap are checked
+as they are wrapped: their mcpwrap flags apply. Nothing is written: no
+catalog is recorded and no tool approved.
+
+Exit codes: 0 every server is available, 1 some server is not, 2 bad flags
+or no config file.
+
+Flags:
+`
+
+// doctorOptions are the flags of the doctor command.
+type doctorOptions struct {
+	client     string
+	configPath string // the client's config file
+	asJSON     bool
+	mcpwrapCfg string // mcpwrap's own --config
+	stateDir   string
+	timeout    time.Duration
+	logLevel   string
+	servers    []string
+}
+
+func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var d doctorOptions
+	fs := flag.NewFlagSet("mcpwrap doctor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), doctorUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&d.client, "client", clientconfig.AllClients, "whose config to read: claude-desktop, claude-code, cursor or all")
+	fs.StringVar(&d.configPath, "config-path", "", "read this client config file instead (any file with \"mcpServers\")")
+	fs.BoolVar(&d.asJSON, "json", false, "print a JSON array of objects (name, status, attempts, load_ms, tools, locked, error, hint...)")
+	fs.StringVar(&d.mcpwrapCfg, "config", "", "mcpwrap's config file, as for the wrap command (default: the entry's, else $MCPWRAP_CONFIG, else the user's)")
+	fs.StringVar(&d.stateDir, "state-dir", "", "user state directory, as for the wrap command (default: the entry's, else $MCPWRAP_STATE_DIR, else the user's)")
+	fs.DurationVar(&d.timeout, "timeout", 0, "bound on each server's check (default: its ready_timeout or retry budget, whichever is longer, plus 10s)")
+	fs.StringVar(&d.logLevel, "log-level", "", "log the loads on stderr at this level: debug, info, warn or error (default: no log)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	d.servers = fs.Args()
+	if d.configPath != "" && d.client != clientconfig.AllClients {
+		fmt.Fprintln(stderr, "mcpwrap doctor: give --client or --config-path, not both")
+		return exitUsage
+	}
+	logger := slog.New(slog.DiscardHandler)
+	childStderr := io.Discard
+	if d.logLevel != "" {
+		l, closer, err := newLogger(logOptions{level: d.logLevel, format: "text"}, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "mcpwrap doctor:", err)
+			return exitUsage
+		}
+		defer closer.Close()
+		logger, childStderr = l, stderr
+	}
+
+	files, err := clientFiles(d.client, d.configPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpwrap doctor:", err)
+		return exitUsage
+	}
+	cwd, _ := os.Getwd()
+	var targets []doctor.Target
+	seen := map[string]bool{}
+	for _, f := range files {
+		entries, err := doctor.ReadEntries(f.Data, cwd)
+		if errors.Is(err, doctor.ErrNoServers) {
+			continue
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "mcpwrap doctor: %s: %v\n", f.Path, err)
+			return exitUsage
+		}
+		for _, e := range entries {
+			if len(d.servers) > 0 && !slices.Contains(d.servers, e.Name) {
+				continue
+			}
+			seen[e.Name] = true
+			targets = append(targets, doctorTarget(ctx, d, e, f.label(), childStderr, logger))
+		}
+	}
+	for _, name := range d.servers {
+		if !seen[name] {
+			fmt.Fprintf(stderr, "mcpwrap doctor: no server %q in the client config\n", name)
+			return exitUsage
+		}
+	}
+
+	results := doctor.Run(ctx, targets)
+	if d.asJSON {
+		err = doctor.WriteJSON(stdout, results)
+	} else {
+		err = doctor.WriteTable(stdout, results)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpwrap doctor:", err)
+		return exitError
+	}
+	for _, r := range results {
+		if !r.Available() {
+			return exitError
+		}
+	}
+	return exitOK
+}
+
+// doctorTarget builds the check of one client config entry: the Session
+// the sidecar would run for it. A problem with the entry or mcpwrap's
+// config becomes the target's Err, reported like a failed load.
+func doctorTarget(ctx context.Context, d doctorOptions, e doctor.Entry, client string, childStderr io.Writer, base *slog.Logger) doctor.Target {
+	t := doctor.Target{Name: e.Name, Client: client, Transport: doctor.TransportStdio}
+	o, err := entryOptions(e)
+	if err != nil {
+		t.Err = fmt.Errorf("%w: the client's entry: %v", resilience.ErrConfig, err)
+		return t
+	}
+	t.Name = o.name
+	if o.url != "" {
+		t.Transport = doctor.TransportHTTP
+	}
+	// Where the sidecar would find its config and state: the entry's flags,
+	// then the entry's env, then mcpwrap's; doctor's own flags win.
+	o.configPath = cmp.Or(d.mcpwrapCfg, o.configPath, e.Env[config.EnvConfig])
+	o.stateDir = cmp.Or(d.stateDir, o.stateDir, e.Env[config.EnvStateDir])
+
+	logger := base.With("server", o.name)
+	srv, tools, err := loadPolicy(ctx, o, logger)
+	if err != nil {
+		t.Err = fmt.Errorf("%w: %v", resilience.ErrConfig, err)
+		return t
+	}
+	dial, err := dialer(o, srv, childStderr, logger)
+	if err != nil {
+		t.Err = err
+		return t
+	}
+	t.Session = newSession(o, srv, tools, dial, base)
+	t.ReadyTimeout = srv.ReadyTimeout
+	t.Budget = d.timeout
+	if t.Budget <= 0 {
+		t.Budget = max(srv.ReadyTimeout, srv.Retry.MaxElapsed) + remoteHandshakeTimeout
+	}
+	return t
+}
+
+// entryOptions returns the wrap command a client config entry amounts to:
+// its own mcpwrap command line when it is wrapped already.
+func entryOptions(e doctor.Entry) (wrapOptions, error) {
+	if e.Wrapped() {
+		o, err := parseWrapFlags(e.Args, io.Discard)
+		o.env = e.Env
+		return o, err
+	}
+	o := wrapOptions{name: e.Name, env: e.Env}
+	if !e.Remote() {
+		o.command = append([]string{e.Command}, e.Args...)
+		return o, nil
+	}
+	o.url = e.URL
+	if e.Type == "http" || e.Type == "sse" {
+		o.transport = e.Type
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
+		o.headers = append(o.headers, k+": "+e.Headers[k])
+	}
+	return o, nil
+}

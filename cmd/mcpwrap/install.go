@@ -1,0 +1,157 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpwrap/mcpwrap/internal/clientconfig"
+)
+
+const installUsage = `Usage: mcpwrap %[1]s [--client C | --config-path FILE] [--server NAME]... [--dry-run]
+
+%[2]s
+
+Every file written is backed up first, beside it (FILE%[3]s<time>).
+Restart the client afterwards. Exit codes: 0 done, 1 a file could not be
+read or written (or a --server is in no file), 2 bad flags.
+
+Flags:
+`
+
+const installAbout = `Puts mcpwrap in front of the MCP servers of Claude Desktop, Claude Code or
+Cursor: each stdio entry runs "mcpwrap --name NAME -- COMMAND ARGS..." and
+each remote entry "mcpwrap --name NAME --url URL", header values moved into
+the entry's env. Entries already wrapped are left alone.`
+
+const uninstallAbout = `Restores the MCP server entries that mcpwrap install wrapped, exactly as
+they were.`
+
+// runInstall is `mcpwrap install` and, with uninstall set, `mcpwrap uninstall`.
+func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
+	cmd, about := "install", installAbout
+	if uninstall {
+		cmd, about = "uninstall", uninstallAbout
+	}
+	fs := flag.NewFlagSet("mcpwrap "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), installUsage, cmd, about, clientconfig.BackupSuffix)
+		fs.PrintDefaults()
+	}
+	client := fs.String("client", clientconfig.AllClients, "whose config to change: claude-desktop, claude-code, cursor or all")
+	path := fs.String("config-path", "", "change this client config file instead (any file with \"mcpServers\")")
+	var servers listFlag
+	fs.Var(&servers, "server", "only this server entry; repeatable (default: every entry)")
+	dryRun := fs.Bool("dry-run", false, "print the plan, write nothing")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mcpwrap %s: unexpected arguments %q (name servers with --server)\n", cmd, fs.Args())
+		return exitUsage
+	}
+	if *path != "" && *client != clientconfig.AllClients {
+		fmt.Fprintf(stderr, "mcpwrap %s: give --client or --config-path, not both\n", cmd)
+		return exitUsage
+	}
+	opts := clientconfig.Options{Servers: servers}
+	if !uninstall {
+		self, err := mcpwrapPath()
+		if err != nil {
+			fmt.Fprintf(stderr, "mcpwrap %s: cannot tell where mcpwrap is: %v\n", cmd, err)
+			return exitError
+		}
+		opts.Mcpwrap = self
+	}
+	files, err := clientFiles(*client, *path)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpwrap %s: %v\n", cmd, err)
+		return exitUsage
+	}
+
+	code, changed := exitOK, false
+	var planned []string
+	for _, f := range files {
+		apply := clientconfig.Install
+		if uninstall {
+			apply = clientconfig.Uninstall
+		}
+		out, plan, err := apply(f.Data, opts)
+		if err != nil {
+			fmt.Fprintf(stderr, "mcpwrap %s: %s: %v\n", cmd, f.Path, err)
+			code = exitError
+			continue
+		}
+		if len(plan) == 0 {
+			continue
+		}
+		fmt.Fprintf(stdout, "%s (%s):\n", f.Path, f.label())
+		for _, c := range plan {
+			fmt.Fprintf(stdout, "  %s\n", c)
+			planned = append(planned, c.Server)
+		}
+		switch {
+		case string(out) == string(f.Data):
+			fmt.Fprintln(stdout, "  nothing to change")
+		case *dryRun:
+			fmt.Fprintln(stdout, "  dry run: nothing written")
+		default:
+			backup, err := clientconfig.WriteWithBackup(f.Path, f.Data, out, time.Now())
+			if err != nil {
+				fmt.Fprintf(stderr, "mcpwrap %s: %s: %v\n", cmd, f.Path, err)
+				code = exitError
+				continue
+			}
+			fmt.Fprintf(stdout, "  written; backup: %s\n", backup)
+			changed = true
+		}
+	}
+	for _, name := range servers {
+		if !slices.Contains(planned, name) {
+			fmt.Fprintf(stderr, "mcpwrap %s: no server %q in %s\n", cmd, name, fileList(files))
+			code = exitError
+		}
+	}
+	if changed {
+		fmt.Fprintln(stdout, "\nRestart the client to apply the change.")
+		if !uninstall {
+			fmt.Fprintln(stdout, "Then `mcpwrap doctor` checks every server, and `mcpwrap status` shows the running ones.")
+		}
+	}
+	return code
+}
+
+// listFlag collects a repeated string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ", ") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// mcpwrapPath is the absolute path of this binary, symbolic links
+// resolved: what client configs run, since GUI apps start servers with a
+// minimal PATH.
+func mcpwrapPath() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(self)
+}
+
+func fileList(files []clientFile) string {
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.Path
+	}
+	return strings.Join(paths, ", ")
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcpwrap/mcpwrap/internal/config"
+	"github.com/mcpwrap/mcpwrap/internal/runstatus"
+)
+
+const statusUsage = `Usage: mcpwrap status [--json] [--state-dir DIR]
+
+Lists the mcpwrap sidecars of this user that are running now, with their
+upstream's status (available, transient, permanent, denied), load attempts,
+restarts and counters. Sidecars that were killed are left out (and their
+status files removed).
+
+Flags:
+`
+
+// runStatus is `mcpwrap status`.
+func runStatus(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcpwrap status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), statusUsage)
+		fs.PrintDefaults()
+	}
+	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
+	dir := fs.String("state-dir", "", "user state directory (default: $MCPWRAP_STATE_DIR, else the OS per-user state dir)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "mcpwrap status: unexpected arguments:", fs.Args())
+		return exitUsage
+	}
+	state, err := config.StateDir(*dir, os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpwrap status:", err)
+		return exitUsage
+	}
+	list, err := runstatus.List(runstatus.Dir(state), nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpwrap status:", err)
+		return exitError
+	}
+	if *asJSON {
+		err = writeStatusJSON(stdout, list)
+	} else {
+		err = writeStatusTable(stdout, list, time.Now())
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpwrap status:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func writeStatusJSON(w io.Writer, list []runstatus.Status) error {
+	if list == nil {
+		list = []runstatus.Status{}
+	}
+	return writeJSON(w, list)
+}
+
+func writeStatusTable(w io.Writer, list []runstatus.Status, now time.Time) error {
+	if len(list) == 0 {
+		_, err := fmt.Fprintln(w, "No mcpwrap sidecar is running.")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tPID\tUPTIME\tSTATUS\tATTEMPTS\tRESTARTS\tCALLS\tREJECTED\tINCLUDE_DISABLED\tERROR")
+	for _, s := range list {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Server, s.PID,
+			now.Sub(s.StartedAt).Round(time.Second), s.Status, s.Attempts, s.Restarts,
+			s.Calls, s.Rejections, s.IncludeDisabledQueries, s.Error)
+	}
+	return tw.Flush()
+}
+
+// stateDir is the state directory of the wrap command o. loadPolicy has
+// resolved it already, so it does not fail here.
+func stateDir(o wrapOptions) string {
+	dir, _ := config.StateDir(o.stateDir, os.Getenv)
+	return dir
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
