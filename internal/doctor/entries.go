@@ -34,11 +34,24 @@ type Entry struct {
 // Remote reports whether the client connects to the server over HTTP.
 func (e Entry) Remote() bool { return e.Command == "" && e.URL != "" }
 
-// Wrapped reports whether the entry runs mcpwrap, whose own command line
-// (Args) then says what it wraps.
+// Wrapped reports whether the entry runs the mcpwrap sidecar, whose
+// command line (Args) then says what it wraps: mcpwrap flags, then "--"
+// and a command, or --url. Another mcpwrap subcommand is not wrapped.
 func (e Entry) Wrapped() bool {
 	base := e.Command[strings.LastIndexAny(e.Command, `/\`)+1:]
-	return strings.EqualFold(base, "mcpwrap") || strings.EqualFold(base, "mcpwrap.exe")
+	if !strings.EqualFold(base, "mcpwrap") && !strings.EqualFold(base, "mcpwrap.exe") {
+		return false
+	}
+	if len(e.Args) == 0 || !strings.HasPrefix(e.Args[0], "-") {
+		return false
+	}
+	for _, a := range e.Args {
+		flag, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if a == "--" || strings.HasPrefix(a, "-") && flag == "url" {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrNoServers is returned by [ReadEntries] for a file with no

@@ -87,7 +87,11 @@ func TestEntryKinds(t *testing.T) {
 		{entry: Entry{Command: "npx"}},
 		{entry: Entry{URL: "https://x/mcp"}, wantRemote: true},
 		{entry: Entry{Command: "/usr/local/bin/mcpwrap", Args: []string{"--", "npx"}}, wantWrapped: true},
-		{entry: Entry{Command: `C:\tools\MCPWRAP.EXE`}, wantWrapped: true},
+		{entry: Entry{Command: `C:\tools\MCPWRAP.EXE`, Args: []string{"--name=x", "--url=https://x/mcp"}}, wantWrapped: true},
+		{entry: Entry{Command: "mcpwrap", Args: []string{"-url", "https://x/mcp"}}, wantWrapped: true},
+		{entry: Entry{Command: "mcpwrap", Args: []string{"demo-server", "--", "x"}}},
+		{entry: Entry{Command: "mcpwrap", Args: []string{"--name", "x"}}},
+		{entry: Entry{Command: "mcpwrap"}},
 		{entry: Entry{Command: "mcpwrapper"}},
 	}
 	for _, tt := range tests {
