@@ -8,7 +8,7 @@ export NPM_CONFIG_UPDATE_NOTIFIER = false
 export NPM_CONFIG_FUND = false
 export NPM_CONFIG_AUDIT = false
 
-.PHONY: build demo test race e2e e2e-deps lint bench fuzz conformance check clean
+.PHONY: build demo test race e2e e2e-deps lint bench fuzz conformance cross check clean
 
 build: ## the mcpwrap binary, in bin/
 	$(GO) build -o $(BIN) ./cmd/mcpwrap
@@ -49,7 +49,13 @@ fuzz: ## every fuzz target for a short while (FUZZTIME=30s each); findings land 
 	  done; \
 	done
 
-check: lint race e2e ## everything CI runs
+cross: ## the binary builds for the other desktop platforms (no cgo)
+	@for target in darwin/arm64 darwin/amd64 windows/amd64 linux/arm64; do \
+		echo "go build $$target"; \
+		CGO_ENABLED=0 GOOS=$${target%/*} GOARCH=$${target#*/} $(GO) build -o /dev/null ./cmd/mcpwrap || exit 1; \
+	done
+
+check: lint cross race e2e ## everything CI runs
 
 clean:
 	rm -rf bin bench.out e2e/node_modules
