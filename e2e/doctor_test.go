@@ -1,0 +1,161 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// doctorResult is one object of `mcpwrap doctor --json`.
+type doctorResult struct {
+	Name      string         `json:"name"`
+	Client    string         `json:"client"`
+	Transport string         `json:"transport"`
+	Status    string         `json:"status"`
+	Attempts  int            `json:"attempts"`
+	LoadMS    int64          `json:"load_ms"`
+	Tools     int            `json:"tools"`
+	Locked    int            `json:"locked"`
+	LockedBy  map[string]int `json:"locked_by"`
+	Slow      bool           `json:"slow"`
+	Error     string         `json:"error"`
+	Hint      string         `json:"hint"`
+}
+
+// demoServerTools is how many tools `mcpwrap demo-server` has.
+const demoServerTools = 7
+
+// TestDoctor checks a client config holding one server of each kind: every server gets its
+// class, the loads run side by side, and the exit code says that some server is not available.
+func TestDoctor(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	dir := t.TempDir()
+
+	unauthorized := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
+		http.Error(w, "missing token", http.StatusUnauthorized)
+	}))
+	t.Cleanup(unauthorized.Close)
+
+	const startDelay = 2 * time.Second
+	slow := func(name string) map[string]any { // wrapped already: its own flags apply
+		return map[string]any{"command": mcpwrapPath, "args": []string{"--name", name, "--ready-timeout", "300ms", "--",
+			mcpwrapPath, "demo-server", "--start-delay", startDelay.String()}}
+	}
+	clientConfig := map[string]any{"mcpServers": map[string]any{
+		"healthy": map[string]any{"command": mcpwrapPath, "args": []string{"demo-server"}},
+		"locked":  map[string]any{"command": mcpwrapPath, "args": []string{"demo-server"}},
+		"missing": map[string]any{"command": "mcpwrap-e2e-no-such-command", "args": []string{"x"}},
+		"exits": map[string]any{"command": mcpwrapPath, "args": []string{"demo-server",
+			"--exit-code", "3", "--stderr", "fatal: OPENAI_API_KEY is not set"}},
+		"flaky": map[string]any{"command": mcpwrapPath, "args": []string{"demo-server",
+			"--flaky-starts", "2", "--flaky-file", filepath.Join(dir, "starts")}},
+		"api":    map[string]any{"type": "http", "url": unauthorized.URL + "/mcp", "headers": map[string]string{"Authorization": "Bearer wrong"}},
+		"slow-1": slow("slow-1"),
+		"slow-2": slow("slow-2"),
+		"slow-3": slow("slow-3"),
+	}}
+	configPath := filepath.Join(dir, "claude_desktop_config.json")
+	raw, err := json.Marshal(clientConfig)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(configPath, raw, 0o600))
+	env := mcpwrapEnv(t, `{"servers": {"locked": {"tools": {"overrides": {"write_note": false}}}}}`)
+
+	start := time.Now()
+	p := startProcess(ctx, t, processOptions{Env: env}, mcpwrapPath, "doctor", "--config-path", configPath, "--json")
+	waitErr := p.Wait(ctx)
+	elapsed := time.Since(start)
+	require.NotErrorIs(t, waitErr, context.DeadlineExceeded)
+	assert.Equal(t, 1, p.Cmd.ProcessState.ExitCode(), "some server is not available; stderr: %s", p.Stderr())
+
+	var results []doctorResult
+	require.NoError(t, json.Unmarshal([]byte(p.Output()), &results), "doctor --json: %s", p.Output())
+	byName := map[string]doctorResult{}
+	var sum, slowest time.Duration
+	for _, r := range results {
+		byName[r.Name] = r
+		d := time.Duration(r.LoadMS) * time.Millisecond
+		sum += d
+		slowest = max(slowest, d)
+	}
+	require.Len(t, byName, len(results), "one result per server")
+	t.Logf("doctor took %v; loads took %v in all, %v at most", elapsed.Round(time.Millisecond), sum, slowest)
+
+	healthy := byName["healthy"]
+	assert.Equal(t, "available", healthy.Status)
+	assert.Equal(t, "stdio", healthy.Transport)
+	assert.Equal(t, "custom", healthy.Client)
+	assert.Equal(t, 1, healthy.Attempts)
+	assert.Equal(t, demoServerTools, healthy.Tools)
+	assert.Zero(t, healthy.Locked)
+
+	locked := byName["locked"]
+	assert.Equal(t, "available", locked.Status)
+	assert.Equal(t, demoServerTools-1, locked.Tools)
+	assert.Equal(t, map[string]int{"disabled_by_config": 1}, locked.LockedBy, "mcpwrap's config applies as in the sidecar")
+
+	missing := byName["missing"]
+	assert.Equal(t, "permanent", missing.Status)
+	assert.Contains(t, missing.Error, `cannot start "mcpwrap-e2e-no-such-command": command not found`)
+	assert.Contains(t, missing.Hint, "GUI apps get a minimal PATH")
+
+	exits := byName["exits"]
+	assert.Equal(t, "permanent", exits.Status)
+	assert.Equal(t, 1, exits.Attempts, "a permanent failure is not retried")
+	assert.Contains(t, exits.Error, "exited with code 3 before completing the handshake")
+	assert.Contains(t, exits.Error, "OPENAI_API_KEY is not set", "its last stderr lines are quoted")
+
+	api := byName["api"]
+	assert.Equal(t, "denied", api.Status)
+	assert.Equal(t, "http", api.Transport)
+	assert.Contains(t, api.Error, "401")
+	assert.NotContains(t, p.Output()+p.Stderr(), "Bearer wrong", "header values are secrets")
+
+	flaky := byName["flaky"]
+	assert.Equal(t, "available", flaky.Status, "transient failures are retried: %s", flaky.Error)
+	assert.Equal(t, 3, flaky.Attempts)
+
+	for _, name := range []string{"slow-1", "slow-2", "slow-3"} {
+		r := byName[name]
+		assert.Equal(t, "available", r.Status, name)
+		assert.True(t, r.Slow, "%s loaded after its ready timeout", name)
+		assert.Contains(t, r.Hint, "ready_timeout (300ms)", name)
+		assert.GreaterOrEqual(t, time.Duration(r.LoadMS)*time.Millisecond, startDelay, name)
+	}
+
+	// Side by side: three 2 s starts alone add up to 6 s.
+	assert.GreaterOrEqual(t, sum, 3*startDelay)
+	assert.Less(t, elapsed, 2*slowest, "the loads ran concurrently: the run took about as long as the slowest one")
+}
+
+// TestDoctorAllAvailable checks the table output and the exit code when everything loads, and
+// that a named server is the only one checked.
+func TestDoctorAllAvailable(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	configPath := filepath.Join(t.TempDir(), "mcp.json")
+	raw, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"healthy": map[string]any{"command": mcpwrapPath, "args": []string{"demo-server"}},
+		"broken":  map[string]any{"command": "mcpwrap-e2e-no-such-command"},
+	}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(configPath, raw, 0o600))
+
+	p := startProcess(ctx, t, processOptions{Env: mcpwrapEnv(t, `{}`)}, mcpwrapPath, "doctor", "--config-path", configPath, "healthy")
+	require.NoError(t, p.Wait(ctx), "stderr: %s", p.Stderr())
+	out := p.Output()
+	assert.Regexp(t, `(?m)^healthy\s+custom\s+stdio\s+available\s+1\s+\S+\s+7$`, out)
+	assert.NotContains(t, out, "broken")
+	assert.Contains(t, out, "All 1 server(s) available.")
+}
