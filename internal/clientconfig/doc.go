@@ -24,7 +24,8 @@
 //
 // Every header value moves, also one that is itself a ${VAR} reference:
 // clients expand env values as they expand headers. --transport is written
-// only when the entry has a type.
+// only when the entry has a type. With [Options.LogDir] set, --log-file
+// LOGDIR/KEY.log follows --name: the sidecar then logs to a file of its own.
 //
 // An entry counts as wrapped when its command's base name is mcpwrap (or
 // mcpwrap.exe) and its args are flags then "--" and a command, or include
@@ -53,9 +54,9 @@
 //     "command", an empty "headers" just before "url", and an empty "env"
 //     just after the "headers" of a remote entry.
 //   - Uninstall of an entry wrapped by hand drops mcpwrap flags other than
-//     --name, --url, --header and --transport (the plan names them); a
-//     header whose value is not a ${VAR} of the entry's env comes back with
-//     the flag's literal value.
+//     --name, --url, --header, --transport and --log-file (the plan names
+//     them); a header whose value is not a ${VAR} of the entry's env comes
+//     back with the flag's literal value.
 //
 // A file with comments or trailing commas is refused with a [*ParseError]
 // naming the position. Every function here is safe for concurrent use.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // Install puts mcpwrap in front of every selected server of a client's
@@ -19,7 +20,28 @@ func Install(data []byte, opts Options) (out []byte, plan []Change, err error) {
 		return nil, nil, fmt.Errorf("%w: %q", ErrMcpwrapPath, opts.Mcpwrap)
 	}
 	mcpwrap := encodeString(opts.Mcpwrap)
-	return rewrite(data, opts, func(s server) (object, Change) { return wrap(s, mcpwrap) })
+	return rewrite(data, opts, func(s server) (object, Change) {
+		flags := [][]byte{encodeString(flagName), s.rawName}
+		if opts.LogDir != "" {
+			flags = append(flags, encodeString(flagLogFile), encodeString(logFile(opts.LogDir, s.name)))
+		}
+		return wrap(s, mcpwrap, flags)
+	})
+}
+
+// logFile is the log file of server in dir: its name, with what a file
+// name cannot hold replaced, and ".log".
+func logFile(dir, server string) string {
+	name := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return r
+		}
+		return '_'
+	}, server)
+	if strings.Trim(name, ".") == "" {
+		name = "server" + name
+	}
+	return filepath.Join(dir, name+".log")
 }
 
 // skip is the change of an entry left as it is.
@@ -27,8 +49,9 @@ func skip(format string, a ...any) Change {
 	return Change{Action: Skip, Detail: fmt.Sprintf(format, a...)}
 }
 
-// wrap rewrites one entry to run mcpwrap, the raw JSON string given.
-func wrap(s server, mcpwrap []byte) (object, Change) {
+// wrap rewrites one entry to run mcpwrap (a raw JSON string) with the
+// given leading flags (raw JSON strings, --name first).
+func wrap(s server, mcpwrap []byte, flags [][]byte) (object, Change) {
 	e := s.entry
 	if key, dup := e.duplicate(); dup {
 		return nil, skip("key %q appears twice", key)
@@ -38,19 +61,19 @@ func wrap(s server, mcpwrap []byte) (object, Change) {
 	case hasCommand && hasURL:
 		return nil, skip("has both command and url")
 	case hasCommand:
-		return wrapStdio(s, mcpwrap)
+		return wrapStdio(s, mcpwrap, flags)
 	case hasURL:
-		return wrapRemote(s, mcpwrap)
+		return wrapRemote(s, mcpwrap, flags)
 	default:
 		return nil, skip("has neither command nor url")
 	}
 }
 
 // wrapStdio turns {command, args} into
-// {command: mcpwrap, args: [--name, KEY, --, command, args...]}. The command
+// {command: mcpwrap, args: [--name, KEY, flags..., --, command, args...]}. The command
 // and args keep their places; args missing from the original are added just
 // before the command, which is how Uninstall knows to leave them out again.
-func wrapStdio(s server, mcpwrap []byte) (object, Change) {
+func wrapStdio(s server, mcpwrap []byte, flags [][]byte) (object, Change) {
 	e := slices.Clone(s.entry)
 	cmdAt := e.index("command")
 	if !isString(e[cmdAt].value) {
@@ -78,9 +101,7 @@ func wrapStdio(s server, mcpwrap []byte) (object, Change) {
 			`remove it or move it after "command"`)
 	}
 
-	wrappedArgs := array(slices.Concat(
-		[][]byte{encodeString(flagName), s.rawName, encodeString(endOfFlags), e[cmdAt].value},
-		rawArgs))
+	wrappedArgs := array(slices.Concat(flags, [][]byte{encodeString(endOfFlags), e[cmdAt].value}, rawArgs))
 	e[cmdAt].value = mcpwrap
 	if argsAt >= 0 {
 		e[argsAt].value = wrappedArgs
@@ -96,12 +117,12 @@ func wrapStdio(s server, mcpwrap []byte) (object, Change) {
 }
 
 // wrapRemote turns {type, url, headers} into {type: "stdio", command:
-// mcpwrap, args: [--name, KEY, --transport, TYPE, --url, URL, --header,
+// mcpwrap, args: [--name, KEY, flags..., --transport, TYPE, --url, URL, --header,
 // "NAME: ${VAR}"...], env: {VAR: value...}}: header values move into env, so
 // that the command line carries no secret. The command takes the place of
 // url and args the place of headers (or, without headers, just before the
 // command); a new env goes right after args.
-func wrapRemote(s server, mcpwrap []byte) (object, Change) {
+func wrapRemote(s server, mcpwrap []byte, flags [][]byte) (object, Change) {
 	e := slices.Clone(s.entry)
 	urlAt := e.index("url")
 	if !isString(e[urlAt].value) {
@@ -146,7 +167,7 @@ func wrapRemote(s server, mcpwrap []byte) (object, Change) {
 		}
 	}
 
-	args := [][]byte{encodeString(flagName), s.rawName}
+	args := slices.Clone(flags)
 	if transport != "" {
 		args = append(args, encodeString(flagTransport), encodeString(transport))
 	}

@@ -187,3 +187,48 @@ func TestInstallProjectServers(t *testing.T) {
 	require.Equal(t, []Change{{Project: "/home/me/app", Server: "s", Action: Wrap, Detail: "x"}}, plan)
 	assert.Equal(t, "wrap   s (project /home/me/app): x", plan[0].String())
 }
+
+func TestInstallLogDir(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{
+			name: "stdio: --log-file follows --name",
+			in:   `{"mcpServers":{"fs":{"command":"npx","args":["-y","srv"]}}}`,
+			want: `{"mcpServers":{"fs":{"command":"/opt/mcpwrap","args":["--name","fs","--log-file","/var/mcpwrap/logs/fs.log","--","npx","-y","srv"]}}}`,
+		},
+		{
+			name: "remote: before --transport and --url",
+			in:   `{"mcpServers":{"r":{"type":"sse","url":"https://h/sse"}}}`,
+			want: `{"mcpServers":{"r":{"type":"stdio","args":["--name","r","--log-file","/var/mcpwrap/logs/r.log","--transport","sse","--url","https://h/sse"],"command":"/opt/mcpwrap"}}}`,
+		},
+		{
+			name: "a name a file cannot hold",
+			in:   `{"mcpServers":{"../a b:c/é":{"command":"x"}}}`,
+			want: `{"mcpServers":{"../a b:c/é":{"args":["--name","../a b:c/é","--log-file","/var/mcpwrap/logs/.._a_b_c_é.log","--","x"],"command":"/opt/mcpwrap"}}}`,
+		},
+		{
+			name: "a name of dots only",
+			in:   `{"mcpServers":{"..":{"command":"x"}}}`,
+			want: `{"mcpServers":{"..":{"args":["--name","..","--log-file","/var/mcpwrap/logs/server...log","--","x"],"command":"/opt/mcpwrap"}}}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := Options{Mcpwrap: "/opt/mcpwrap", LogDir: "/var/mcpwrap/logs"}
+			out, plan, err := Install([]byte(tt.in), opts)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, string(out))
+			require.Len(t, plan, 1)
+			assert.Equal(t, Wrap, plan[0].Action)
+			assert.NotContains(t, plan[0].Detail, "log", "the plan describes the server, not mcpwrap's flags")
+
+			restored, plan, err := Uninstall(out, Options{})
+			require.NoError(t, err)
+			assert.Equal(t, tt.in, string(restored), "uninstall takes --log-file away with the rest")
+			assert.NotContains(t, plan[0].Detail, "dropped")
+		})
+	}
+}

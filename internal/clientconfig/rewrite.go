@@ -13,6 +13,10 @@ type Options struct {
 	// Servers are the entry keys to act on; nil or empty means every entry.
 	// Entries not selected are left out of the plan.
 	Servers []string
+	// LogDir, when set, gives every entry Install wraps its own log file,
+	// --log-file LOGDIR/<server>.log, instead of the client's log of the
+	// server's stderr. Uninstall ignores it: it drops --log-file anyway.
+	LogDir string
 }
 
 func (o Options) selects(server string) bool {

@@ -15,6 +15,7 @@ const (
 	flagURL       = "--url"
 	flagHeader    = "--header"
 	flagTransport = "--transport"
+	flagLogFile   = "--log-file"
 	endOfFlags    = "--"
 
 	// headerEnvPrefix starts the env variables that carry header values.
@@ -62,7 +63,7 @@ func parseWrapped(raw [][]byte, args []string) (wrapped, error) {
 			return w, errors.New("an argument before -- is not a flag")
 		}
 		rawValue := encodeString(value)
-		known := name == "name" || name == "url" || name == "header" || name == "transport"
+		known := name == "name" || name == "url" || name == "header" || name == "transport" || name == "log-file"
 		switch {
 		case hasValue:
 		case known && i+1 < len(args):
@@ -80,7 +81,7 @@ func parseWrapped(raw [][]byte, args []string) (wrapped, error) {
 			w.headers = append(w.headers, value)
 		case "transport":
 			w.transport = value
-		case "name":
+		case "name", "log-file": // Install's own: nothing of the original entry
 		default:
 			w.dropped = append(w.dropped, "--"+name)
 		}
