@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/clientconfig"
+	"github.com/mcpwrap/mcpwrap/internal/config"
 )
 
 const installUsage = `Usage: mcpwrap %[1]s [--client C | --config-path FILE] [--server NAME]... [--dry-run]
@@ -50,6 +51,7 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 	var servers listFlag
 	fs.Var(&servers, "server", "only this server entry; repeatable (default: every entry)")
 	dryRun := fs.Bool("dry-run", false, "print the plan, write nothing")
+	logDir := fs.String("log-dir", "", `install: where each wrapped server logs, in <server>.log (default: <state dir>/logs; "none": to the client's own log of the server's stderr)`)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -72,6 +74,10 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 			return exitError
 		}
 		opts.Mcpwrap = self
+		if opts.LogDir, err = installLogDir(*logDir); err != nil {
+			fmt.Fprintf(stderr, "mcpwrap %s: %v\n", cmd, err)
+			return exitUsage
+		}
 	}
 	files, err := clientFiles(*client, *path)
 	if err != nil {
@@ -129,6 +135,23 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// installLogDir is where installed sidecars log: flag, unless "none", else
+// the logs directory in the state directory. It is made absolute: clients
+// start servers in a directory of their choosing.
+func installLogDir(flag string) (string, error) {
+	switch flag {
+	case "none":
+		return "", nil
+	case "":
+		dir, err := config.StateDir("", os.Getenv)
+		if err != nil {
+			return "", err
+		}
+		flag = filepath.Join(dir, "logs")
+	}
+	return filepath.Abs(flag)
 }
 
 // listFlag collects a repeated string flag.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,6 +30,11 @@ func newLogger(o logOptions, stderr io.Writer) (*slog.Logger, io.Closer, error) 
 	}
 	w, closer := stderr, io.Closer(nopCloser{})
 	if o.file != "" {
+		// The directory too: `mcpwrap install` names a log file under the
+		// state directory, which may not exist yet (or any more).
+		if err := os.MkdirAll(filepath.Dir(o.file), 0o700); err != nil {
+			return nil, nil, fmt.Errorf("--log-file: %w", err)
+		}
 		f, err := os.OpenFile(o.file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--log-file: %w", err)
