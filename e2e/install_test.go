@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestInstallDoctorUninstall walks the desktop path: install wraps a client config's servers
+// (with a backup), the wrapped entry runs and logs to its own file, doctor checks the wrapped
+// entries, and uninstall gives back the original file byte for byte.
+func TestInstallDoctorUninstall(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	env := mcpwrapEnv(t, `{}`)
+	dir := t.TempDir()
+	configPath := filepath.Join(dir, "claude_desktop_config.json")
+	// The demo server under a name of its own: install leaves entries running mcpwrap alone.
+	server := filepath.Join(dir, "demo-mcp-server")
+	require.NoError(t, os.Symlink(mcpwrapPath, server))
+	original, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{
+		"demo": map[string]any{"command": server, "args": []string{"demo-server", "--name", "demo"}, "env": map[string]string{"DEMO": "1"}},
+	}}, "", "  ")
+	require.NoError(t, err)
+	original = append(original, '\n')
+	require.NoError(t, os.WriteFile(configPath, original, 0o600))
+
+	run := func(args ...string) *process {
+		p := startProcess(ctx, t, processOptions{Env: env}, mcpwrapPath, args...)
+		require.NoError(t, p.Wait(ctx), "mcpwrap %v: %s", args, p.Stderr())
+		return p
+	}
+
+	dry := run("install", "--config-path", configPath, "--dry-run")
+	assert.Contains(t, dry.Output(), "wrap   demo: "+server+" demo-server --name demo")
+	assert.Contains(t, dry.Output(), "dry run: nothing written")
+	current, err := os.ReadFile(configPath)
+	require.NoError(t, err)
+	require.Equal(t, string(original), string(current), "a dry run writes nothing")
+
+	logDir := filepath.Join(dir, "logs")
+	installed := run("install", "--config-path", configPath, "--log-dir", logDir)
+	assert.Contains(t, installed.Output(), "written; backup: "+configPath+".mcpwrap-backup-")
+	backups, err := filepath.Glob(configPath + ".mcpwrap-backup-*")
+	require.NoError(t, err)
+	require.Len(t, backups, 1)
+	backup, err := os.ReadFile(backups[0])
+	require.NoError(t, err)
+	assert.Equal(t, string(original), string(backup))
+
+	var wrapped struct {
+		MCPServers map[string]struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+		} `json:"mcpServers"`
+	}
+	current, err = os.ReadFile(configPath)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(current, &wrapped))
+	entry := wrapped.MCPServers["demo"]
+	logFile := filepath.Join(logDir, "demo.log")
+	assert.Equal(t, []string{"--name", "demo", "--log-file", logFile, "--", server, "demo-server", "--name", "demo"}, entry.Args)
+
+	// Run the entry as the client would: it works, and logs to its own file.
+	sidecar := startLineSession(ctx, t, append(envList(entry.Env), env...), entry.Command, entry.Args...)
+	requireResult(t, sidecar.Initialize(ctx, t))
+	sidecar.CloseAndDrain(ctx, t)
+	log, err := os.ReadFile(logFile)
+	require.NoError(t, err, "the sidecar logs to the file install named")
+	assert.Contains(t, string(log), "relaying")
+	assert.NotContains(t, sidecar.proc.Stderr(), "relaying", "not to the client's log")
+
+	doctor := run("doctor", "--config-path", configPath)
+	assert.Regexp(t, `(?m)^demo\s+custom\s+stdio\s+available\s+1\s`, doctor.Output())
+
+	again := run("install", "--config-path", configPath)
+	assert.Contains(t, again.Output(), "skip   demo: already wrapped")
+	assert.Contains(t, again.Output(), "nothing to change")
+
+	run("uninstall", "--config-path", configPath)
+	current, err = os.ReadFile(configPath)
+	require.NoError(t, err)
+	assert.Equal(t, string(original), string(current), "uninstall gives back the original bytes")
+}
+
+// envList turns a client entry's env into KEY=VALUE entries.
+func envList(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
