@@ -15,7 +15,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/config"
 )
 
-const installUsage = `Usage: mcpwrap %[1]s [--client C | --config-path FILE] [--server NAME]... [--dry-run]
+const installUsage = `Usage: mcpwrap %[1]s (--client C | --config-path FILE) [--server NAME]... [--dry-run]
 
 %[2]s
 
@@ -46,7 +46,7 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 		fmt.Fprintf(fs.Output(), installUsage, cmd, about, clientconfig.BackupSuffix)
 		fs.PrintDefaults()
 	}
-	client := fs.String("client", clientconfig.AllClients, "whose config to change: claude-desktop, claude-code, cursor or all")
+	client := fs.String("client", "", "whose config to change: claude-desktop, claude-code, cursor or all (required unless --config-path)")
 	path := fs.String("config-path", "", "change this client config file instead (any file with \"mcpServers\")")
 	var servers listFlag
 	fs.Var(&servers, "server", "only this server entry; repeatable (default: every entry)")
@@ -62,8 +62,8 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpwrap %s: unexpected arguments %q (name servers with --server)\n", cmd, fs.Args())
 		return exitUsage
 	}
-	if *path != "" && *client != clientconfig.AllClients {
-		fmt.Fprintf(stderr, "mcpwrap %s: give --client or --config-path, not both\n", cmd)
+	if (*path == "") == (*client == "") {
+		fmt.Fprintf(stderr, "mcpwrap %s: give either --client (claude-desktop, claude-code, cursor or all) or --config-path\n", cmd)
 		return exitUsage
 	}
 	opts := clientconfig.Options{Servers: servers}
