@@ -1,0 +1,68 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpwrap/mcpwrap/internal/doctor"
+)
+
+func TestEntryOptions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		entry   doctor.Entry
+		want    wrapOptions
+		wantErr string
+	}{
+		{
+			name:  "stdio: runs as the client starts it, under the entry's name",
+			entry: doctor.Entry{Name: "fs", Command: "npx", Args: []string{"-y", "srv"}, Env: map[string]string{"ROOT": "/x"}},
+			want:  wrapOptions{name: "fs", command: []string{"npx", "-y", "srv"}, env: map[string]string{"ROOT": "/x"}},
+		},
+		{
+			name: "remote: headers in a stable order, the type as --transport",
+			entry: doctor.Entry{Name: "api", Type: "sse", URL: "https://h/sse",
+				Headers: map[string]string{"X-Team": "core", "Authorization": "Bearer ${TOKEN}"}},
+			want: wrapOptions{name: "api", url: "https://h/sse", transport: "sse",
+				headers: headerFlags{"Authorization: Bearer ${TOKEN}", "X-Team: core"}},
+		},
+		{
+			name: "wrapped: its mcpwrap flags apply, --name first of all",
+			entry: doctor.Entry{Name: "key", Command: "/usr/local/bin/mcpwrap",
+				Args: []string{"--name", "filesystem", "--allow-tools", "read_*", "--ready-timeout", "5s", "--", "npx", "srv"},
+				Env:  map[string]string{"A": "1"}},
+			want: wrapOptions{name: "filesystem", allowTools: "read_*", readyTimeout: 5e9, command: []string{"npx", "srv"},
+				env: map[string]string{"A": "1"}, log: logOptions{level: "info", format: "text"}},
+		},
+		{
+			name: "wrapped remote, as install writes it",
+			entry: doctor.Entry{Name: "api", Command: "mcpwrap",
+				Args: []string{"--name", "api", "--log-file", "/l/api.log", "--transport", "http", "--url", "https://h/mcp", "--header", "Authorization: ${MCPWRAP_HDR_API_AUTHORIZATION}"},
+				Env:  map[string]string{"MCPWRAP_HDR_API_AUTHORIZATION": "Bearer x"}},
+			want: wrapOptions{name: "api", url: "https://h/mcp", transport: "http", command: []string{},
+				headers: headerFlags{"Authorization: ${MCPWRAP_HDR_API_AUTHORIZATION}"},
+				env:     map[string]string{"MCPWRAP_HDR_API_AUTHORIZATION": "Bearer x"},
+				log:     logOptions{level: "info", format: "text", file: "/l/api.log"}},
+		},
+		{
+			name:    "wrapped with a flag mcpwrap does not know",
+			entry:   doctor.Entry{Name: "x", Command: "mcpwrap", Args: []string{"--bogus", "--", "srv"}},
+			wantErr: "flag provided but not defined: -bogus",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := entryOptions(tt.entry)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
