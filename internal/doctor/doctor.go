@@ -160,8 +160,8 @@ func Check(ctx context.Context, t Target) Result {
 	if st.Class != resilience.Available {
 		if st.Class == resilience.Transient && st.Err == nil {
 			st.Err = &resilience.Error{Class: resilience.Transient,
-				Reason: fmt.Sprintf("not ready after %s", budget),
-				Hint:   "The server started but did not complete the MCP handshake; check that it speaks MCP on stdio and look at its own log"}
+				Reason: fmt.Sprintf("not ready after %s", res.LoadTime.Round(time.Millisecond)),
+				Hint:   "The server started but did not complete the MCP handshake; check that it speaks MCP and look at its own log"}
 		}
 		res.fail(st)
 		return res

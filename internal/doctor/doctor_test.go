@@ -87,7 +87,7 @@ func TestCheck(t *testing.T) {
 			name:   "never answers: bounded by the budget",
 			target: target("silent", fakeServer{silent: true}.dial, nil),
 			want: Result{Name: "silent", Transport: TransportStdio, Status: "transient", Attempts: 1,
-				Hint: "The server started but did not complete the MCP handshake; check that it speaks MCP on stdio and look at its own log"},
+				Hint: "The server started but did not complete the MCP handshake; check that it speaks MCP and look at its own log"},
 			wantError: "not ready after 5s",
 			wantLoad:  5 * time.Second,
 		},
@@ -171,6 +171,7 @@ func TestCheckCanceled(t *testing.T) {
 		got := Check(ctx, target("silent", fakeServer{silent: true}.dial, nil))
 		assert.Equal(t, "transient", got.Status)
 		assert.Equal(t, time.Second, got.LoadTime)
+		assert.Equal(t, "not ready after 1s", got.Error)
 		// The Session leaves the timer of its unanswered handshake running
 		// after Run returns; let it lapse so the bubble ends clean.
 		time.Sleep(DefaultBudget)
