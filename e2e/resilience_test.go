@@ -190,7 +190,7 @@ func loadFailures() []loadFailure {
 			},
 			initializes: gateway,
 			class:       "transient", attempts: fastRetryAttempts,
-			says: []string{"still starting up"},
+			says: []string{"still not available", "keeps retrying in the background"}, // the load budget is spent
 		},
 		{
 			name: "HTTP 404 is permanent",
@@ -212,7 +212,7 @@ func loadFailures() []loadFailure {
 			upstream:     func(t *testing.T) []string { return remoteArgs(closedPortURL(t)) },
 			retryRefused: true,
 			class:        "transient", attempts: fastRetryAttempts,
-			says: []string{"still starting up"},
+			says: []string{"still not available", "keeps retrying in the background"}, // the load budget is spent
 		},
 		{
 			name:     "DNS failure is permanent",
