@@ -32,6 +32,7 @@ and disabled-tool discovery; everything else passes through byte for byte.
 Usage:
   mcpwrap [flags] -- COMMAND [ARGS...]   wrap a stdio server
   mcpwrap [flags] --url URL              wrap a remote (streamable HTTP or SSE) server
+  mcpwrap --listen ADDR [flags] -- COMMAND [ARGS...]   serve it over streamable HTTP at http://ADDR/mcp (also with --url)
   mcpwrap tools list|enable|disable|approve|diff ...   which tools may be called (see mcpwrap tools --help)
   mcpwrap install|uninstall [--client C]  wrap (or unwrap) the servers of Claude Desktop, Claude Code, Cursor
   mcpwrap doctor [--client C] [SERVER...] load each configured server once; a classified table with fix hints
@@ -70,6 +71,7 @@ type wrapOptions struct {
 	maxLineBytes  int
 	log           logOptions
 	command       []string
+	listen        listenOptions // --listen and its companions: serve HTTP instead of stdio
 	// env is what the client adds to mcpwrap's environment for this server
 	// (its config entry's env), shadowing mcpwrap's own. The wrap command
 	// already runs with it; doctor, which reads client configs, sets it.
@@ -99,6 +101,7 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	fs.StringVar(&o.log.level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr")
+	o.listen.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -113,6 +116,9 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 		return o, errors.New("--header and --transport go with --url")
 	case o.transport != "" && o.transport != "http" && o.transport != "sse":
 		return o, fmt.Errorf("--transport %q: want http or sse", o.transport)
+	}
+	if err := o.listen.validate(); err != nil {
+		return o, err
 	}
 	if o.name == "" {
 		o.name = deriveName(o.command, o.url)
@@ -173,6 +179,9 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
+	}
+	if o.listen.addr != "" {
+		return runListen(ctx, o, srv, tools, stderr, logger, base)
 	}
 	dial, err := dialer(o, srv, stderr, logger)
 	if err != nil {

@@ -1,0 +1,73 @@
+package httpfront
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// JSON-RPC error codes in the Server's answers.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+	codeInternalError  = -32603
+	codeServerError    = -32000 // transport-level refusals: forbidden, unauthorised, unavailable
+)
+
+// errorMessage encodes a JSON-RPC error response; a nil id is sent as null.
+func errorMessage(id []byte, code int, message string, data any) []byte {
+	if id == nil {
+		id = []byte("null")
+	}
+	type rpcError struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Data    any    `json:"data,omitempty"`
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   rpcError        `json:"error"`
+	}{"2.0", id, rpcError{code, message, data}})
+	return b
+}
+
+// writeError answers with an HTTP error status and a JSON-RPC error body,
+// which clients can show as is.
+func writeError(w http.ResponseWriter, status int, id []byte, code int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(errorMessage(id, code, message, nil))
+}
+
+// writeSessionNotFound answers 404 for an unknown or ended session. The body
+// is plain text on purpose: some clients (the go-sdk's) read a JSON-RPC
+// body as the rejection of one request, and would miss that the session is
+// gone and a new one must be opened.
+func writeSessionNotFound(w http.ResponseWriter) {
+	http.Error(w, "Not Found: no such session (it ended, or never existed); open a new one with initialize", http.StatusNotFound)
+}
+
+// writeDiscoverUnsupported answers the 2026-07-28 draft's server/discover,
+// sent without a session: this server serves sessions only, so it lists
+// the versions that open one with initialize, on which clients fall back
+// to it.
+func writeDiscoverUnsupported(w http.ResponseWriter, id []byte, requested string) {
+	var legacy []string
+	for _, v := range protocolVersions {
+		if v < statelessProtocolVersion {
+			legacy = append(legacy, v)
+		}
+	}
+	data := mcp.UnsupportedProtocolVersionData{Supported: legacy, Requested: requested}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(errorMessage(id, mcp.CodeUnsupportedProtocolVersion,
+		"mcpwrap serves MCP sessions: open one with initialize (supported: "+strings.Join(legacy, ", ")+")", data))
+}
+
+// statelessProtocolVersion is the first protocol version without sessions,
+// opened with server/discover.
+const statelessProtocolVersion = "2026-07-28"

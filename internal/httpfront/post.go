@@ -1,0 +1,284 @@
+package httpfront
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+)
+
+// servePOST takes one message, or a batch, from the client. Requests are
+// answered on this POST (JSON, or an SSE stream that also carries what the
+// session emits meanwhile); notifications and responses get 202 Accepted.
+func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
+	if ct := r.Header.Get("Content-Type"); ct != "" && mediaType(ct) != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, nil, codeInvalidRequest, "Unsupported Media Type: POST a JSON-RPC message as application/json")
+		return
+	}
+	acc := accepts(r.Header.Values("Accept"))
+	if !acc.json && !acc.sse {
+		writeError(w, http.StatusNotAcceptable, nil, codeInvalidRequest, "Not Acceptable: accept application/json or text/event-stream")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBodyBytes()))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, nil, codeInvalidRequest,
+				fmt.Sprintf("Request Entity Too Large: the body exceeds the %d-byte limit", tooBig.Limit))
+			return
+		}
+		writeError(w, http.StatusBadRequest, nil, codeInvalidRequest, "Bad Request: cannot read the body: "+err.Error())
+		return
+	}
+	msgs, batch, perr := parseBody(body)
+	if perr != nil {
+		writeError(w, http.StatusBadRequest, perr.id, perr.code, perr.message)
+		return
+	}
+
+	var ss *session
+	created := false
+	if r.Header.Get(HeaderSessionID) == "" {
+		switch {
+		case !batch && msgs[0].env.Kind == framing.Request && msgs[0].env.Method == "initialize":
+			if ss, err = s.open(); err != nil {
+				writeError(w, http.StatusServiceUnavailable, msgs[0].env.ID, codeServerError, "Service Unavailable: "+err.Error())
+				return
+			}
+			created = true
+		case !batch && msgs[0].env.Kind == framing.Request && msgs[0].env.Method == "server/discover":
+			writeDiscoverUnsupported(w, msgs[0].env.ID, r.Header.Get(HeaderProtocolVersion))
+			return
+		default:
+			writeError(w, http.StatusBadRequest, nil, codeInvalidRequest,
+				"Bad Request: missing "+HeaderSessionID+" header; open a session with an initialize request first")
+			return
+		}
+	} else {
+		var ok bool
+		if ss, ok = s.lookup(w, r); !ok {
+			return
+		}
+	}
+
+	ex, dup := newExchange(msgs, batch)
+	if dup != nil {
+		writeError(w, http.StatusBadRequest, dup, codeInvalidRequest, fmt.Sprintf("Invalid Request: request id %s appears twice in the batch", dup))
+		return
+	}
+	if len(ex.pending) == 0 {
+		s.accept(w, ss, msgs)
+		return
+	}
+	if !s.callStarted() {
+		writeError(w, http.StatusServiceUnavailable, nil, codeServerError, "Service Unavailable: "+ErrShuttingDown.Error())
+		return
+	}
+	defer s.callDone()
+	if !ss.enter() {
+		writeSessionNotFound(w)
+		return
+	}
+	defer ss.leave()
+	if created {
+		w.Header().Set(HeaderSessionID, ss.id)
+	}
+	if acc.sse {
+		ex.stream = newStream(w)
+	}
+	if dup := ss.register(ex); dup != nil {
+		writeError(w, http.StatusBadRequest, dup, codeInvalidRequest, fmt.Sprintf("Invalid Request: request id %s is already in flight in this session", dup))
+		return
+	}
+	s.answer(w, r, ss, ex, msgs)
+}
+
+// accept feeds notifications and responses to the session.
+func (s *Server) accept(w http.ResponseWriter, ss *session, msgs []incoming) {
+	if !ss.enter() {
+		writeSessionNotFound(w)
+		return
+	}
+	defer ss.leave()
+	for _, m := range msgs {
+		if m.env.Method == "notifications/cancelled" {
+			ss.cancelled(m.env.Params)
+		}
+		if !ss.deliver(m.msg) {
+			writeSessionNotFound(w)
+			return
+		}
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// answer feeds the POST's messages to the session and answers its requests.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex *exchange, msgs []incoming) {
+	if ex.stream != nil {
+		if err := ex.stream.start(); err != nil {
+			ss.unregister(ex)
+			return
+		}
+	}
+	for _, m := range msgs {
+		if m.env.Method == "notifications/cancelled" {
+			ss.cancelled(m.env.Params)
+		}
+		if !ss.deliver(m.msg) {
+			break
+		}
+	}
+	gone := false
+	select {
+	case <-ex.done:
+	case <-ss.done:
+	case <-r.Context().Done():
+		gone = true
+	}
+	unanswered, responses := ss.unregister(ex)
+	if gone {
+		if len(unanswered) > 0 {
+			ss.log.Debug("the client left before its requests were answered", "requests", len(unanswered))
+		}
+		if ex.stream != nil {
+			ex.stream.close()
+		}
+		return
+	}
+	failed := make([][]byte, 0, len(unanswered))
+	for _, id := range unanswered {
+		failed = append(failed, errorMessage(id, codeInternalError, "the session ended before the request was answered", nil))
+	}
+	if ex.stream != nil {
+		for _, msg := range failed {
+			_ = ex.stream.send(msg)
+		}
+		ex.stream.close()
+		return
+	}
+	responses = append(responses, failed...)
+	if len(responses) == 0 { // every request was cancelled by the client
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if ex.batch {
+		_, _ = w.Write(append(append([]byte{'['}, bytes.Join(responses, []byte{','})...), ']'))
+		return
+	}
+	_, _ = w.Write(responses[0])
+}
+
+// incoming is one message from the client, owned, with its envelope.
+type incoming struct {
+	msg []byte
+	env framing.Envelope // aliases msg
+}
+
+// postError is why a POST body was refused.
+type postError struct {
+	id      []byte
+	code    int
+	message string
+}
+
+// parseBody splits a POST body into messages. Each message is checked to be
+// a request, a notification or a response. A message spread over several
+// lines is compacted, because the relay frames messages by lines.
+func parseBody(body []byte) ([]incoming, bool, *postError) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, false, &postError{code: codeInvalidRequest, message: "Invalid Request: the body is empty"}
+	}
+	if !json.Valid(body) {
+		return nil, false, &postError{code: codeParseError, message: "Parse error: the body is not valid JSON"}
+	}
+	env, err := framing.Peek(body)
+	if err != nil {
+		return nil, false, &postError{code: codeInvalidRequest, message: "Invalid Request: " + err.Error()}
+	}
+	raws := [][]byte{body}
+	batch := env.Kind == framing.Batch
+	if batch {
+		if raws, err = framing.Elements(body); err != nil || len(raws) == 0 {
+			return nil, true, &postError{code: codeInvalidRequest, message: "Invalid Request: an empty or malformed batch"}
+		}
+	}
+	msgs := make([]incoming, 0, len(raws))
+	for _, raw := range raws {
+		if bytes.ContainsAny(raw, "\r\n") {
+			var buf bytes.Buffer
+			_ = json.Compact(&buf, raw) // valid: checked above
+			raw = buf.Bytes()
+		}
+		env, err := framing.Peek(raw)
+		switch {
+		case err != nil:
+			return nil, batch, &postError{id: env.ID, code: codeInvalidRequest, message: "Invalid Request: " + err.Error()}
+		case env.Kind == framing.Invalid, env.Kind == framing.Batch:
+			return nil, batch, &postError{id: env.ID, code: codeInvalidRequest,
+				message: "Invalid Request: a message must be a JSON-RPC request, notification or response"}
+		}
+		msgs = append(msgs, incoming{msg: raw, env: env})
+	}
+	return msgs, batch, nil
+}
+
+// An exchange is a POST carrying requests, waiting for their responses.
+// Its maps and responses are guarded by the session's mutex.
+type exchange struct {
+	stream *stream // nil: the answer is JSON
+	batch  bool
+
+	pending   map[string][]byte // request key → raw id, for requests not answered yet
+	progress  map[string]bool   // progress tokens of its requests
+	responses [][]byte          // the answers, when JSON
+	complete  bool              // every request is answered
+
+	done     chan struct{}
+	doneOnce sync.Once
+}
+
+// newExchange returns the exchange for the requests among msgs, or the id
+// of a request that appears twice.
+func newExchange(msgs []incoming, batch bool) (ex *exchange, duplicate []byte) {
+	ex = &exchange{batch: batch, pending: map[string][]byte{}, progress: map[string]bool{}, done: make(chan struct{})}
+	for _, m := range msgs {
+		if m.env.Kind != framing.Request {
+			continue
+		}
+		key := idKey(m.env.ID)
+		if _, dup := ex.pending[key]; dup {
+			return nil, m.env.ID
+		}
+		ex.pending[key] = m.env.ID
+		var p struct {
+			Meta struct {
+				ProgressToken json.RawMessage `json:"progressToken"`
+			} `json:"_meta"`
+		}
+		if json.Unmarshal(m.env.Params, &p) == nil && p.Meta.ProgressToken != nil {
+			ex.progress[idKey(p.Meta.ProgressToken)] = true
+		}
+	}
+	return ex, nil
+}
+
+// finish releases the POST waiting for the exchange.
+func (ex *exchange) finish() { ex.doneOnce.Do(func() { close(ex.done) }) }
+
+// idKey canonicalises a JSON-RPC id (or progress token), so that "a" and
+// "\u0061" route alike.
+func idKey(raw []byte) string {
+	var s string
+	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
+		return "s" + s
+	}
+	return "v" + string(bytes.TrimSpace(raw))
+}

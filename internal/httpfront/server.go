@@ -1,0 +1,457 @@
+// Package httpfront serves MCP's streamable HTTP transport in front of
+// mcpwrap's relay. Each HTTP session (one Mcp-Session-Id) gets its own
+// [middleware.Session]: the messages the client POSTs are fed to it, and the
+// messages it emits go back as JSON responses or on Server-Sent Events
+// streams.
+//
+// It is mcpwrap's own server rather than the go-sdk's, because the go-sdk's
+// server transport rejects methods it does not know and the relay must pass
+// everything.
+package httpfront
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpwrap/mcpwrap/middleware"
+)
+
+// Defaults for the Server's zero-valued limits.
+const (
+	DefaultMaxSessions  = 100
+	DefaultIdleTimeout  = 10 * time.Minute
+	DefaultMaxBodyBytes = 64 << 20
+)
+
+// Header names of the transport.
+const (
+	HeaderSessionID       = "Mcp-Session-Id"
+	HeaderProtocolVersion = "Mcp-Protocol-Version"
+)
+
+// Errors a Server reports in its HTTP answers; exported so callers can
+// recognise them in logs and tests.
+var (
+	// ErrTooManySessions: MaxSessions sessions are open (503).
+	ErrTooManySessions = errors.New("too many open sessions")
+	// ErrShuttingDown: the server is draining and takes no new work (503).
+	ErrShuttingDown = errors.New("server is shutting down")
+)
+
+// A Server serves MCP over streamable HTTP: POST with JSON or SSE answers,
+// a standalone GET stream, DELETE, and sessions named by Mcp-Session-Id. It
+// is an [http.Handler] for the MCP endpoint (mcpwrap mounts it at /mcp).
+//
+// Requests reaching it over a loopback address must name a loopback Host,
+// and an Origin, when sent, must be a loopback one or listed in
+// AllowedOrigins (DNS-rebinding protection). With Token set, every request
+// must carry it as a bearer token.
+//
+// A session is not stateless: the 2026-07-28 draft's server/discover
+// without a session is answered with an unsupported-version error, on
+// which clients fall back to initialize.
+//
+// Set the fields before serving; ServeHTTP, Sessions and Shutdown are safe
+// for concurrent use.
+type Server struct {
+	// NewSession builds the relay for a new HTTP session: client is the
+	// session's client side, to be set as the Session's Client; logger is
+	// Logger with the session's key. It must not run the Session, which the
+	// Server does, and should not block.
+	NewSession func(client middleware.Conn, logger *slog.Logger) *middleware.Session
+
+	// Token, when set, is the bearer token every request must carry.
+	Token string
+	// AllowedOrigins are the Origin values accepted besides loopback ones,
+	// such as "https://app.example.com".
+	AllowedOrigins []string
+	// MaxSessions bounds the open sessions; 0 means [DefaultMaxSessions].
+	MaxSessions int
+	// IdleTimeout ends a session that has had no HTTP request in progress
+	// (a pending POST or an open GET stream counts) for this long. 0 means
+	// [DefaultIdleTimeout]; negative never ends sessions for idleness.
+	IdleTimeout time.Duration
+	// MaxBodyBytes bounds a POST body; 0 means [DefaultMaxBodyBytes].
+	MaxBodyBytes int64
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+
+	once sync.Once
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	draining bool
+	calls    int           // POSTs waiting for answers to their requests
+	noCalls  chan struct{} // closed while calls is zero
+}
+
+func (s *Server) init() {
+	s.log = s.Logger
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.sessions = make(map[string]*session)
+	s.noCalls = make(chan struct{})
+	close(s.noCalls)
+}
+
+func (s *Server) maxSessions() int {
+	if s.MaxSessions > 0 {
+		return s.MaxSessions
+	}
+	return DefaultMaxSessions
+}
+
+func (s *Server) idleTimeout() time.Duration {
+	if s.IdleTimeout == 0 {
+		return DefaultIdleTimeout
+	}
+	return s.IdleTimeout
+}
+
+func (s *Server) maxBodyBytes() int64 {
+	if s.MaxBodyBytes > 0 {
+		return s.MaxBodyBytes
+	}
+	return DefaultMaxBodyBytes
+}
+
+// Sessions returns the relays of the open sessions, for callers that must
+// reach every one (for example to re-evaluate tools after a policy change).
+func (s *Server) Sessions() []*middleware.Session {
+	s.once.Do(s.init)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*middleware.Session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		out = append(out, ss.relay)
+	}
+	return out
+}
+
+// ServeHTTP implements [http.Handler].
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.once.Do(s.init)
+	if err := checkHostOrigin(r, s.AllowedOrigins); err != nil {
+		s.log.Warn("request refused", "reason", err.Error(), "remote", r.RemoteAddr)
+		writeError(w, http.StatusForbidden, nil, codeServerError, "Forbidden: "+err.Error())
+		return
+	}
+	if !s.authorized(r) {
+		// The header names no token, so a missing and a wrong one look alike.
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpwrap"`)
+		writeError(w, http.StatusUnauthorized, nil, codeServerError, "Unauthorized: a valid bearer token is required")
+		return
+	}
+	if v := r.Header.Get(HeaderProtocolVersion); v != "" && !slices.Contains(protocolVersions, v) {
+		writeError(w, http.StatusBadRequest, nil, codeInvalidRequest,
+			fmt.Sprintf("Bad Request: unsupported %s %q (supported: %s)", HeaderProtocolVersion, v, strings.Join(protocolVersions, ", ")))
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		s.servePOST(w, r)
+	case http.MethodGet:
+		s.serveGET(w, r)
+	case http.MethodDelete:
+		s.serveDELETE(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		writeError(w, http.StatusMethodNotAllowed, nil, codeInvalidRequest, "Method Not Allowed: use POST, GET or DELETE")
+	}
+}
+
+// protocolVersions are the values accepted in Mcp-Protocol-Version: those
+// of the go-sdk release mcpwrap is built with.
+var protocolVersions = mcp.SupportedProtocolVersions()
+
+// authorized reports whether r carries the bearer token, if one is needed.
+func (s *Server) authorized(r *http.Request) bool {
+	if s.Token == "" {
+		return true
+	}
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok && strings.EqualFold(scheme, "Bearer") &&
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.Token)) == 1
+}
+
+// checkHostOrigin guards against DNS rebinding: over a loopback connection
+// the Host must be a loopback name, and any Origin must be a loopback one or
+// an allowed one.
+func checkHostOrigin(r *http.Request, allowed []string) error {
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopback(hostOf(local.String())) {
+		if !isLoopback(hostOf(r.Host)) {
+			return fmt.Errorf("the Host %q is not a loopback name", r.Host)
+		}
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" || slices.Contains(allowed, origin) {
+		return nil
+	}
+	if u, err := url.Parse(origin); err == nil && u.Host != "" && isLoopback(u.Hostname()) {
+		return nil
+	}
+	return fmt.Errorf("the Origin %q is not allowed", origin)
+}
+
+// hostOf returns the host part of a host[:port], without IPv6 brackets.
+func hostOf(hostport string) string {
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		return host
+	}
+	return strings.Trim(hostport, "[]")
+}
+
+// isLoopback reports whether host is "localhost" or a loopback IP.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// IsLoopbackAddr reports whether a listen address (host:port) binds
+// loopback only. An empty host binds every interface, so it does not.
+func IsLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && isLoopback(host)
+}
+
+// serveGET opens the session's standalone SSE stream.
+func (s *Server) serveGET(w http.ResponseWriter, r *http.Request) {
+	if a := accepts(r.Header.Values("Accept")); !a.sse && !a.wildcard {
+		writeError(w, http.StatusNotAcceptable, nil, codeInvalidRequest, "Not Acceptable: a GET stream needs Accept: text/event-stream")
+		return
+	}
+	ss, ok := s.lookup(w, r)
+	if !ok {
+		return
+	}
+	if s.isDraining() {
+		writeError(w, http.StatusServiceUnavailable, nil, codeServerError, ErrShuttingDown.Error())
+		return
+	}
+	if !ss.enter() {
+		writeSessionNotFound(w)
+		return
+	}
+	defer ss.leave()
+	st := newStream(w)
+	if err := st.comment("stream open"); err != nil { // headers and a first DATA frame, which proxies pass on
+		return
+	}
+	if old := ss.attach(st); old != nil {
+		ss.log.Debug("a new GET stream replaces the previous one")
+		old.finish()
+	}
+	select {
+	case <-st.ended:
+	case <-r.Context().Done():
+	case <-ss.ended:
+	}
+	st.close()
+	ss.detach(st)
+}
+
+// serveDELETE ends a session.
+func (s *Server) serveDELETE(w http.ResponseWriter, r *http.Request) {
+	ss, ok := s.lookup(w, r)
+	if !ok {
+		return
+	}
+	ss.end("the client ended it")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// lookup finds the session named by the request, or answers 400 or 404.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) (*session, bool) {
+	id := r.Header.Get(HeaderSessionID)
+	if id == "" {
+		writeError(w, http.StatusBadRequest, nil, codeInvalidRequest,
+			"Bad Request: missing "+HeaderSessionID+" header; open a session with an initialize request first")
+		return nil, false
+	}
+	s.mu.Lock()
+	ss := s.sessions[id]
+	s.mu.Unlock()
+	if ss == nil {
+		writeSessionNotFound(w)
+		return nil, false
+	}
+	return ss, true
+}
+
+func (s *Server) isDraining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
+}
+
+// open creates and starts a session.
+func (s *Server) open() (*session, error) {
+	s.mu.Lock()
+	full, draining := len(s.sessions) >= s.maxSessions(), s.draining
+	s.mu.Unlock()
+	switch {
+	case draining:
+		return nil, ErrShuttingDown
+	case full:
+		return nil, ErrTooManySessions
+	}
+	id := rand.Text()
+	ss := newSession(s, id)
+	ss.relay = s.NewSession(ss, ss.log)
+
+	s.mu.Lock()
+	switch {
+	case s.draining:
+		s.mu.Unlock()
+		return nil, ErrShuttingDown
+	case len(s.sessions) >= s.maxSessions():
+		s.mu.Unlock()
+		return nil, ErrTooManySessions
+	}
+	s.sessions[id] = ss
+	n := len(s.sessions)
+	s.mu.Unlock()
+	ss.log.Info("session opened", "sessions", n)
+	go ss.run()
+	return ss, nil
+}
+
+// forget removes an ending session, so that it is no longer found.
+func (s *Server) forget(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sessions, id)
+}
+
+// callStarted and callDone count POSTs waiting for answers, which a
+// shutdown lets finish.
+func (s *Server) callStarted() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return false
+	}
+	if s.calls == 0 {
+		s.noCalls = make(chan struct{})
+	}
+	s.calls++
+	return true
+}
+
+func (s *Server) callDone() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls--
+	if s.calls == 0 {
+		close(s.noCalls)
+	}
+}
+
+// Shutdown stops taking new sessions, streams and requests, lets the POSTs
+// already waiting for answers finish, then ends every session (which closes
+// its upstream) and waits for them. When ctx ends first, it cancels the
+// sessions' relays and returns ctx's error without waiting further.
+// Messages that answer the upstream (responses, notifications) are still
+// accepted while draining, so that in-flight requests needing the client
+// (sampling, elicitation) can complete.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.once.Do(s.init)
+	s.mu.Lock()
+	s.draining = true
+	noCalls := s.noCalls
+	all := make([]*session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	s.log.Info("shutting down", "sessions", len(all))
+
+	for _, ss := range all {
+		ss.closeGET()
+	}
+	var err error
+	select {
+	case <-noCalls:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	for _, ss := range all {
+		ss.end("shutdown")
+	}
+	for _, ss := range all {
+		if err != nil {
+			break
+		}
+		select {
+		case <-ss.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		s.log.Warn("shutdown deadline passed; cancelling the remaining sessions", "error", err)
+		for _, ss := range all {
+			ss.cancel()
+		}
+	}
+	return err
+}
+
+// acceptance is what a request's Accept header admits.
+type acceptance struct {
+	json     bool // application/json
+	sse      bool // text/event-stream, named
+	wildcard bool // */*
+}
+
+// accepts reads the Accept header values. No Accept header at all admits
+// anything.
+func accepts(values []string) acceptance {
+	if len(values) == 0 {
+		return acceptance{json: true, wildcard: true}
+	}
+	var a acceptance
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			media, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(media)) {
+			case "application/json", "application/*":
+				a.json = true
+			case "text/event-stream", "text/*":
+				a.sse = true
+			case "*/*":
+				a.json, a.wildcard = true, true
+			}
+		}
+	}
+	return a
+}
+
+// mediaType returns the media type of a Content-Type value, "" when absent
+// or malformed.
+func mediaType(contentType string) string {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return ""
+	}
+	return mt
+}

@@ -1,0 +1,519 @@
+//lint:file-ignore SA1019 the sampling test drives a go-sdk client whose sampling API is deprecated in the 2026-07-28 draft but still served.
+
+package httpfront
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	acceptJSON = "application/json"
+	acceptBoth = "application/json, text/event-stream"
+
+	initializeBody  = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`
+	initializedBody = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+)
+
+// testServer is a Server over the fake upstream, behind httptest.
+type testServer struct {
+	*httptest.Server
+	front *Server
+	up    *fakeUpstream
+}
+
+func newTestServer(t *testing.T, configure func(*Server)) *testServer {
+	t.Helper()
+	up := newFakeUpstream()
+	front := &Server{NewSession: up.session}
+	if configure != nil {
+		configure(front)
+	}
+	ts := &testServer{Server: httptest.NewServer(front), front: front, up: up}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		assert.NoError(t, front.Shutdown(ctx))
+		ts.Close()
+	})
+	return ts
+}
+
+// request is one HTTP request to the test server; zero fields take
+// defaults (POST, Accept: application/json).
+type request struct {
+	Method  string
+	Session string
+	Accept  string
+	Body    string
+	Host    string
+	Header  map[string]string
+}
+
+func (ts *testServer) do(t *testing.T, r request) *http.Response {
+	t.Helper()
+	if r.Method == "" {
+		r.Method = http.MethodPost
+	}
+	req, err := http.NewRequestWithContext(t.Context(), r.Method, ts.URL, strings.NewReader(r.Body))
+	require.NoError(t, err)
+	if r.Body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", cmpOr(r.Accept, acceptJSON))
+	if r.Session != "" {
+		req.Header.Set(HeaderSessionID, r.Session)
+	}
+	if r.Host != "" {
+		req.Host = r.Host
+	}
+	for k, v := range r.Header {
+		req.Header.Set(k, v)
+	}
+	resp, err := ts.Client().Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// initialize opens a session and returns its id.
+func (ts *testServer) initialize(t *testing.T) string {
+	t.Helper()
+	resp := ts.do(t, request{Body: initializeBody})
+	body := readAll(t, resp)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "initialize: %s", body)
+	id := resp.Header.Get(HeaderSessionID)
+	require.NotEmpty(t, id)
+	assert.Contains(t, body, `"serverInfo"`)
+	resp = ts.do(t, request{Session: id, Body: initializedBody})
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	return id
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// events reads an SSE body to its end and returns the data of each
+// message event.
+func events(t *testing.T, body io.Reader) []string {
+	t.Helper()
+	var out []string
+	var data []string
+	sc := bufio.NewScanner(body)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "data: "):
+			data = append(data, strings.TrimPrefix(line, "data: "))
+		case line == "" && data != nil:
+			out = append(out, strings.Join(data, "\n"))
+			data = nil
+		}
+	}
+	return out
+}
+
+func call(id int, tool string, args string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args)
+}
+
+func TestHTTPErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		server      func(*Server)
+		req         request
+		withSession bool // send an open session's id
+		wantStatus  int
+		wantBody    string
+		wantHeader  map[string]string
+	}{
+		{name: "request without a session", req: request{Body: call(1, "echo", `{}`)},
+			wantStatus: http.StatusBadRequest, wantBody: "missing Mcp-Session-Id"},
+		{name: "unknown session", req: request{Session: "no-such-session", Body: call(1, "echo", `{}`)},
+			wantStatus: http.StatusNotFound, wantBody: "no such session"},
+		{name: "unsupported protocol version", req: request{Body: initializeBody, Header: map[string]string{HeaderProtocolVersion: "1999-01-01"}},
+			wantStatus: http.StatusBadRequest, wantBody: "unsupported Mcp-Protocol-Version"},
+		{name: "supported protocol version", req: request{Body: initializeBody, Header: map[string]string{HeaderProtocolVersion: "2025-06-18"}},
+			wantStatus: http.StatusOK},
+		{name: "not JSON content", req: request{Body: initializeBody, Header: map[string]string{"Content-Type": "text/plain"}},
+			wantStatus: http.StatusUnsupportedMediaType},
+		{name: "body over the limit", server: func(s *Server) { s.MaxBodyBytes = 64 }, req: request{Body: initializeBody},
+			wantStatus: http.StatusRequestEntityTooLarge, wantBody: "64-byte limit"},
+		{name: "malformed JSON", req: request{Body: `{"jsonrpc":`},
+			wantStatus: http.StatusBadRequest, wantBody: "-32700"},
+		{name: "not a JSON-RPC message", req: request{Body: `{"jsonrpc":"2.0","id":3}`},
+			wantStatus: http.StatusBadRequest, wantBody: "-32600"},
+		{name: "empty batch", req: request{Body: `[]`},
+			wantStatus: http.StatusBadRequest, wantBody: "batch"},
+		{name: "initialize in a batch opens no session", req: request{Body: "[" + initializeBody + "]"},
+			wantStatus: http.StatusBadRequest, wantBody: "missing Mcp-Session-Id"},
+		{name: "foreign Host over loopback", req: request{Body: initializeBody, Host: "evil.example.com"},
+			wantStatus: http.StatusForbidden, wantBody: "evil.example.com"},
+		{name: "localhost Host", req: request{Body: initializeBody, Host: "localhost:1234"},
+			wantStatus: http.StatusOK},
+		{name: "foreign Origin", req: request{Body: initializeBody, Header: map[string]string{"Origin": "http://evil.example.com"}},
+			wantStatus: http.StatusForbidden, wantBody: "Origin"},
+		{name: "null Origin", req: request{Body: initializeBody, Header: map[string]string{"Origin": "null"}},
+			wantStatus: http.StatusForbidden},
+		{name: "loopback Origin", req: request{Body: initializeBody, Header: map[string]string{"Origin": "http://localhost:6274"}},
+			wantStatus: http.StatusOK},
+		{name: "allowed Origin", server: func(s *Server) { s.AllowedOrigins = []string{"https://app.example.com"} },
+			req:        request{Body: initializeBody, Header: map[string]string{"Origin": "https://app.example.com"}},
+			wantStatus: http.StatusOK},
+		{name: "no token", server: func(s *Server) { s.Token = "s3cret" }, req: request{Body: initializeBody},
+			wantStatus: http.StatusUnauthorized, wantHeader: map[string]string{"WWW-Authenticate": `Bearer realm="mcpwrap"`}},
+		{name: "wrong token", server: func(s *Server) { s.Token = "s3cret" },
+			req:        request{Body: initializeBody, Header: map[string]string{"Authorization": "Bearer s3cre"}},
+			wantStatus: http.StatusUnauthorized},
+		{name: "token", server: func(s *Server) { s.Token = "s3cret" },
+			req:        request{Body: initializeBody, Header: map[string]string{"Authorization": "bearer s3cret"}},
+			wantStatus: http.StatusOK},
+		{name: "unsupported method", req: request{Method: http.MethodPut, Body: initializeBody},
+			wantStatus: http.StatusMethodNotAllowed, wantHeader: map[string]string{"Allow": "GET, POST, DELETE"}},
+		{name: "GET not accepting SSE", withSession: true, req: request{Method: http.MethodGet, Accept: acceptJSON},
+			wantStatus: http.StatusNotAcceptable},
+		{name: "GET without a session", req: request{Method: http.MethodGet, Accept: "text/event-stream"},
+			wantStatus: http.StatusBadRequest},
+		{name: "DELETE of an unknown session", req: request{Method: http.MethodDelete, Session: "gone"},
+			wantStatus: http.StatusNotFound},
+		{name: "stateless discover is turned to initialize",
+			req:        request{Body: `{"jsonrpc":"2.0","id":9,"method":"server/discover","params":{}}`, Header: map[string]string{HeaderProtocolVersion: "2026-07-28"}},
+			wantStatus: http.StatusOK, wantBody: `"code":-32022`},
+		{name: "duplicate request id", withSession: true,
+			req:        request{Body: "[" + call(4, "echo", `{}`) + "," + call(4, "echo", `{}`) + "]"},
+			wantStatus: http.StatusBadRequest, wantBody: "appears twice"},
+		{name: "notification", withSession: true, req: request{Body: `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`},
+			wantStatus: http.StatusAccepted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ts := newTestServer(t, tt.server)
+			if tt.withSession {
+				tt.req.Session = ts.initialize(t)
+			}
+			resp := ts.do(t, tt.req)
+			body := readAll(t, resp)
+			assert.Equal(t, tt.wantStatus, resp.StatusCode, "body: %s", body)
+			assert.Contains(t, body, tt.wantBody)
+			for k, v := range tt.wantHeader {
+				assert.Equal(t, v, resp.Header.Get(k), k)
+			}
+		})
+	}
+}
+
+func TestSessionLifecycle(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	id := ts.initialize(t)
+	fc := ts.up.next(t)
+
+	resp := ts.do(t, request{Session: id, Body: call(1, "echo", `{"text":"hi"}`)})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":`+textResult("hi")+`}`, readAll(t, resp))
+	assert.Len(t, ts.front.Sessions(), 1)
+
+	resp = ts.do(t, request{Method: http.MethodDelete, Session: id})
+	assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+	waitClosed(t, fc)
+	assert.Empty(t, ts.front.Sessions())
+	resp = ts.do(t, request{Session: id, Body: call(2, "echo", `{}`)})
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+// waitClosed waits until the relay closed the upstream connection.
+func waitClosed(t *testing.T, fc *fakeConn) {
+	t.Helper()
+	select {
+	case <-fc.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream connection was not closed")
+	}
+}
+
+func TestOneUpstreamPerSession(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	const n = 5
+	for range n {
+		ts.initialize(t)
+	}
+	assert.EqualValues(t, n, ts.up.dials.Load())
+	assert.Len(t, ts.front.Sessions(), n)
+}
+
+func TestMaxSessions(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, func(s *Server) { s.MaxSessions = 2 })
+	first := ts.initialize(t)
+	ts.initialize(t)
+	resp := ts.do(t, request{Body: initializeBody})
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Contains(t, readAll(t, resp), ErrTooManySessions.Error())
+
+	ts.do(t, request{Method: http.MethodDelete, Session: first})
+	ts.initialize(t)
+}
+
+func TestSSEAnswerCarriesProgress(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	id := ts.initialize(t)
+	body := `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"tok"}}}`
+	resp := ts.do(t, request{Session: id, Accept: acceptBoth, Body: body})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	got := events(t, resp.Body)
+	require.Len(t, got, 2)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":1,"total":2}}`, got[0])
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":"c1","result":`+textResult("done")+`}`, got[1])
+}
+
+func TestBatch(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	id := ts.initialize(t)
+	body := "[" + call(1, "echo", `{"text":"a"}`) + "," + initializedBody + "," + call(2, "echo", `{"text":"b"}`) + "]"
+	resp := ts.do(t, request{Session: id, Body: body})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var got []struct {
+		ID     int             `json:"id"`
+		Result json.RawMessage `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(readAll(t, resp)), &got))
+	require.Len(t, got, 2)
+	byID := map[int]string{}
+	for _, r := range got {
+		byID[r.ID] = string(r.Result)
+	}
+	assert.JSONEq(t, textResult("a"), byID[1])
+	assert.JSONEq(t, textResult("b"), byID[2])
+
+	resp = ts.do(t, request{Session: id, Body: "[" + initializedBody + "]"})
+	assert.Equal(t, http.StatusAccepted, resp.StatusCode)
+}
+
+func TestMultiLineBodyIsCompacted(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	id := ts.initialize(t)
+	fc := ts.up.next(t)
+	resp := ts.do(t, request{Session: id, Body: "{\n  \"jsonrpc\": \"2.0\",\r\n  \"id\": 5,\n  \"method\": \"ping\"\n}"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":5,"result":{}}`, readAll(t, resp))
+	assert.Contains(t, fc.Lines(), `{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+}
+
+func TestConcurrentRequestsInOneSession(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	id := ts.initialize(t)
+	const n = 20
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			accept := acceptJSON
+			if i%2 == 0 {
+				accept = acceptBoth
+			}
+			resp := ts.do(t, request{Session: id, Accept: accept, Body: call(100+i, "echo", fmt.Sprintf(`{"text":"t%d"}`, i))})
+			want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":%s}`, 100+i, textResult(fmt.Sprintf("t%d", i)))
+			if accept == acceptBoth {
+				got := events(t, resp.Body)
+				if assert.Len(t, got, 1) {
+					assert.JSONEq(t, want, got[0])
+				}
+				return
+			}
+			assert.JSONEq(t, want, readAll(t, resp))
+		})
+	}
+	wg.Wait()
+}
+
+func TestCancelledRequestEndsItsPOST(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	id := ts.initialize(t)
+	resp := ts.do(t, request{Session: id, Accept: acceptBoth, Body: call(7, "slow", `{}`)})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	cancel := ts.do(t, request{Session: id, Body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`})
+	assert.Equal(t, http.StatusAccepted, cancel.StatusCode)
+	assert.Empty(t, events(t, resp.Body), "no response after cancellation")
+}
+
+func TestRequestIDInFlightIsRefused(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	id := ts.initialize(t)
+	slow := ts.do(t, request{Session: id, Accept: acceptBoth, Body: call(5, "slow", `{}`)})
+	require.Equal(t, http.StatusOK, slow.StatusCode)
+	resp := ts.do(t, request{Session: id, Body: call(5, "echo", `{}`)})
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, readAll(t, resp), "request id 5 is already in flight")
+}
+
+func TestSessionEndFailsPendingRequests(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	id := ts.initialize(t)
+	resp := ts.do(t, request{Session: id, Accept: acceptBoth, Body: call(8, "slow", `{}`)})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	ts.do(t, request{Method: http.MethodDelete, Session: id})
+	got := events(t, resp.Body)
+	require.Len(t, got, 1)
+	assert.Contains(t, got[0], `"id":8`)
+	assert.Contains(t, got[0], "session ended before the request was answered")
+}
+
+func TestGETStreamCarriesServerMessages(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	id := ts.initialize(t)
+	fc := ts.up.next(t)
+	get := ts.do(t, request{Method: http.MethodGet, Session: id, Accept: "text/event-stream"})
+	require.Equal(t, http.StatusOK, get.StatusCode)
+	assert.Equal(t, "text/event-stream", get.Header.Get("Content-Type"))
+
+	fc.Push(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+	r := bufio.NewReader(get.Body)
+	line := nextData(t, r)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`, line)
+
+	// A second GET replaces the first, which ends.
+	second := ts.do(t, request{Method: http.MethodGet, Session: id, Accept: "text/event-stream"})
+	require.Equal(t, http.StatusOK, second.StatusCode)
+	_, err := io.ReadAll(r)
+	require.NoError(t, err, "the replaced stream ends cleanly")
+	fc.Push(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`)
+	assert.Contains(t, nextData(t, bufio.NewReader(second.Body)), `"notifications/message"`)
+}
+
+// nextData reads the data of the next message event.
+func nextData(t *testing.T, r *bufio.Reader) string {
+	t.Helper()
+	for {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		if data, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "data: "); ok {
+			return data
+		}
+	}
+}
+
+func TestGoSDKClient(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	listChanged := make(chan struct{}, 1)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "hello"}}, nil
+		},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case listChanged <- struct{}{}:
+			default:
+			}
+		},
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL, MaxRetries: -1}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "2025-11-25", cs.InitializeResult().ProtocolVersion, "falls back from server/discover to initialize")
+	fc := ts.up.next(t)
+
+	tools, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	assert.Len(t, tools.Tools, 2)
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sample"})
+	require.NoError(t, err)
+	require.Len(t, res.Content, 1)
+	assert.Equal(t, "sampled: hello", res.Content[0].(*mcp.TextContent).Text, "a server request reaches the client and its answer the server")
+
+	fc.Push(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+	select {
+	case <-listChanged:
+	case <-ctx.Done():
+		t.Fatal("tools/list_changed did not reach the client")
+	}
+
+	require.NoError(t, cs.Close())
+	waitClosed(t, fc)
+}
+
+func TestShutdownDrains(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	id := ts.initialize(t)
+	fc := ts.up.next(t)
+	get := ts.do(t, request{Method: http.MethodGet, Session: id, Accept: "text/event-stream"})
+	require.Equal(t, http.StatusOK, get.StatusCode)
+	slow := ts.do(t, request{Session: id, Accept: acceptBoth, Body: call(1, "slow", `{}`)})
+	require.Equal(t, http.StatusOK, slow.StatusCode) // headers come once its request is registered
+
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- ts.front.Shutdown(t.Context()) }()
+	_, err := io.ReadAll(get.Body)
+	require.NoError(t, err, "shutdown ends the GET stream")
+
+	refused := ts.do(t, request{Session: id, Body: call(2, "echo", `{}`)})
+	assert.Equal(t, http.StatusServiceUnavailable, refused.StatusCode, "no new requests while draining")
+	refused = ts.do(t, request{Body: initializeBody})
+	assert.Equal(t, http.StatusServiceUnavailable, refused.StatusCode, "no new sessions while draining")
+	accepted := ts.do(t, request{Session: id, Body: `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`})
+	assert.Equal(t, http.StatusAccepted, accepted.StatusCode, "answers for the upstream still pass")
+
+	close(ts.up.release)
+	got := events(t, slow.Body)
+	require.Len(t, got, 1)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":`+textResult("slow done")+`}`, got[0])
+	require.NoError(t, <-shutdown)
+	waitClosed(t, fc)
+	assert.Empty(t, ts.front.Sessions())
+}
+
+func TestShutdownDeadline(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	id := ts.initialize(t)
+	fc := ts.up.next(t)
+	slow := ts.do(t, request{Session: id, Accept: acceptBoth, Body: call(1, "slow", `{}`)})
+	require.Equal(t, http.StatusOK, slow.StatusCode)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	assert.ErrorIs(t, ts.front.Shutdown(ctx), context.Canceled)
+	waitClosed(t, fc)
+	got := events(t, slow.Body)
+	require.Len(t, got, 1)
+	assert.Contains(t, got[0], "session ended")
+}

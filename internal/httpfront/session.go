@@ -1,0 +1,387 @@
+package httpfront
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/middleware"
+)
+
+// queueLimit bounds the messages kept for a session while no stream can
+// carry them; past it the oldest are dropped.
+const queueLimit = 1024
+
+// A session is one HTTP session: the client side of its relay, fed by POSTs
+// and routing the relay's messages to the session's HTTP streams.
+//
+// It implements [middleware.Conn] for the relay. Its routing state is
+// guarded by mu; a stream's own mutex is never held while mu is taken,
+// except in attach, which takes them in the order stream, then session.
+type session struct {
+	srv   *Server
+	id    string
+	log   *slog.Logger
+	relay *middleware.Session
+
+	in     chan []byte // messages POSTed by the client, for ReadMessage
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	ended   chan struct{} // closed when the session ends: no new HTTP work
+	endOnce sync.Once
+	done    chan struct{} // closed when the relay's Run returned
+
+	mu        sync.Mutex
+	calls     map[string]*exchange // request key → the POST waiting for it
+	live      []*exchange          // POSTs answering with SSE, oldest first
+	get       *stream              // the standalone GET stream, if open
+	queue     [][]byte             // messages waiting for a GET stream
+	active    int                  // HTTP requests in progress
+	idleSince time.Time
+	idle      *time.Timer
+}
+
+var _ middleware.Conn = (*session)(nil)
+
+func newSession(srv *Server, id string) *session {
+	ctx, cancel := context.WithCancel(context.Background())
+	ss := &session{
+		srv:       srv,
+		id:        id,
+		log:       srv.log.With("session", id[:8]), // enough to tell sessions apart
+		in:        make(chan []byte),
+		ctx:       ctx,
+		cancel:    cancel,
+		ended:     make(chan struct{}),
+		done:      make(chan struct{}),
+		calls:     make(map[string]*exchange),
+		idleSince: time.Now(),
+	}
+	if d := srv.idleTimeout(); d > 0 {
+		ss.idle = time.AfterFunc(d, ss.idleCheck)
+	}
+	return ss
+}
+
+// run runs the relay until the session ends.
+func (ss *session) run() {
+	defer close(ss.done)
+	defer ss.cancel()
+	if err := ss.relay.Run(ss.ctx); err != nil {
+		ss.log.Warn("relay stopped", "error", err)
+	}
+	ss.end("the relay stopped")
+}
+
+// end ends the session: it is forgotten by the server, its GET stream
+// closes and its relay reads EOF, drains and closes the upstream. The POSTs
+// still waiting get their answers until the relay returns.
+func (ss *session) end(reason string) {
+	ss.endOnce.Do(func() {
+		ss.srv.forget(ss.id)
+		close(ss.ended)
+		if ss.idle != nil {
+			ss.idle.Stop()
+		}
+		ss.closeGET()
+		ss.log.Info("session ended", "reason", reason)
+	})
+}
+
+// enter records an HTTP request in progress; it reports false when the
+// session has ended.
+func (ss *session) enter() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	select {
+	case <-ss.ended:
+		return false
+	default:
+	}
+	ss.active++
+	return true
+}
+
+// leave records the end of an HTTP request, starting the idle clock when
+// it was the last.
+func (ss *session) leave() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.active--
+	if ss.active == 0 && ss.idle != nil {
+		ss.idleSince = time.Now()
+		ss.idle.Reset(ss.srv.idleTimeout())
+	}
+}
+
+// idleCheck ends the session if it has been idle for the whole timeout. A
+// request in progress re-arms the timer when it leaves.
+func (ss *session) idleCheck() {
+	timeout := ss.srv.idleTimeout()
+	ss.mu.Lock()
+	if ss.active > 0 {
+		ss.mu.Unlock()
+		return
+	}
+	if left := timeout - time.Since(ss.idleSince); left > 0 {
+		ss.idle.Reset(left)
+		ss.mu.Unlock()
+		return
+	}
+	ss.mu.Unlock()
+	ss.end(fmt.Sprintf("idle for %s", timeout))
+}
+
+// deliver hands a client message to the relay; false means the session
+// ended first.
+func (ss *session) deliver(msg []byte) bool {
+	select {
+	case ss.in <- msg:
+		return true
+	case <-ss.ended:
+		return false
+	}
+}
+
+// ReadMessage implements [middleware.Conn]: the client's next message, or
+// io.EOF once the session has ended.
+func (ss *session) ReadMessage() ([]byte, error) {
+	select {
+	case msg := <-ss.in:
+		return msg, nil
+	case <-ss.ended:
+		return nil, io.EOF
+	}
+}
+
+// WriteMessage implements [middleware.Conn]: it routes one message of the
+// relay to the client. A response goes to the POST waiting for it; anything
+// else to a POST stream still open (the one whose request a progress
+// notification names, else the oldest), else the GET stream, else a
+// bounded queue that the next GET stream receives first. It blocks while
+// the chosen stream's client is not reading.
+func (ss *session) WriteMessage(msg []byte) error {
+	env, err := framing.Peek(msg)
+	if err != nil {
+		ss.log.Warn("dropping an unreadable message from the relay", "error", err)
+		return nil
+	}
+	if env.Kind != framing.Batch {
+		ss.route(msg, env)
+		return nil
+	}
+	elems, err := framing.Elements(msg)
+	if err != nil {
+		ss.log.Warn("dropping an unreadable batch from the relay", "error", err)
+		return nil
+	}
+	for _, e := range elems {
+		if env, err := framing.Peek(e); err == nil {
+			ss.route(e, env)
+		}
+	}
+	return nil
+}
+
+// Close implements [middleware.Conn]: it ends the session.
+func (ss *session) Close() error {
+	ss.end("the relay closed the client side")
+	return nil
+}
+
+func (ss *session) route(msg []byte, env framing.Envelope) {
+	if env.Kind == framing.Response {
+		ss.routeResponse(msg, env)
+		return
+	}
+	var token string
+	if env.Method == "notifications/progress" {
+		var p struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		}
+		if json.Unmarshal(env.Params, &p) == nil && p.ProgressToken != nil {
+			token = idKey(p.ProgressToken)
+		}
+	}
+	for {
+		ss.mu.Lock()
+		st := ss.pickLocked(token)
+		if st == nil {
+			ss.enqueueLocked(msg)
+			ss.mu.Unlock()
+			return
+		}
+		ss.mu.Unlock()
+		if st.send(msg) == nil {
+			return
+		}
+		// The stream is gone, and marked so: pick again.
+	}
+}
+
+func (ss *session) routeResponse(msg []byte, env framing.Envelope) {
+	key := idKey(env.ID)
+	ss.mu.Lock()
+	ex := ss.calls[key]
+	if ex == nil {
+		ss.mu.Unlock()
+		ss.log.Debug("dropping a response no POST waits for", "id", string(env.ID))
+		return
+	}
+	delete(ss.calls, key)
+	delete(ex.pending, key)
+	ex.complete = len(ex.pending) == 0
+	if ex.stream == nil {
+		ex.responses = append(ex.responses, bytes.Clone(msg))
+	}
+	complete := ex.complete
+	ss.mu.Unlock()
+	if ex.stream != nil {
+		if err := ex.stream.send(msg); err != nil {
+			ss.log.Debug("cannot deliver a response; the client left", "id", string(env.ID))
+		}
+	}
+	if complete {
+		ex.finish()
+	}
+}
+
+// pickLocked chooses the stream for a message that is not a response.
+func (ss *session) pickLocked(progressToken string) *stream {
+	if progressToken != "" {
+		for _, ex := range ss.live {
+			if ex.progress[progressToken] && !ex.complete && !ex.stream.gone.Load() {
+				return ex.stream
+			}
+		}
+	}
+	for _, ex := range ss.live {
+		if !ex.complete && !ex.stream.gone.Load() {
+			return ex.stream
+		}
+	}
+	if ss.get != nil && !ss.get.gone.Load() {
+		return ss.get
+	}
+	return nil
+}
+
+func (ss *session) enqueueLocked(msg []byte) {
+	if len(ss.queue) >= queueLimit {
+		ss.queue = ss.queue[1:]
+		ss.log.Warn("no stream open for a while; dropping the oldest queued message", "limit", queueLimit)
+	}
+	ss.queue = append(ss.queue, bytes.Clone(msg))
+}
+
+// register makes the POST's requests routable. It returns the id of a
+// request already in flight in the session, if any, and then registers
+// nothing.
+func (ss *session) register(ex *exchange) (duplicate []byte) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for key, id := range ex.pending {
+		if ss.calls[key] != nil {
+			return id
+		}
+	}
+	for key := range ex.pending {
+		ss.calls[key] = ex
+	}
+	if ex.stream != nil {
+		ss.live = append(ss.live, ex)
+	}
+	return nil
+}
+
+// unregister forgets the POST's requests and returns the ids of those not
+// answered, and the answers collected for a JSON reply.
+func (ss *session) unregister(ex *exchange) (unanswered, responses [][]byte) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for key, id := range ex.pending {
+		if ss.calls[key] == ex {
+			delete(ss.calls, key)
+		}
+		unanswered = append(unanswered, id)
+	}
+	ex.pending, ex.complete = nil, true
+	for i, x := range ss.live {
+		if x == ex {
+			ss.live = append(ss.live[:i:i], ss.live[i+1:]...)
+			break
+		}
+	}
+	return unanswered, ex.responses
+}
+
+// cancelled takes the client's notifications/cancelled: the request it
+// names will get no response, so its POST stops waiting for one.
+func (ss *session) cancelled(params []byte) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.RequestID == nil {
+		return
+	}
+	key := idKey(p.RequestID)
+	ss.mu.Lock()
+	ex := ss.calls[key]
+	if ex == nil {
+		ss.mu.Unlock()
+		return
+	}
+	delete(ss.calls, key)
+	delete(ex.pending, key)
+	ex.complete = len(ex.pending) == 0
+	complete := ex.complete
+	ss.mu.Unlock()
+	if complete {
+		ex.finish()
+	}
+}
+
+// attach makes st the session's GET stream, first sending it the queued
+// messages, and returns the stream it replaces.
+func (ss *session) attach(st *stream) (old *stream) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	ss.mu.Lock()
+	old, ss.get = ss.get, st
+	queued := ss.queue
+	ss.queue = nil
+	ss.mu.Unlock()
+	for i, msg := range queued {
+		if err := st.writeLocked(encodeEvent(msg)); err != nil {
+			ss.log.Debug("GET stream gone while sending queued messages", "lost", len(queued)-i)
+			break
+		}
+	}
+	return old
+}
+
+// detach forgets st as the GET stream, if it still is.
+func (ss *session) detach(st *stream) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.get == st {
+		ss.get = nil
+	}
+}
+
+// closeGET ends the GET stream, if one is open.
+func (ss *session) closeGET() {
+	ss.mu.Lock()
+	st := ss.get
+	ss.mu.Unlock()
+	if st != nil {
+		st.finish()
+	}
+}
