@@ -31,6 +31,9 @@ $(NPM_STAMP): e2e/package.json e2e/package-lock.json
 e2e: e2e-deps ## end-to-end tests: the real binary against real clients and servers
 	MCPWRAP_E2E_REQUIRE_NPM=1 $(GO) test -count=1 -timeout 20m ./e2e/...
 
+conformance: e2e-deps ## the official MCP conformance suite, directly and through mcpwrap --listen
+	MCPWRAP_E2E_REQUIRE_NPM=1 $(GO) test -count=1 -timeout 10m -run '^TestConformance$$' -v ./e2e/...
+
 lint: ## gofmt, go vet, staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
@@ -55,7 +58,7 @@ cross: ## the binary builds for the other desktop platforms (no cgo)
 		CGO_ENABLED=0 GOOS=$${target%/*} GOARCH=$${target#*/} $(GO) build -o /dev/null ./cmd/mcpwrap || exit 1; \
 	done
 
-check: lint cross race e2e ## everything CI runs
+check: lint cross race e2e conformance ## everything CI runs
 
 clean:
 	rm -rf bin bench.out e2e/node_modules
