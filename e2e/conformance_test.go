@@ -19,9 +19,10 @@ import (
 )
 
 // TestConformance runs the official MCP conformance suite (@modelcontextprotocol/conformance,
-// pinned in package.json) against the go-sdk everything-server twice: directly, over its own
-// stateful streamable HTTP, and through `mcpwrap --listen` wrapping it over stdio. Every check
-// that passes directly must pass through mcpwrap (dns-rebinding-protection included).
+// pinned in package.json) against the go-sdk everything-server: directly, over its own stateful
+// streamable HTTP; through `mcpwrap --listen` wrapping it over stdio; and through `mcpwrap
+// --listen --url` wrapping the direct one. Every check that passes directly must pass through
+// mcpwrap (dns-rebinding-protection included).
 //
 // The suite runs for spec version 2025-11-25 and for the newest version it knows server
 // scenarios of, in its active suite and in "all" (which adds the pending scenarios).
@@ -32,7 +33,15 @@ func TestConformance(t *testing.T) {
 	suite := newConformance(t)
 
 	directURL := startEverythingHTTP(ctx, t)
-	wrapped := startListen(ctx, t, listenOptions{Name: "everything", Config: transparentConfig}, everythingServerPath)
+	overStdio := startListen(ctx, t, listenOptions{Name: "everything", Config: transparentConfig}, everythingServerPath)
+	overHTTP := startListen(ctx, t, listenOptions{Name: "everything", Config: transparentConfig, Flags: []string{"--url", directURL}})
+	throughs := []struct {
+		name string
+		srv  *listenServer
+	}{
+		{name: "mcpwrap --listen -- everything-server", srv: overStdio},
+		{name: "mcpwrap --listen --url (everything-server over HTTP)", srv: overHTTP},
+	}
 
 	versions := []string{"2025-11-25"}
 	if newest := suite.newestServerVersion(ctx, t); newest != versions[0] {
@@ -41,21 +50,28 @@ func TestConformance(t *testing.T) {
 	for _, version := range versions {
 		for _, set := range []string{"active", "all"} {
 			direct := suite.run(ctx, t, directURL, version, set)
-			through := suite.run(ctx, t, wrapped.URL, version, set)
-			t.Logf("conformance %s (%s suite): direct %s; through mcpwrap %s", version, set, direct.summary(), through.summary())
 			require.NotEmpty(t, direct.checks, "no scenario ran for %s", version)
-			for key, status := range direct.checks {
-				if status == "SUCCESS" {
-					assert.Equal(t, "SUCCESS", through.checks[key], "%s, %s: passes directly, not through mcpwrap", version, key)
-				}
-			}
+			t.Logf("conformance %s (%s suite), direct: %s", version, set, direct.summary())
 			if version == "2025-11-25" {
-				assert.Zero(t, direct.count("FAILURE"), "the go-sdk everything-server fails checks directly: %s", direct.summary())
-				assert.Equal(t, "SUCCESS", through.checks["dns-rebinding-protection/localhost-host-rebinding-rejected"])
+				assert.Zero(t, direct.count("FAILURE"), "the go-sdk everything-server fails checks directly")
+			}
+			for _, through := range throughs {
+				got := suite.run(ctx, t, through.srv.URL, version, set)
+				t.Logf("conformance %s (%s suite), through %s: %s", version, set, through.name, got.summary())
+				for key, status := range direct.checks {
+					if status == "SUCCESS" {
+						assert.Equal(t, "SUCCESS", got.checks[key], "%s, %s: passes directly, not through %s", version, key, through.name)
+					}
+				}
+				if version == "2025-11-25" {
+					assert.Equal(t, "SUCCESS", got.checks["dns-rebinding-protection/localhost-host-rebinding-rejected"], through.name)
+				}
 			}
 		}
 	}
-	wrapped.Stop(t)
+	for _, through := range throughs {
+		through.srv.Stop(t)
+	}
 }
 
 // conformance runs the suite's CLI with the pinned Node.

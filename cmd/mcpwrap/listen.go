@@ -125,6 +125,7 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 	hs := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute, // idle keep-alive connections, not sessions
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
