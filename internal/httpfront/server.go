@@ -331,7 +331,7 @@ func (s *Server) open() (*session, error) {
 	n := len(s.sessions)
 	s.mu.Unlock()
 	ss.log.Info("session opened", "sessions", n)
-	go ss.run()
+	ss.start()
 	return ss, nil
 }
 

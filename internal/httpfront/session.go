@@ -64,10 +64,18 @@ func newSession(srv *Server, id string) *session {
 		calls:     make(map[string]*exchange),
 		idleSince: time.Now(),
 	}
-	if d := srv.idleTimeout(); d > 0 {
-		ss.idle = time.AfterFunc(d, ss.idleCheck)
-	}
 	return ss
+}
+
+// start starts the idle clock and the relay, once the session is known to
+// the server.
+func (ss *session) start() {
+	if d := ss.srv.idleTimeout(); d > 0 {
+		ss.mu.Lock()
+		ss.idle = time.AfterFunc(d, ss.idleCheck)
+		ss.mu.Unlock()
+	}
+	go ss.run()
 }
 
 // run runs the relay until the session ends.
@@ -87,9 +95,11 @@ func (ss *session) end(reason string) {
 	ss.endOnce.Do(func() {
 		ss.srv.forget(ss.id)
 		close(ss.ended)
+		ss.mu.Lock()
 		if ss.idle != nil {
 			ss.idle.Stop()
 		}
+		ss.mu.Unlock()
 		ss.closeGET()
 		ss.log.Info("session ended", "reason", reason)
 	})
@@ -100,13 +110,20 @@ func (ss *session) end(reason string) {
 func (ss *session) enter() bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	select {
-	case <-ss.ended:
+	if ss.isEnded() {
 		return false
-	default:
 	}
 	ss.active++
 	return true
+}
+
+func (ss *session) isEnded() bool {
+	select {
+	case <-ss.ended:
+		return true
+	default:
+		return false
+	}
 }
 
 // leave records the end of an HTTP request, starting the idle clock when
@@ -115,7 +132,7 @@ func (ss *session) leave() {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.active--
-	if ss.active == 0 && ss.idle != nil {
+	if ss.active == 0 && ss.idle != nil && !ss.isEnded() {
 		ss.idleSince = time.Now()
 		ss.idle.Reset(ss.srv.idleTimeout())
 	}

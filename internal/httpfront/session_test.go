@@ -2,6 +2,7 @@ package httpfront
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -86,6 +87,33 @@ func sseExchange(t *testing.T, ss *session, body string) (*exchange, *httptest.R
 	require.Nil(t, ss.register(ex))
 	return ex, rec
 }
+
+func TestStreamOfAGoneClientIsSkipped(t *testing.T) {
+	t.Parallel()
+	ss := bareSession(t)
+	getRec := httptest.NewRecorder()
+	ss.attach(newStream(getRec))
+	msgs, batch, perr := parseBody([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`))
+	require.Nil(t, perr)
+	ex, dup := newExchange(msgs, batch)
+	require.Nil(t, dup)
+	ex.stream = newStream(goneClient{httptest.NewRecorder()})
+	require.Nil(t, ss.register(ex))
+
+	msg := `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`
+	require.NoError(t, ss.WriteMessage([]byte(msg)))
+	assert.Equal(t, []string{msg}, events(t, getRec.Body), "rerouted to the GET stream")
+	select {
+	case <-ex.stream.ended:
+	default:
+		t.Fatal("the failed stream's handler was not told to return")
+	}
+}
+
+// goneClient is a response whose client has left: every write fails.
+type goneClient struct{ *httptest.ResponseRecorder }
+
+func (goneClient) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
 
 func TestBatchFromRelayIsSplit(t *testing.T) {
 	t.Parallel()
