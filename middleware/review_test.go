@@ -1,0 +1,352 @@
+package middleware
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/resilience"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// This file holds the reviewer's regression tests. Each skipped test names
+// a bug that is still open; the fix removes the skip.
+
+// rawHarness drives a Session whose upstream the test plays by hand.
+type rawHarness struct {
+	t       *testing.T
+	client  *peer
+	up      *peer
+	session *Session
+	done    chan error
+	cancel  context.CancelFunc
+}
+
+type rawOptions struct {
+	policy  ToolPolicy
+	upLimit int             // the upstream conn's message limit
+	wrap    func(Conn) Conn // wraps the upstream conn
+	catalog string          // the first own tools/list result; "" leaves it unanswered
+}
+
+// startRaw runs a Session, completes the handshake by hand and answers the
+// sidecar's first catalog refresh with o.catalog (when set).
+func startRaw(t *testing.T, o rawOptions) *rawHarness {
+	t.Helper()
+	h := &rawHarness{t: t, done: make(chan error, 1)}
+	var clientConn, upConn Conn
+	h.client, clientConn = newPeer(t, 0)
+	h.up, upConn = newPeer(t, o.upLimit)
+	if o.wrap != nil {
+		upConn = o.wrap(upConn)
+	}
+	h.session = &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), Tools: o.policy}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	t.Cleanup(cancel)
+	go func() { h.done <- h.session.Run(ctx) }()
+	handshake(t, h.client, h.up)
+	if o.policy != nil && o.catalog != "" {
+		h.answer(h.expect("tools/list"), o.catalog)
+		require.Eventually(t, h.session.catalogLoaded, timeout, tick)
+	}
+	return h
+}
+
+// expect returns the id of the next message at the upstream, which must be
+// a request of method.
+func (h *rawHarness) expect(method string) []byte {
+	h.t.Helper()
+	env, err := framing.Peek(h.up.next())
+	require.NoError(h.t, err)
+	require.Equal(h.t, method, env.Method)
+	return append([]byte(nil), env.ID...)
+}
+
+// answer sends the upstream's result for id.
+func (h *rawHarness) answer(id []byte, result string) {
+	h.t.Helper()
+	h.up.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + "}\n")
+}
+
+// nextResponse returns the client's next message, which must be a response
+// with id.
+func (h *rawHarness) nextResponse(id string) []byte {
+	h.t.Helper()
+	msg := h.client.next()
+	env, err := framing.Peek(msg)
+	require.NoError(h.t, err)
+	require.Equal(h.t, framing.Response, env.Kind, "got %s", msg)
+	require.Equal(h.t, id, string(env.ID), "got %s", msg)
+	return msg
+}
+
+var lockedSecret = &fakePolicy{status: map[string]string{"secret": "disabled_by_config"}}
+
+const secretCatalog = `{"tools":[{"name":"open","inputSchema":{"type":"object"}},{"name":"secret","inputSchema":{"type":"object"}}]}`
+
+// TestReviewGateJudgesTheNameTheUpstreamReads: the gate must judge the tool
+// the upstream will run. Go's encoding/json matches keys case-insensitively
+// and fails open on a type error, and framing.Peek compares top-level keys
+// unescaped, so each of these calls judges "open" (or nothing) while a
+// case-sensitive, escape-decoding upstream (every JS and Python server)
+// runs "secret", which operator policy locked.
+func TestReviewGateJudgesTheNameTheUpstreamReads(t *testing.T) {
+	t.Skip("bug: gateCall judges a different tool name than the upstream runs (case-insensitive NAME, type error fails open, escaped top-level keys); see report")
+	tests := []struct {
+		name string
+		call string
+	}{
+		{name: "case-insensitive key", call: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"secret","NAME":"open"}}`},
+		{name: "type error fails open", call: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"secret","Name":0}}`},
+		{name: "escaped params key", call: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"open"},"p\u0061rams":{"name":"secret"}}`},
+		{name: "escaped method key", call: `{"jsonrpc":"2.0","id":5,"method":"ping","m\u0065thod":"tools/call","params":{"name":"secret"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+			h.client.send(tt.call + "\n")
+			h.client.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}` + "\n")
+			assert.Equal(t, `{"jsonrpc":"2.0","id":6,"method":"ping"}`, string(h.up.next()),
+				"the ambiguous call must not reach the upstream")
+		})
+	}
+}
+
+// TestReviewOwnRequestWithOversizedResponseFails: the sidecar's own
+// tools/list whose response is over the message limit is dropped by
+// pumpUpstream without failing the own call, which then waits forever. The
+// first tools/call refreshes the catalog from the client pump, so the whole
+// client direction hangs.
+func TestReviewOwnRequestWithOversizedResponseFails(t *testing.T) {
+	t.Skip("bug: pumpUpstream drops an oversized response to an own request without failing it; the client pump hangs in gateCall; see report")
+	big := `{"tools":[{"name":"open","description":"` + strings.Repeat("x", 2048) + `"}]}`
+	h := startRaw(t, rawOptions{policy: lockedSecret, upLimit: 1024})
+	h.answer(h.expect("tools/list"), big) // the background refresh: dropped
+
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"open"}}` + "\n")
+	h.answer(h.expect("tools/list"), big) // the gate's refresh: dropped
+	select {
+	case msg := <-h.client.recv:
+		env, err := framing.Peek(msg)
+		require.NoError(t, err)
+		assert.Equal(t, framing.Response, env.Kind, "the call is answered, got %s", msg)
+	case <-time.After(2 * time.Second):
+		t.Fatal("tools/call never answered: the client pump is stuck on an own request")
+	}
+}
+
+// TestReviewBatchRequestsAreAnsweredWhenTheUpstreamDies: a forwarded batch's
+// requests are not tracked, so failInflight does not know them and the
+// client never gets an answer after a crash (nor does drain wait for them).
+func TestReviewBatchRequestsAreAnsweredWhenTheUpstreamDies(t *testing.T) {
+	t.Skip("bug: clientBatch does not track the requests it forwards; a crash leaves them unanswered forever; see report")
+	h := start(t, 0)
+	batch := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"resources/list"}]`
+	h.client.send(batch + "\n")
+	require.Equal(t, batch, string(h.up.next()))
+	h.up.closeSend() // crash before answering
+	// failInflight answers before the list_changed that tells of the crash.
+	msg := h.client.next()
+	assert.NotContains(t, string(msg), "notifications/tools/list_changed",
+		"requests 1 and 2 must be answered (restart error) before anything else")
+}
+
+// TestReviewClientIDCannotReachTheOwnIDSpace: isOwnID compares raw bytes, so
+// a client id "mcpwrap\u002d1" (the same JSON string as "mcpwrap-1") is not
+// refused. Upstreams re-encode ids ("mcpwrap-1"), and pumpUpstream then
+// takes the answer for an own response: the client's request is never
+// answered, or it answers (poisons) a concurrent own request of the sidecar.
+func TestReviewClientIDCannotReachTheOwnIDSpace(t *testing.T) {
+	t.Skip("bug: isOwnID misses escaped spellings of the reserved prefix; the re-encoded answer is swallowed as an own response; see report")
+	h := start(t, 0)
+	h.client.send(`{"jsonrpc":"2.0","id":"mcpwrap\u002d999","method":"ping"}` + "\n")
+	select {
+	case msg := <-h.up.recv:
+		// A normalising upstream answers with the decoded id.
+		h.up.send(`{"jsonrpc":"2.0","id":"mcpwrap-999","result":{}}` + "\n")
+		_ = msg
+		h.up.send(`{"jsonrpc":"2.0","method":"notifications/marker"}` + "\n")
+		got := h.client.next()
+		assert.NotContains(t, string(got), "notifications/marker", "the ping's answer was swallowed")
+	case msg := <-h.client.recv:
+		assert.Contains(t, string(msg), `"error"`, "refused like any reserved id")
+	case <-time.After(timeout):
+		t.Fatal("neither forwarded nor refused")
+	}
+}
+
+// TestReviewGateRefreshDoesNotBlockTheClientPump: gateCall reloads the
+// catalog (for a tool it does not know) synchronously on the client pump.
+// While it waits, the client's answer to a server→client request is not
+// read; an upstream that needs that answer before serving tools/list
+// deadlocks the session for good (no timeout on own requests).
+func TestReviewGateRefreshDoesNotBlockTheClientPump(t *testing.T) {
+	t.Skip("bug: gateCall's catalog refresh blocks the client pump; an upstream awaiting the client's answer to its request deadlocks; see report")
+	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"open"}}` + "\n")
+	h.expect("tools/call")
+	h.up.send(`{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{}}` + "\n")
+	require.Contains(t, string(h.client.next()), `"elicitation/create"`)
+
+	// The agent calls a tool the catalog lacks (a hallucinated name).
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ghost"}}` + "\n")
+	h.expect("tools/list")                                                                          // the sequential upstream will read it after e1's answer
+	go io.WriteString(h.client.in, `{"jsonrpc":"2.0","id":"e1","result":{"action":"accept"}}`+"\n") // blocks while the pump is stuck
+	select {
+	case msg := <-h.up.recv:
+		assert.Contains(t, string(msg), `"e1"`)
+	case <-time.After(2 * time.Second):
+		t.Fatal("the client's answer to e1 is stuck behind the gate's refresh: deadlock")
+	}
+}
+
+// descPolicy locks tools whose description mentions "evil", the way
+// pinning locks a tool whose definition changed.
+type descPolicy struct{ fakePolicy }
+
+func (p *descPolicy) Evaluate(tools []json.RawMessage) []Availability {
+	out := make([]Availability, len(tools))
+	for i, t := range tools {
+		out[i].InScope = true
+		if strings.Contains(toolDescription(t), "evil") {
+			out[i].Status = "pending_approval"
+		}
+	}
+	return out
+}
+
+// TestReviewCallIsJudgedByTheDefinitionTheClientSaw: when the upstream
+// changes a tool's definition without list_changed (a rug pull), the
+// client's tools/list hides it (the page is evaluated), yet gateCall judges
+// the call by the stale cached definition and forwards it.
+func TestReviewCallIsJudgedByTheDefinitionTheClientSaw(t *testing.T) {
+	t.Skip("bug: tools/list is judged on fresh pages, tools/call on the stale catalog; a silently changed tool is hidden yet callable; see report")
+	h := startRaw(t, rawOptions{policy: &descPolicy{},
+		catalog: `{"tools":[{"name":"a","description":"benign"}]}`})
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+	h.answer(h.expect("tools/list"), `{"tools":[{"name":"a","description":"now evil"}]}`)
+	var list listResponse
+	require.NoError(t, json.Unmarshal(h.nextResponse("1"), &list))
+	require.NotContains(t, list.names(), "a", "the changed tool is hidden")
+
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a"}}` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, string(h.up.next()),
+		"the hidden, changed tool must not be callable")
+}
+
+// closeCounter counts Close calls on a Conn.
+type closeCounter struct {
+	Conn
+	closes atomic.Int32
+}
+
+func (c *closeCounter) Close() error { c.closes.Add(1); return c.Conn.Close() }
+
+// TestReviewCrashedLinkIsClosed: after a crash supervise drops the link
+// (s.up = nil) without closing it, and closeLink at shutdown only closes
+// the current one. For a stdio child that leaks its stdin pipe and leaves
+// its process group (grandchildren) running; for a remote one its
+// goroutines and the session DELETE.
+func TestReviewCrashedLinkIsClosed(t *testing.T) {
+	t.Skip("bug: supervise never closes the Conn of a crashed upstream (fd leak, orphaned process group, remote session not ended); see report")
+	var cc *closeCounter
+	h := startRaw(t, rawOptions{wrap: func(c Conn) Conn { cc = &closeCounter{Conn: c}; return cc }})
+	h.up.closeSend()
+	require.Eventually(t, func() bool { return h.session.Status().Class == resilience.Permanent }, timeout, tick)
+	h.cancel()
+	require.NoError(t, <-h.done)
+	assert.Equal(t, int32(1), cc.closes.Load(), "the dead upstream's Conn is closed once")
+}
+
+// holdConn blocks the nth write of a tools/list until released.
+type holdConn struct {
+	Conn
+	n       atomic.Int32
+	at      int32
+	held    chan struct{}
+	release chan struct{}
+}
+
+func (c *holdConn) WriteMessage(msg []byte) error {
+	if env, err := framing.Peek(msg); err == nil && env.Method == "tools/list" && c.n.Add(1) == c.at {
+		close(c.held)
+		<-c.release
+	}
+	return c.Conn.WriteMessage(msg)
+}
+
+// TestReviewRequestRacingACrashIsAnswered: clientRequest takes the ready
+// link, then (after gateCall's refresh) tracks and writes. When the link
+// dies in between, failInflight has already run, the request is tracked
+// after it and written to the dead link; if that write does not fail (a
+// Conn need not report a dead peer on write), it is never answered.
+func TestReviewRequestRacingACrashIsAnswered(t *testing.T) {
+	t.Skip("bug: a request tracked after failInflight on a dead link is never answered (reqs are not tied to a link); see report")
+	hc := &holdConn{at: 2, held: make(chan struct{}), release: make(chan struct{})}
+	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog,
+		wrap: func(c Conn) Conn { hc.Conn = c; return hc }})
+	h.client.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ghost"}}` + "\n")
+	<-hc.held // the gate's refresh is being written
+	h.up.closeSend()
+	require.Contains(t, string(h.client.next()), "notifications/tools/list_changed", "the crash was handled")
+	close(hc.release)
+	h.expect("tools/list")
+	h.expect("tools/call") // written to the dead link
+	msg := h.client.next()
+	assert.Contains(t, string(msg), `"id":7`, "the call is answered")
+}
+
+// TestReviewRunReturnsWhenTheClientStopsReading: at shutdown closeLink
+// closes the upstream and waits for its pump, which is blocked writing to
+// a client that does not read. Run (and mcpwrap on SIGTERM) never returns.
+func TestReviewRunReturnsWhenTheClientStopsReading(t *testing.T) {
+	t.Skip("bug: Run hangs at shutdown while pumpUpstream is blocked writing to a client that stopped reading; see report")
+	h := start(t, 0)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 200; i++ {
+			if _, err := io.WriteString(h.up.in, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/n%d"}`+"\n", i)); err != nil {
+				return
+			}
+		}
+	}()
+	require.Eventually(t, func() bool { return len(h.client.recv) == cap(h.client.recv) }, timeout, tick)
+	h.cancel()
+	select {
+	case <-h.done:
+	case <-time.After(3 * time.Second):
+		t.Fatal("Run did not return after its context was cancelled")
+	}
+	h.up.in.Close()
+	wg.Wait()
+}
+
+// TestReviewToolsListRewriteSurvivesIDReencoding: reqs are keyed by the
+// id's raw bytes. An upstream re-encodes ids (JSON.stringify turns
+// "list\/1" into "list/1"), untrack misses, and the tools/list response
+// passes unrewritten: the locked tool is listed as callable. The stale
+// entry also keeps drain waiting its full timeout and gets a second,
+// bogus error response if the upstream later crashes.
+func TestReviewToolsListRewriteSurvivesIDReencoding(t *testing.T) {
+	t.Skip("bug: request tracking keys raw id bytes; a re-encoded id skips the tools/list rewrite and leaks the in-flight entry; see report")
+	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+	h.client.send(`{"jsonrpc":"2.0","id":"list\/1","method":"tools/list"}` + "\n")
+	h.expect("tools/list")
+	h.up.send(`{"jsonrpc":"2.0","id":"list/1","result":` + secretCatalog + "}\n")
+	var list listResponse
+	require.NoError(t, json.Unmarshal(h.client.next(), &list))
+	assert.NotContains(t, list.names(), "secret", "the locked tool is not listed")
+	assert.Equal(t, 0, h.session.inflight(), "the request is no longer in flight")
+}
