@@ -58,6 +58,7 @@ type Stats struct {
 
 // Stats returns a snapshot of the session's counters.
 func (s *Session) Stats() Stats {
+	s.once.Do(s.init)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stats

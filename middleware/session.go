@@ -175,8 +175,10 @@ func (s *Session) Handshake() Handshake {
 	return s.hs
 }
 
-// Status returns the upstream's current load status.
+// Status returns the upstream's current load status: transient until the
+// first load ends.
 func (s *Session) Status() resilience.Outcome {
+	s.once.Do(s.init)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status
@@ -246,6 +248,9 @@ func (s *Session) Run(ctx context.Context) error {
 	s.drain()
 	cancel()
 	<-supervised
+	for _, w := range s.takeWaiters("") { // stop their ready timers
+		w.once.Do(func() { close(w.done) })
+	}
 	return err
 }
 

@@ -290,3 +290,9 @@ func TestDegradedHandshakeWaitsOnce(t *testing.T) {
 type fakeTimer struct{}
 
 func (fakeTimer) Stop() bool { return false }
+
+func TestStatusBeforeRunIsTransient(t *testing.T) {
+	s := &Session{Name: "x"}
+	assert.Equal(t, resilience.Transient, s.Status().Class)
+	assert.Equal(t, Stats{}, s.Stats())
+}
