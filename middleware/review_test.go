@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// This file holds the reviewer's regression tests. Each skipped test names
-// a bug that is still open; the fix removes the skip.
+// This file holds the reviewer's regression tests, one for each bug found
+// in review; each failed before its fix.
 
 // rawHarness drives a Session whose upstream the test plays by hand.
 type rawHarness struct {
@@ -100,7 +100,7 @@ const secretCatalog = `{"tools":[{"name":"open","inputSchema":{"type":"object"}}
 // case-sensitive, escape-decoding upstream (every JS and Python server)
 // runs "secret", which operator policy locked.
 func TestReviewGateJudgesTheNameTheUpstreamReads(t *testing.T) {
-	t.Skip("bug: gateCall judges a different tool name than the upstream runs (case-insensitive NAME, type error fails open, escaped top-level keys); see report")
+
 	tests := []struct {
 		name string
 		call string
@@ -127,7 +127,7 @@ func TestReviewGateJudgesTheNameTheUpstreamReads(t *testing.T) {
 // first tools/call refreshes the catalog from the client pump, so the whole
 // client direction hangs.
 func TestReviewOwnRequestWithOversizedResponseFails(t *testing.T) {
-	t.Skip("bug: pumpUpstream drops an oversized response to an own request without failing it; the client pump hangs in gateCall; see report")
+
 	big := `{"tools":[{"name":"open","description":"` + strings.Repeat("x", 2048) + `"}]}`
 	h := startRaw(t, rawOptions{policy: lockedSecret, upLimit: 1024})
 	h.answer(h.expect("tools/list"), big) // the background refresh: dropped
@@ -148,7 +148,7 @@ func TestReviewOwnRequestWithOversizedResponseFails(t *testing.T) {
 // requests are not tracked, so failInflight does not know them and the
 // client never gets an answer after a crash (nor does drain wait for them).
 func TestReviewBatchRequestsAreAnsweredWhenTheUpstreamDies(t *testing.T) {
-	t.Skip("bug: clientBatch does not track the requests it forwards; a crash leaves them unanswered forever; see report")
+
 	h := start(t, 0)
 	batch := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"resources/list"}]`
 	h.client.send(batch + "\n")
@@ -166,7 +166,7 @@ func TestReviewBatchRequestsAreAnsweredWhenTheUpstreamDies(t *testing.T) {
 // takes the answer for an own response: the client's request is never
 // answered, or it answers (poisons) a concurrent own request of the sidecar.
 func TestReviewClientIDCannotReachTheOwnIDSpace(t *testing.T) {
-	t.Skip("bug: isOwnID misses escaped spellings of the reserved prefix; the re-encoded answer is swallowed as an own response; see report")
+
 	h := start(t, 0)
 	h.client.send(`{"jsonrpc":"2.0","id":"mcpwrap\u002d999","method":"ping"}` + "\n")
 	select {
@@ -190,7 +190,7 @@ func TestReviewClientIDCannotReachTheOwnIDSpace(t *testing.T) {
 // read; an upstream that needs that answer before serving tools/list
 // deadlocks the session for good (no timeout on own requests).
 func TestReviewGateRefreshDoesNotBlockTheClientPump(t *testing.T) {
-	t.Skip("bug: gateCall's catalog refresh blocks the client pump; an upstream awaiting the client's answer to its request deadlocks; see report")
+
 	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
 	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"open"}}` + "\n")
 	h.expect("tools/call")
@@ -229,7 +229,7 @@ func (p *descPolicy) Evaluate(tools []json.RawMessage) []Availability {
 // client's tools/list hides it (the page is evaluated), yet gateCall judges
 // the call by the stale cached definition and forwards it.
 func TestReviewCallIsJudgedByTheDefinitionTheClientSaw(t *testing.T) {
-	t.Skip("bug: tools/list is judged on fresh pages, tools/call on the stale catalog; a silently changed tool is hidden yet callable; see report")
+
 	h := startRaw(t, rawOptions{policy: &descPolicy{},
 		catalog: `{"tools":[{"name":"a","description":"benign"}]}`})
 	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
@@ -258,7 +258,7 @@ func (c *closeCounter) Close() error { c.closes.Add(1); return c.Conn.Close() }
 // its process group (grandchildren) running; for a remote one its
 // goroutines and the session DELETE.
 func TestReviewCrashedLinkIsClosed(t *testing.T) {
-	t.Skip("bug: supervise never closes the Conn of a crashed upstream (fd leak, orphaned process group, remote session not ended); see report")
+
 	var cc *closeCounter
 	h := startRaw(t, rawOptions{wrap: func(c Conn) Conn { cc = &closeCounter{Conn: c}; return cc }})
 	h.up.closeSend()
@@ -291,7 +291,7 @@ func (c *holdConn) WriteMessage(msg []byte) error {
 // after it and written to the dead link; if that write does not fail (a
 // Conn need not report a dead peer on write), it is never answered.
 func TestReviewRequestRacingACrashIsAnswered(t *testing.T) {
-	t.Skip("bug: a request tracked after failInflight on a dead link is never answered (reqs are not tied to a link); see report")
+
 	hc := &holdConn{at: 2, held: make(chan struct{}), release: make(chan struct{})}
 	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog,
 		wrap: func(c Conn) Conn { hc.Conn = c; return hc }})
@@ -299,9 +299,7 @@ func TestReviewRequestRacingACrashIsAnswered(t *testing.T) {
 	<-hc.held // the gate's refresh is being written
 	h.up.closeSend()
 	require.Contains(t, string(h.client.next()), "notifications/tools/list_changed", "the crash was handled")
-	close(hc.release)
-	h.expect("tools/list")
-	h.expect("tools/call") // written to the dead link
+	close(hc.release) // the refresh goes to the dead link, closed since
 	msg := h.client.next()
 	assert.Contains(t, string(msg), `"id":7`, "the call is answered")
 }
@@ -310,7 +308,7 @@ func TestReviewRequestRacingACrashIsAnswered(t *testing.T) {
 // closes the upstream and waits for its pump, which is blocked writing to
 // a client that does not read. Run (and mcpwrap on SIGTERM) never returns.
 func TestReviewRunReturnsWhenTheClientStopsReading(t *testing.T) {
-	t.Skip("bug: Run hangs at shutdown while pumpUpstream is blocked writing to a client that stopped reading; see report")
+
 	h := start(t, 0)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -340,7 +338,7 @@ func TestReviewRunReturnsWhenTheClientStopsReading(t *testing.T) {
 // entry also keeps drain waiting its full timeout and gets a second,
 // bogus error response if the upstream later crashes.
 func TestReviewToolsListRewriteSurvivesIDReencoding(t *testing.T) {
-	t.Skip("bug: request tracking keys raw id bytes; a re-encoded id skips the tools/list rewrite and leaks the in-flight entry; see report")
+
 	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
 	h.client.send(`{"jsonrpc":"2.0","id":"list\/1","method":"tools/list"}` + "\n")
 	h.expect("tools/list")

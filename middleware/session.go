@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,13 +117,13 @@ type Session struct {
 	up         *link           // the current upstream connection, nil between connections
 	status     resilience.Outcome
 	hs         Handshake
-	hsVer      int           // counts the client's handshake requests
-	hsChanged  chan struct{} // closed and replaced on each client handshake
-	waiters    []*hsWaiter   // client handshakes awaiting an answer
-	clientView int           // what the client last learned of availability (view*)
-	reqs       map[string]string
-	idle       chan struct{} // closed while reqs is empty
-	own        map[string]*ownCall
+	hsVer      int                 // counts the client's handshake requests
+	hsChanged  chan struct{}       // closed and replaced on each client handshake
+	waiters    []*hsWaiter         // client handshakes awaiting an answer
+	clientView int                 // what the client last learned of availability (view*)
+	reqs       map[string]inflight // the client's requests in flight, by framing.IDKey
+	idle       chan struct{}       // closed while reqs is empty
+	own        map[string]*ownCall // the sidecar's own requests in flight, by framing.IDKey
 	logLevel   json.RawMessage     // the client's last logging/setLevel params
 	subs       map[string]struct{} // URIs the client subscribed to
 
@@ -133,20 +134,31 @@ type Session struct {
 	catalogKnown bool
 	visible      string // the visible tool set the client last learned
 	visibleKnown bool
-	locked       int // locked tools in the catalog
-	walkLocked   int // locked tools on the pages of the client's current tools/list walk
+	locked       int                 // locked tools in the catalog
+	walkLocked   int                 // locked tools on the pages of the client's current tools/list walk
+	catalogSums  map[uint64]struct{} // hashes of the catalog's definitions, to spot changed ones cheaply
 	refreshing   bool
 	stale        bool // a refresh was asked for while one was running
 	stats        Stats
+
+	gating sync.WaitGroup // calls judged off the client pump
+}
+
+// inflight is a client request forwarded to the upstream and not yet
+// answered.
+type inflight struct {
+	id     []byte // as the client sent it
+	method string
+	link   *link // the connection it was written to
 }
 
 // link is one connection to the upstream, from dial to death.
 type link struct {
 	conn       Conn
-	dead       chan struct{} // closed when its reader ended
-	err        error         // why it ended; set before dead is closed
-	ready      bool          // a handshake succeeded on it (guarded by Session.mu)
-	serverReqs map[string]struct{}
+	dead       chan struct{}       // closed when its reader ended
+	err        error               // why it ended; set before dead is closed
+	ready      bool                // a handshake succeeded on it (guarded by Session.mu)
+	serverReqs map[string]struct{} // its requests the client has yet to answer, by framing.IDKey
 }
 
 type ownCall struct {
@@ -189,7 +201,7 @@ func (s *Session) init() {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.reqs = make(map[string]string)
+	s.reqs = make(map[string]inflight)
 	s.own = make(map[string]*ownCall)
 	s.subs = make(map[string]struct{})
 	s.hsChanged = make(chan struct{})
@@ -248,6 +260,7 @@ func (s *Session) Run(ctx context.Context) error {
 	s.drain()
 	cancel()
 	<-supervised
+	s.gating.Wait()
 	for _, w := range s.takeWaiters("") { // stop their ready timers
 		w.once.Do(func() { close(w.done) })
 	}
@@ -257,11 +270,7 @@ func (s *Session) Run(ctx context.Context) error {
 // drain waits until no client request is in flight, the upstream ends or
 // the drain timeout passes, whichever comes first.
 func (s *Session) drain() {
-	timeout := s.DrainTimeout
-	if timeout <= 0 {
-		timeout = DefaultDrainTimeout
-	}
-	t := time.NewTimer(timeout)
+	t := time.NewTimer(s.drainTimeout())
 	defer t.Stop()
 	s.mu.Lock()
 	idle, l := s.idle, s.up
@@ -276,6 +285,13 @@ func (s *Session) drain() {
 	case <-t.C:
 		s.log.Warn("in-flight requests not answered before shutdown", "count", s.inflight())
 	}
+}
+
+func (s *Session) drainTimeout() time.Duration {
+	if s.DrainTimeout > 0 {
+		return s.DrainTimeout
+	}
+	return DefaultDrainTimeout
 }
 
 var errClientGone = errors.New("client is gone")
@@ -296,6 +312,12 @@ func (s *Session) pumpClient(ctx context.Context) error {
 		env, err := framing.Peek(msg)
 		if err == nil && !json.Valid(msg) {
 			err = errors.New("invalid JSON")
+		}
+		if errors.Is(err, framing.ErrAmbiguous) && json.Valid(msg) {
+			// Peers would read it differently; the gate cannot judge it.
+			s.log.Warn("ambiguous message from client refused", "error", err)
+			s.replyError(env.ID, codeInvalidRequest, "Invalid Request: "+err.Error())
+			continue
 		}
 		if err != nil {
 			s.log.Warn("malformed message from client", "error", err)
@@ -349,15 +371,25 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 		s.stats.Calls++
 		s.mu.Unlock()
 	}
-	l := s.readyLink()
+	if s.readyLink() == nil {
+		s.answerUnready(ctx, env)
+		return
+	}
+	if env.Method == "tools/call" && s.Tools != nil {
+		s.gateCall(ctx, msg, env)
+		return
+	}
+	s.send(ctx, msg, env)
+}
+
+// send writes a client request to the ready upstream and tracks it until
+// it is answered; with no upstream ready, the sidecar answers it.
+func (s *Session) send(ctx context.Context, msg []byte, env framing.Envelope) {
+	l := s.trackReady(env)
 	if l == nil {
 		s.answerUnready(ctx, env)
 		return
 	}
-	if env.Method == "tools/call" && s.Tools != nil && s.gateCall(ctx, env) {
-		return
-	}
-	s.track(env)
 	if err := l.conn.WriteMessage(msg); err != nil {
 		s.log.Warn("cannot write to upstream", "error", err)
 		if s.untrack(env.ID) != "" {
@@ -385,8 +417,9 @@ func (s *Session) clientResponse(msg []byte, env framing.Envelope) {
 	l := s.up
 	ok := false
 	if l != nil {
-		_, ok = l.serverReqs[string(env.ID)]
-		delete(l.serverReqs, string(env.ID))
+		key := framing.IDKey(env.ID)
+		_, ok = l.serverReqs[key]
+		delete(l.serverReqs, key)
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -421,37 +454,51 @@ func (s *Session) clientBatch(msg []byte) {
 		return
 	}
 	reason := ""
-	if s.readyLink() == nil {
-		reason = s.Status().Message()
-	}
-	var ids [][]byte
+	var reqs []framing.Envelope
 	for _, e := range elems {
 		env, err := framing.Peek(e)
 		if err != nil {
+			if errors.Is(err, framing.ErrAmbiguous) && reason == "" {
+				reason = "Invalid Request: " + err.Error()
+			}
 			continue
 		}
 		if intercepted(env.Method) && reason == "" {
 			reason = "mcpwrap does not relay " + env.Method + " inside a batch; send it on its own"
 		}
 		if env.Kind == framing.Request {
-			ids = append(ids, env.ID)
+			if isOwnID(env.ID) && reason == "" {
+				reason = "Invalid Request: ids starting with " + strconv.Quote(ownIDPrefix) + " are reserved by mcpwrap"
+			}
+			reqs = append(reqs, env)
 		}
 	}
 	if reason == "" {
-		s.forward(msg)
-		return
+		l := s.trackReady(reqs...)
+		if l != nil {
+			if err := l.conn.WriteMessage(msg); err != nil {
+				s.log.Warn("cannot write to upstream", "error", err)
+				for _, env := range reqs {
+					if s.untrack(env.ID) != "" {
+						s.replyError(env.ID, codeInternalError, "the upstream server is not reachable; request not delivered")
+					}
+				}
+			}
+			return
+		}
+		reason = s.Status().Message()
 	}
 	s.log.Warn("batch refused", "reason", reason)
 	var b bytes.Buffer
 	b.WriteByte('[')
-	for i, id := range ids {
+	for i, env := range reqs {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(errorResponse(id, codeInvalidRequest, reason, nil))
+		b.Write(errorResponse(env.ID, codeInvalidRequest, reason, nil))
 	}
 	b.WriteByte(']')
-	if len(ids) > 0 {
+	if len(reqs) > 0 {
 		if err := s.Client.WriteMessage(b.Bytes()); err != nil {
 			s.log.Debug("cannot answer the client", "error", err)
 		}
@@ -487,8 +534,13 @@ func (s *Session) pumpUpstream(l *link) {
 			if e, ok := oversize(err); ok {
 				env, _ := framing.Peek(e.Head)
 				s.log.Error("upstream message too large; dropped", "bytes", e.Size, "limit", e.Limit)
-				if env.ID != nil && s.untrack(env.ID) != "" {
-					s.replyError(env.ID, codeInternalError, fmt.Sprintf("the upstream's response of %d bytes exceeds the %d-byte message limit (max_line_bytes); dropped", e.Size, e.Limit))
+				reason := fmt.Sprintf("the upstream's response of %d bytes exceeds the %d-byte message limit (max_line_bytes); dropped", e.Size, e.Limit)
+				switch {
+				case env.ID == nil:
+				case isOwnID(env.ID):
+					s.deliverOwnReply(env.ID, ownReply{err: errors.New(reason)})
+				case s.untrack(env.ID) != "":
+					s.replyError(env.ID, codeInternalError, reason)
 				}
 				continue
 			}
@@ -496,7 +548,12 @@ func (s *Session) pumpUpstream(l *link) {
 			return
 		}
 		env, err := framing.Peek(msg)
-		if err != nil {
+		switch {
+		case errors.Is(err, framing.ErrAmbiguous):
+			// Not the sidecar's to judge: the client reads it its own way.
+			s.log.Warn("ambiguous message from upstream passed through", "error", err)
+			env = framing.Envelope{}
+		case err != nil:
 			s.log.Warn("upstream wrote a non-JSON line to stdout; moved to stderr", "line", printable(msg))
 			continue
 		}
@@ -512,8 +569,10 @@ func (s *Session) pumpUpstream(l *link) {
 			}
 		case framing.Request:
 			s.mu.Lock()
-			l.serverReqs[string(env.ID)] = struct{}{}
+			l.serverReqs[framing.IDKey(env.ID)] = struct{}{}
 			s.mu.Unlock()
+		case framing.Batch:
+			s.upstreamBatch(l, msg)
 		case framing.Notification:
 			if env.Method == "notifications/tools/list_changed" {
 				s.refreshLater()
@@ -562,29 +621,65 @@ func (s *Session) refreshLater() {
 	}()
 }
 
-func (s *Session) track(env framing.Envelope) {
+// upstreamBatch notes what a batch from the upstream holds: answers to the
+// client's requests, and requests the client must answer.
+func (s *Session) upstreamBatch(l *link, msg []byte) {
+	elems, err := framing.Elements(msg)
+	if err != nil {
+		return
+	}
+	for _, e := range elems {
+		env, err := framing.Peek(e)
+		if err != nil {
+			continue
+		}
+		switch env.Kind {
+		case framing.Response:
+			s.untrack(env.ID)
+		case framing.Request:
+			s.mu.Lock()
+			l.serverReqs[framing.IDKey(env.ID)] = struct{}{}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// trackReady records client requests as in flight on the ready upstream
+// connection and returns it, or returns nil, tracking nothing, when no
+// upstream is ready. Tracking and the check are one step, so a request is
+// either tracked before its connection is given up (and failInflight
+// answers it) or not sent to it at all.
+func (s *Session) trackReady(envs ...framing.Envelope) *link {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.reqs) == 0 {
-		s.idle = make(chan struct{})
+	l := s.up
+	if l == nil || !l.ready {
+		return nil
 	}
-	s.reqs[string(env.ID)] = env.Method
+	for _, env := range envs {
+		if len(s.reqs) == 0 {
+			s.idle = make(chan struct{})
+		}
+		s.reqs[framing.IDKey(env.ID)] = inflight{id: bytes.Clone(env.ID), method: env.Method, link: l}
+	}
+	return l
 }
 
 // untrack forgets an in-flight client request and returns its method, or ""
 // when id is not in flight.
 func (s *Session) untrack(id []byte) string {
+	key := framing.IDKey(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	method, ok := s.reqs[string(id)]
+	r, ok := s.reqs[key]
 	if !ok {
 		return ""
 	}
-	delete(s.reqs, string(id))
+	delete(s.reqs, key)
 	if len(s.reqs) == 0 {
 		close(s.idle)
 	}
-	return method
+	return r.method
 }
 
 func (s *Session) inflight() int {
@@ -593,17 +688,21 @@ func (s *Session) inflight() int {
 	return len(s.reqs)
 }
 
-// failInflight answers every in-flight client request with an error.
-func (s *Session) failInflight(reason string) {
+// failInflight answers every client request in flight on link l with an
+// error. l must no longer be the current link, so that no request is
+// tracked on it afterwards.
+func (s *Session) failInflight(l *link, reason string) {
 	s.mu.Lock()
-	ids := make([]string, 0, len(s.reqs))
-	for id := range s.reqs {
-		ids = append(ids, id)
+	var ids [][]byte
+	for _, r := range s.reqs {
+		if r.link == l {
+			ids = append(ids, r.id)
+		}
 	}
 	s.mu.Unlock()
 	for _, id := range ids {
-		if s.untrack([]byte(id)) != "" {
-			s.replyError([]byte(id), codeInternalError, reason)
+		if s.untrack(id) != "" {
+			s.replyError(id, codeInternalError, reason)
 		}
 	}
 }
@@ -647,12 +746,13 @@ func (s *Session) request(ctx context.Context, l *link, method string, params an
 		return ownReply{err: err}
 	}
 	call := &ownCall{link: l, ch: make(chan ownReply, 1)}
+	key := framing.IDKey([]byte(id))
 	s.mu.Lock()
-	s.own[id] = call
+	s.own[key] = call
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		delete(s.own, id)
+		delete(s.own, key)
 		s.mu.Unlock()
 	}()
 	if err := l.conn.WriteMessage(msg); err != nil {
@@ -669,13 +769,6 @@ func (s *Session) request(ctx context.Context, l *link, method string, params an
 }
 
 func (s *Session) deliverOwn(msg []byte, env framing.Envelope) {
-	s.mu.Lock()
-	call, ok := s.own[string(env.ID)]
-	s.mu.Unlock()
-	if !ok {
-		s.log.Debug("dropping a late response to an own request", "id", string(env.ID))
-		return
-	}
 	r := ownReply{msg: bytes.Clone(msg)}
 	if env.Result != nil {
 		r.result = bytes.Clone(env.Result)
@@ -688,11 +781,28 @@ func (s *Session) deliverOwn(msg []byte, env framing.Envelope) {
 			r.err = rpcErr
 		}
 	}
-	call.ch <- r
+	s.deliverOwnReply(env.ID, r)
 }
 
+// deliverOwnReply hands r to the own request with id, if it still waits.
+func (s *Session) deliverOwnReply(id []byte, r ownReply) {
+	s.mu.Lock()
+	call, ok := s.own[framing.IDKey(id)]
+	s.mu.Unlock()
+	if !ok {
+		s.log.Debug("dropping a late response to an own request", "id", string(id))
+		return
+	}
+	select {
+	case call.ch <- r:
+	default: // answered already: an upstream that answers twice
+	}
+}
+
+// isOwnID reports whether id is in the sidecar's own id space, however it
+// is spelled.
 func isOwnID(id []byte) bool {
-	return bytes.HasPrefix(id, []byte(`"`+ownIDPrefix))
+	return strings.HasPrefix(framing.IDKey(id), "s"+ownIDPrefix)
 }
 
 // printable shortens a stray line for a log record.

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/maphash"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
@@ -122,6 +126,7 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 		s.log.Warn("malformed tools array; passed through", "error", err)
 		return msg
 	}
+	s.notePage(page)
 	avail := s.Tools.Evaluate(rawList(page))
 	kept := make([][]byte, 0, len(page))
 	locked := 0
@@ -212,47 +217,113 @@ func (s *Session) discoveryDefinition(locked int) []byte {
 
 // callParams are the members of tools/call params the gate reads.
 type callParams struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
+	Name      string
+	Arguments json.RawMessage
+}
+
+// errAmbiguousCall is why the gate refuses tools/call params it cannot
+// judge as surely as any upstream would read them.
+var errAmbiguousCall = errors.New(`params must be an object with exactly one member "name", a string`)
+
+// parseCall reads tools/call params the way any upstream reads them, or
+// refuses them: member names are compared after decoding their escapes,
+// and a second "name" or a "name" in another letter case (which Go's
+// encoding/json would match) is ambiguous, as is a name that is not a
+// string. Unknown members are ignored.
+func parseCall(params []byte) (callParams, error) {
+	var p callParams
+	members, err := framing.Members(params)
+	if err != nil {
+		return p, errAmbiguousCall
+	}
+	names := 0
+	for _, m := range members {
+		key, err := m.Key()
+		if err != nil {
+			return p, errAmbiguousCall
+		}
+		switch {
+		case key == "arguments" && p.Arguments == nil:
+			p.Arguments = m.Value
+		case strings.EqualFold(key, "name"):
+			names++
+			if key != "name" || json.Unmarshal(m.Value, &p.Name) != nil {
+				return p, errAmbiguousCall
+			}
+		}
+	}
+	if names != 1 {
+		return p, errAmbiguousCall
+	}
+	return p, nil
 }
 
 // gateCall decides a client's tools/call: it answers calls to the discovery
-// tool, to locked tools and to out-of-scope tools itself and reports true;
-// it reports false for calls to forward.
-func (s *Session) gateCall(ctx context.Context, env framing.Envelope) bool {
-	var p callParams
-	if err := json.Unmarshal(env.Params, &p); err != nil {
-		return false // the upstream answers malformed params its own way
+// tool, to locked tools and to out-of-scope tools itself and forwards the
+// rest. A call it cannot judge without loading the catalog is judged off
+// the client pump, so that the client's answers to the upstream's requests
+// (which the upstream may need before it serves tools/list) keep flowing.
+func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope) {
+	p, err := parseCall(env.Params)
+	if err != nil {
+		s.log.Warn("tools/call refused", "error", err)
+		s.replyError(env.ID, codeInvalidParams, "Invalid params: "+err.Error())
+		return
 	}
+	tool, known := s.catalogTool(p.Name)
+	if known || (p.Name == s.discoveryName() && s.catalogLoaded()) {
+		s.judge(ctx, msg, env, p, tool)
+		return
+	}
+	msg = bytes.Clone(msg) // it is only valid until the pump reads again
+	env, _ = framing.Peek(msg)
+	p, _ = parseCall(env.Params)
+	s.gating.Add(1)
+	go func() {
+		defer s.gating.Done()
+		// The catalog is not loaded yet, or lacks the tool: it may be new
+		// (the upstream announced a change the refresh has not caught up
+		// with), so look again. New tools are never let through unjudged.
+		if err := s.refreshCatalog(ctx); err != nil && p.Name != s.discoveryName() {
+			if s.readyLink() == nil {
+				s.answerUnready(ctx, env)
+				return
+			}
+			s.reject(env.ID, p.Name, "disabled_unknown") // fail closed
+			return
+		}
+		tool, known := s.catalogTool(p.Name)
+		if !known {
+			tool = minimalTool(p.Name) // judged by its name alone
+		}
+		s.judge(ctx, msg, env, p, tool)
+	}()
+}
+
+// judge answers or forwards a tools/call given the definition of its tool.
+func (s *Session) judge(ctx context.Context, msg []byte, env framing.Envelope, p callParams, tool json.RawMessage) {
 	if p.Name == s.discoveryName() {
 		s.reply(env.ID, s.discover(ctx, p.Arguments))
-		return true
-	}
-	tool, ok := s.catalogTool(ctx, p.Name)
-	if !ok {
-		// A tool the catalog does not have: it may be new (the upstream
-		// announced a change the refresh has not caught up with), so look
-		// again, and judge it by its name alone if it is still missing. New
-		// tools are never let through unjudged.
-		s.refreshCatalog(ctx)
-		if tool, ok = s.catalogTool(ctx, p.Name); !ok {
-			tool = minimalTool(p.Name)
-		}
+		return
 	}
 	a := s.Tools.Evaluate([]json.RawMessage{tool})[0]
 	switch {
 	case !a.InScope:
 		s.replyError(env.ID, codeInvalidParams, fmt.Sprintf("unknown tool %q", p.Name))
 	case a.Status != "":
-		s.mu.Lock()
-		s.stats.Rejections++
-		s.mu.Unlock()
-		s.log.Info("call to a locked tool rejected", "tool", p.Name, "status", a.Status)
-		s.reply(env.ID, toolError(s.Tools.Rejection(a.Status, p.Name, s.discoveryName()), map[string]any{"status": a.Status}))
+		s.reject(env.ID, p.Name, a.Status)
 	default:
-		return false
+		s.send(ctx, msg, env)
 	}
-	return true
+}
+
+// reject answers a call to a tool locked with status.
+func (s *Session) reject(id []byte, tool, status string) {
+	s.mu.Lock()
+	s.stats.Rejections++
+	s.mu.Unlock()
+	s.log.Info("call to a locked tool rejected", "tool", tool, "status", status)
+	s.reply(id, toolError(s.Tools.Rejection(status, tool, s.discoveryName()), map[string]any{"status": status}))
 }
 
 func minimalTool(name string) json.RawMessage {
@@ -260,15 +331,9 @@ func minimalTool(name string) json.RawMessage {
 	return b
 }
 
-// catalogTool returns the definition of the named tool, loading the catalog
-// first when it is not known yet.
-func (s *Session) catalogTool(ctx context.Context, name string) (json.RawMessage, bool) {
-	s.mu.Lock()
-	known := s.catalogKnown
-	s.mu.Unlock()
-	if !known {
-		s.refreshCatalog(ctx)
-	}
+// catalogTool returns the definition of the named tool in the loaded
+// catalog; false when the catalog is not loaded or lacks the tool.
+func (s *Session) catalogTool(name string) (json.RawMessage, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i, ok := s.catalogIndex[name]
@@ -276,6 +341,13 @@ func (s *Session) catalogTool(ctx context.Context, name string) (json.RawMessage
 		return nil, false
 	}
 	return s.catalog[i], true
+}
+
+// catalogLoaded reports whether the upstream's catalog has been loaded.
+func (s *Session) catalogLoaded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.catalogKnown
 }
 
 // toolError is a tools/call result with isError set.
@@ -288,10 +360,16 @@ func toolError(text string, meta map[string]any) json.RawMessage {
 	return b
 }
 
+// catalogTimeout bounds one load of the catalog, so that an upstream that
+// never answers the sidecar's own tools/list cannot hold a call forever.
+const catalogTimeout = 30 * time.Second
+
 // refreshCatalog loads the upstream's full catalog with the sidecar's own
 // tools/list requests, following every page, then announces a change of the
 // visible tool set to the client.
-func (s *Session) refreshCatalog(ctx context.Context) {
+func (s *Session) refreshCatalog(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, catalogTimeout)
+	defer cancel()
 	var all []json.RawMessage
 	cursor := ""
 	for page := 0; page < 1000; page++ {
@@ -302,7 +380,7 @@ func (s *Session) refreshCatalog(ctx context.Context) {
 		res, err := s.Call(ctx, "tools/list", params)
 		if err != nil {
 			s.log.Warn("cannot load the tool catalog", "error", err)
-			return
+			return err
 		}
 		var r struct {
 			Tools      []json.RawMessage `json:"tools"`
@@ -310,7 +388,7 @@ func (s *Session) refreshCatalog(ctx context.Context) {
 		}
 		if err := json.Unmarshal(res, &r); err != nil {
 			s.log.Warn("malformed tools/list result", "error", err)
-			return
+			return err
 		}
 		all = append(all, r.Tools...)
 		if r.NextCursor == "" {
@@ -318,19 +396,77 @@ func (s *Session) refreshCatalog(ctx context.Context) {
 		}
 		cursor = r.NextCursor
 	}
-	names := make([]string, len(all))
-	index := make(map[string]int, len(all))
-	for i, t := range all {
-		names[i] = toolName(t)
-		index[names[i]] = i
-	}
 	s.mu.Lock()
-	s.catalog, s.catalogNames, s.catalogIndex, s.catalogKnown = all, names, index, true
+	s.setCatalogLocked(all)
 	s.mu.Unlock()
 	if s.CatalogSeen != nil {
 		s.CatalogSeen(all)
 	}
 	s.ReevaluateTools()
+	return nil
+}
+
+// setCatalogLocked replaces the catalog; s.mu must be held. The slices it
+// replaces are never modified, as views of them may be in use.
+func (s *Session) setCatalogLocked(all []json.RawMessage) {
+	names := make([]string, len(all))
+	index := make(map[string]int, len(all))
+	sums := make(map[uint64]struct{}, len(all))
+	for i, t := range all {
+		names[i] = toolName(t)
+		index[names[i]] = i
+		sums[maphash.Bytes(catalogSeed, t)] = struct{}{}
+	}
+	s.catalog, s.catalogNames, s.catalogIndex, s.catalogSums, s.catalogKnown = all, names, index, sums, true
+}
+
+// catalogSeed keys the hashes that spot a changed definition.
+var catalogSeed = maphash.MakeSeed()
+
+// notePage merges the tool definitions of a tools/list page the client is
+// about to see into the loaded catalog, so that a call is judged by the
+// definition the client saw, even when the upstream changed it without
+// notifications/tools/list_changed. A change also reloads the whole
+// catalog, to record it and announce what it changes.
+func (s *Session) notePage(page [][]byte) {
+	all, changed := s.mergePage(page)
+	if !changed {
+		return
+	}
+	s.log.Info("tools/list shows tool definitions the catalog lacked; catalog updated")
+	if s.CatalogSeen != nil {
+		s.CatalogSeen(all)
+	}
+	s.reevaluate(false) // the client is being shown the change right now
+}
+
+// mergePage is notePage's merge; it returns the catalog and whether it
+// changed.
+func (s *Session) mergePage(page [][]byte) ([]json.RawMessage, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.catalogKnown {
+		return nil, false // the first load is under way
+	}
+	var all []json.RawMessage
+	for _, t := range page {
+		if _, ok := s.catalogSums[maphash.Bytes(catalogSeed, t)]; ok {
+			continue
+		}
+		if all == nil {
+			all = slices.Clone(s.catalog)
+		}
+		if i, ok := s.catalogIndex[toolName(t)]; ok {
+			all[i] = bytes.Clone(t)
+		} else {
+			all = append(all, bytes.Clone(t))
+		}
+	}
+	if all == nil {
+		return nil, false
+	}
+	s.setCatalogLocked(all)
+	return all, true
 }
 
 // ReevaluateTools recomputes which tools the client can see and, when that
@@ -339,6 +475,12 @@ func (s *Session) refreshCatalog(ctx context.Context) {
 // (for example the user state store). It is safe for concurrent use.
 func (s *Session) ReevaluateTools() {
 	s.once.Do(s.init)
+	s.reevaluate(true)
+}
+
+// reevaluate recomputes the visible tool set and, when notify is set and it
+// changed, tells the client.
+func (s *Session) reevaluate(notify bool) {
 	s.mu.Lock()
 	known := s.catalogKnown
 	s.mu.Unlock()
@@ -360,7 +502,7 @@ func (s *Session) ReevaluateTools() {
 	prev, known := s.visible, s.visibleKnown
 	s.visible, s.visibleKnown, s.locked = sig.String(), true, v.locked()
 	s.mu.Unlock()
-	if known && prev != sig.String() {
+	if notify && known && prev != sig.String() {
 		s.notifyToolsChanged()
 	}
 }

@@ -314,12 +314,6 @@ func TestIncludeDisabledCounter(t *testing.T) {
 	assert.Equal(t, 2, h.session.Stats().IncludeDisabledQueries)
 }
 
-func (s *Session) catalogLoaded() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.catalogKnown
-}
-
 func checkGolden(t *testing.T, path, got string) {
 	t.Helper()
 	if *update {

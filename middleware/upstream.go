@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
@@ -18,7 +19,7 @@ import (
 
 // supervise keeps the upstream loaded until ctx is done.
 func (s *Session) supervise(ctx context.Context) {
-	defer s.closeLink()
+	defer s.shutdownLink()
 	r := *s.Retrier
 	r.OnRetry = s.setStatus
 	for {
@@ -67,7 +68,8 @@ func (s *Session) supervise(ctx context.Context) {
 		s.mu.Lock()
 		s.up = nil
 		s.mu.Unlock()
-		s.failInflight("upstream restarted; request not completed") // before the news, as they were asked first
+		l.conn.Close()                                                 // its pipes, its process group, its remote session
+		s.failInflight(l, "upstream restarted; request not completed") // before the news, as they were asked first
 		if tell {
 			s.notifyToolsChanged()
 		}
@@ -119,6 +121,29 @@ func (s *Session) closeLink() {
 	if l != nil {
 		l.conn.Close()
 		<-l.dead
+	}
+}
+
+// shutdownLink closes the current upstream connection at the end of Run.
+// Its reader may be stuck writing to a client that stopped reading; after
+// the drain timeout the client's side is closed to free it, so that Run
+// returns.
+func (s *Session) shutdownLink() {
+	s.mu.Lock()
+	l := s.up
+	s.up = nil
+	s.mu.Unlock()
+	if l == nil {
+		return
+	}
+	l.conn.Close()
+	t := time.NewTimer(s.drainTimeout())
+	defer t.Stop()
+	select {
+	case <-l.dead:
+	case <-t.C:
+		s.log.Warn("the client is not reading the upstream's messages; closing its side")
+		s.Client.Close()
 	}
 }
 

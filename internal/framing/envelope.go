@@ -1,9 +1,12 @@
 package framing
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 )
 
 // Kind says what role a JSON-RPC message plays.
@@ -37,6 +40,15 @@ func (k Kind) String() string {
 // array, such as a banner an upstream prints on stdout.
 var ErrNotJSON = errors.New("framing: not a JSON-RPC message")
 
+// ErrAmbiguous is wrapped by the error [Peek] returns for a message whose
+// routing members (id, method, params, result, error) are not each spelled
+// once and exactly: a duplicate, or a variant in another letter case. JSON
+// parsers disagree on such input (first wins, last wins, or keys matched
+// case-insensitively, as Go's encoding/json does), so a relay cannot know
+// which value its peer will act on. The envelope is still filled in, with
+// the first spelling's values, except ID when "id" itself is ambiguous.
+var ErrAmbiguous = errors.New("framing: ambiguous JSON-RPC message")
+
 // Envelope holds the top-level members of a JSON-RPC message that a relay
 // routes on. Raw fields alias the peeked line and share its lifetime.
 type Envelope struct {
@@ -54,9 +66,11 @@ type Envelope struct {
 // structure of the top level and of every string, but does not validate
 // nested values beyond balancing brackets: callers that must reject
 // malformed input validate it themselves. A line that starts with "[" is
-// reported as [Batch] without looking inside.
+// reported as [Batch] without looking inside. Member names are compared
+// after decoding their escapes, as a JSON parser would.
 func Peek(line []byte) (Envelope, error) {
 	var env Envelope
+	var ambiguous string // the first routing member spelled twice
 	i := skipSpace(line, 0)
 	if i == len(line) {
 		return env, ErrNotJSON
@@ -86,7 +100,10 @@ func Peek(line []byte) (Envelope, error) {
 			if err != nil {
 				return env, err
 			}
-			key := line[i+1 : end-1]
+			key, err := memberName(line[i:end])
+			if err != nil {
+				return env, err
+			}
 			i = skipSpace(line, end)
 			if i >= len(line) || line[i] != ':' {
 				return env, syntaxError(i, "':'")
@@ -97,17 +114,30 @@ func Peek(line []byte) (Envelope, error) {
 				return env, err
 			}
 			val := line[start:end]
+			var slot *[]byte
 			switch string(key) {
 			case "id":
-				env.ID = val
+				slot = &env.ID
 			case "method":
-				method, hasMethod = val, true
+				slot, hasMethod = &method, true
 			case "params":
-				env.Params = val
+				slot = &env.Params
 			case "result":
-				env.Result = val
+				slot = &env.Result
 			case "error":
-				env.Error = val
+				slot = &env.Error
+			default:
+				if r := routingVariant(key); r != "" && ambiguous == "" {
+					ambiguous = r
+				}
+			}
+			if slot != nil {
+				if *slot != nil && ambiguous == "" {
+					ambiguous = string(key)
+				}
+				if *slot == nil {
+					*slot = val
+				}
 			}
 			i = skipSpace(line, end)
 			if i < len(line) && line[i] == ',' {
@@ -139,7 +169,44 @@ func Peek(line []byte) (Envelope, error) {
 	default:
 		env.Kind = Invalid
 	}
+	if ambiguous != "" {
+		if ambiguous == "id" {
+			env.ID = nil
+		}
+		return env, fmt.Errorf("%w: member %q appears more than once or in another case", ErrAmbiguous, ambiguous)
+	}
 	return env, nil
+}
+
+// routingKeys are the members a relay routes on.
+var routingKeys = [...]string{"id", "method", "params", "result", "error"}
+
+// routingVariant returns the routing member that key spells in another
+// letter case (as a case-insensitive parser would match it), or "".
+func routingVariant(key []byte) string {
+	if len(key) > 24 { // no case variant of a routing key is longer
+		return ""
+	}
+	for _, r := range routingKeys {
+		if string(key) != r && bytes.EqualFold(key, []byte(r)) {
+			return r
+		}
+	}
+	return ""
+}
+
+// memberName returns the name of a member given its quoted, raw JSON. It
+// aliases quoted unless the name has escapes to decode.
+func memberName(quoted []byte) ([]byte, error) {
+	raw := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw, nil
+	}
+	var name string
+	if err := json.Unmarshal(quoted, &name); err != nil {
+		return nil, fmt.Errorf("framing: malformed member name: %w", err)
+	}
+	return []byte(name), nil
 }
 
 // SyntaxError describes malformed input found by [Peek].
@@ -236,4 +303,40 @@ func skipContainer(b []byte, i int) (int, error) {
 
 func isScalarByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'E'
+}
+
+// IDKey returns a key for the JSON-RPC id raw under which the spellings a
+// peer may re-encode it to are equal: a string by its decoded value (so
+// "a\/b" and "a/b" are one id), a number by its value as a float64, the way
+// JavaScript peers read and re-encode numbers (so 1, 1.0 and 1e0 are one
+// id, and so are integers beyond 2^53 that round to the same float64), and
+// anything else by its bytes. Keys of strings and numbers never collide.
+func IDKey(raw []byte) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		if bytes.IndexByte(raw, '\\') < 0 && len(raw) >= 2 {
+			return "s" + string(raw[1:len(raw)-1])
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return "s" + s
+		}
+	case c == '-' || c >= '0' && c <= '9':
+		if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
+			if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+				return "n" + strconv.FormatInt(int64(f), 10)
+			}
+			return "n" + strconv.FormatFloat(f, 'g', -1, 64)
+		}
+	}
+	return "r" + string(raw)
+}
+
+// Key returns the member's name with its escapes decoded.
+func (m Member) Key() (string, error) {
+	name, err := memberName(m.Name)
+	return string(name), err
 }

@@ -73,6 +73,56 @@ func TestWriterWritesWholeLines(t *testing.T) {
 	assert.Equal(t, `{"a":1}`+"\n"+string(big)+"\n", buf.String())
 }
 
+func TestPeekRefusesAmbiguousRoutingMembers(t *testing.T) {
+	tests := []struct {
+		name   string
+		line   string
+		id     string // the id still reported
+		method string
+	}{
+		{name: "duplicate method", line: `{"id":1,"method":"ping","method":"tools/call"}`, id: "1", method: "ping"},
+		{name: "escaped duplicate method", line: `{"id":1,"method":"ping","m\u0065thod":"tools/call"}`, id: "1", method: "ping"},
+		{name: "escaped duplicate params", line: `{"id":1,"method":"a","params":{},"p\u0061rams":{}}`, id: "1", method: "a"},
+		{name: "method in another case", line: `{"id":1,"method":"ping","METHOD":"tools/call"}`, id: "1", method: "ping"},
+		{name: "only a case variant", line: `{"id":1,"Method":"tools/call"}`, id: "1"},
+		{name: "unicode case fold", line: `{"id":1,"method":"a","paramſ":{}}`, id: "1", method: "a"},
+		{name: "duplicate id", line: `{"id":1,"id":2,"method":"a"}`, method: "a"},
+		{name: "duplicate result", line: `{"id":1,"result":{},"result":{}}`, id: "1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, err := Peek([]byte(tt.line))
+			require.ErrorIs(t, err, ErrAmbiguous)
+			assert.Equal(t, tt.id, string(env.ID))
+			assert.Equal(t, tt.method, env.Method)
+		})
+	}
+}
+
+func TestIDKey(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b string
+		same bool
+	}{
+		{name: "escaped slash", a: `"list\/1"`, b: `"list/1"`, same: true},
+		{name: "unicode escape", a: `"mcpwrap\u002d1"`, b: `"mcpwrap-1"`, same: true},
+		{name: "fraction", a: `1.0`, b: `1`, same: true},
+		{name: "exponent", a: `1e2`, b: `100`, same: true},
+		{name: "negative zero", a: `-0`, b: `0`, same: true},
+		{name: "beyond 2^53 rounds as JavaScript does", a: `9007199254740993`, b: `9007199254740992`, same: true},
+		{name: "string and number differ", a: `"1"`, b: `1`, same: false},
+		{name: "different strings", a: `"a"`, b: `"b"`, same: false},
+		{name: "different numbers", a: `1.5`, b: `1`, same: false},
+		{name: "null", a: `null`, b: `null`, same: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.same, IDKey([]byte(tt.a)) == IDKey([]byte(tt.b)))
+		})
+	}
+}
+
 func TestPeek(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -95,6 +145,8 @@ func TestPeek(t *testing.T) {
 		{name: "unterminated", line: `{"id":1,"method":"a"`, err: true},
 		{name: "mismatched brackets", line: `{"params":[1}, "id":1}`, err: true},
 		{name: "method not a string", line: `{"method":5,"id":1}`, err: true},
+		{name: "escaped member name", line: `{"m\u0065thod":"ping","\u0069d":3}`, kind: Request, id: "3", method: "ping"},
+		{name: "unknown member in another case", line: `{"jsonrpc":"2.0","Jsonrpc":1,"id":1,"method":"a"}`, kind: Request, id: "1", method: "a"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,6 +196,11 @@ func FuzzPeek(f *testing.F) {
 			require.Equal(t, Batch, env.Kind)
 			return
 		}
+		if errors.Is(err, ErrAmbiguous) {
+			require.True(t, hasAmbiguousKey(t, line), "ambiguous without a repeated or re-cased routing member")
+			return
+		}
+		require.False(t, hasAmbiguousKey(t, line), "a repeated or re-cased routing member went unnoticed")
 		// A map, not a struct: encoding/json matches struct fields case-
 		// insensitively, JSON-RPC members are case-sensitive.
 		var ref map[string]json.RawMessage
@@ -161,6 +218,31 @@ func FuzzPeek(f *testing.F) {
 		require.Equal(t, ref["result"] != nil, env.Result != nil, "result presence")
 		require.Equal(t, ref["error"] != nil, env.Error != nil, "error presence")
 	})
+}
+
+// hasAmbiguousKey reports, with encoding/json's tokenizer, whether the
+// object line has a routing member twice or in another letter case.
+func hasAmbiguousKey(t *testing.T, line []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	_, err := dec.Token() // {
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		require.NoError(t, err)
+		key := tok.(string)
+		var skip json.RawMessage
+		require.NoError(t, dec.Decode(&skip))
+		for _, r := range []string{"id", "method", "params", "result", "error"} {
+			if strings.EqualFold(key, r) {
+				if key != r || seen[r] {
+					return true
+				}
+				seen[r] = true
+			}
+		}
+	}
+	return false
 }
 
 // FuzzReader checks that splitting never loses or invents bytes: the lines
