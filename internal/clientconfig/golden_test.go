@@ -16,8 +16,9 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 const goldenMcpwrap = "/usr/local/bin/mcpwrap"
 
 // TestGolden installs into each testdata/*/original.json and compares with
-// installed.json and plan.txt; installing again changes nothing, and
-// uninstalling gives back the original bytes.
+// installed.json and plan.txt; installing again changes nothing,
+// uninstalling what it wrapped gives back the original bytes, and so does
+// uninstalling everything when the original had no wrapped entry.
 func TestGolden(t *testing.T) {
 	originals, err := filepath.Glob("testdata/*/original.json")
 	require.NoError(t, err)
@@ -39,18 +40,28 @@ func TestGolden(t *testing.T) {
 				require.Equal(t, Skip, c.Action, "a second install wraps nothing: %s", c)
 			}
 
-			// Uninstalling what install wrapped gives back the original bytes;
-			// so does uninstalling everything, unless the original had
-			// entries wrapped already.
+			// Uninstalling what install wrapped gives back the original bytes.
 			restored, _, err := Uninstall(installed, Options{Servers: serversWith(Wrap, installPlan)})
 			require.NoError(t, err)
 			require.Equal(t, string(original), string(restored), "uninstall gives back the original bytes")
-			_, prewrapped, err := Uninstall(original, Options{})
+
+			// Uninstalling everything unwraps, on top of that, the entries
+			// the original had wrapped already: it gives what uninstalling
+			// everything of the original gives, and so the original bytes
+			// when nothing in it was wrapped.
+			all, uninstallPlan, err := Uninstall(installed, Options{})
 			require.NoError(t, err)
-			_, uninstallPlan, err := Uninstall(installed, Options{})
+			originalAll, prewrappedPlan, err := Uninstall(original, Options{})
 			require.NoError(t, err)
-			if len(serversWith(Unwrap, prewrapped)) == 0 {
-				require.Equal(t, string(original), string(restored), "uninstall of all gives back the original bytes")
+			prewrapped := serversWith(Unwrap, prewrappedPlan)
+			require.ElementsMatch(t, append(serversWith(Wrap, installPlan), prewrapped...),
+				serversWith(Unwrap, uninstallPlan), "uninstall of all unwraps what install wrapped and what was wrapped before")
+			require.Equal(t, string(originalAll), string(all),
+				"uninstall of all gives what uninstall of all gives on the original")
+			if len(prewrapped) == 0 {
+				require.Equal(t, string(original), string(all), "uninstall of all gives back the original bytes")
+			} else {
+				require.NotEqual(t, string(original), string(all), "uninstall of all unwraps the entries wrapped before install")
 			}
 
 			assertGolden(t, filepath.Join(dir, "plan.txt"),
