@@ -348,3 +348,98 @@ func TestReviewToolsListRewriteSurvivesIDReencoding(t *testing.T) {
 	assert.NotContains(t, list.names(), "secret", "the locked tool is not listed")
 	assert.Equal(t, 0, h.session.inflight(), "the request is no longer in flight")
 }
+
+func TestParseCall(t *testing.T) {
+	tests := []struct {
+		name    string
+		params  string
+		want    string
+		args    string
+		wantErr bool
+	}{
+		{name: "plain", params: `{"name":"a","arguments":{"x":1}}`, want: "a", args: `{"x":1}`},
+		{name: "escaped name value", params: `{"name":"se\u0063ret"}`, want: "secret"},
+		{name: "escaped member name", params: `{"n\u0061me":"secret"}`, want: "secret"},
+		{name: "unknown members ignored", params: `{"_meta":{"progressToken":1},"name":"a"}`, want: "a"},
+		{name: "no name", params: `{"arguments":{}}`, wantErr: true},
+		{name: "name twice", params: `{"name":"a","name":"b"}`, wantErr: true},
+		{name: "name in another case", params: `{"name":"a","Name":"b"}`, wantErr: true},
+		{name: "only another case", params: `{"NAME":"a"}`, wantErr: true},
+		{name: "mixed case", params: `{"name":"a","nAMe":"b"}`, wantErr: true},
+		{name: "unicode fold (Kelvin sign) of another key", params: `{"name":"a","Key":"b"}`, want: "a"},
+		{name: "name not a string", params: `{"name":5}`, wantErr: true},
+		{name: "params not an object", params: `["a"]`, wantErr: true},
+		{name: "params absent", params: ``, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := parseCall([]byte(tt.params))
+			if tt.wantErr {
+				assert.ErrorIs(t, err, errAmbiguousCall)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, p.Name)
+			if tt.args != "" {
+				assert.Equal(t, tt.args, string(p.Arguments))
+			}
+		})
+	}
+}
+
+// TestBatchResponsesEndTheirRequests: the upstream's batch answer to a
+// forwarded batch reaches the client as it is and ends both requests.
+func TestBatchResponsesEndTheirRequests(t *testing.T) {
+	h := start(t, 0)
+	batch := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":"b","method":"resources/list"}]`
+	h.client.send(batch + "\n")
+	require.Equal(t, batch, string(h.up.next()))
+	require.Equal(t, 2, h.session.inflight())
+	answer := `[{"jsonrpc":"2.0","id":"b","result":{"resources":[]}},{"jsonrpc":"2.0","id":1,"result":{}}]`
+	h.up.send(answer + "\n")
+	assert.Equal(t, answer, string(h.client.next()))
+	assert.Equal(t, 0, h.session.inflight())
+}
+
+// TestAmbiguousClientMessageIsRefused: a message whose routing members a
+// peer could read two ways is answered with an error, never forwarded.
+func TestAmbiguousClientMessageIsRefused(t *testing.T) {
+	h := start(t, 0)
+	h.client.send(`{"jsonrpc":"2.0","id":8,"method":"ping","Method":"tools/call"}` + "\n")
+	var resp struct {
+		ID    json.RawMessage `json:"id"`
+		Error RPCError        `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, "8", string(resp.ID))
+	assert.Equal(t, codeInvalidRequest, resp.Error.Code)
+	h.client.send(`{"jsonrpc":"2.0","id":9,"method":"ping"}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, string(h.up.next()), "the ambiguous message was not forwarded")
+}
+
+// FuzzParseCall checks that a tool name the gate accepts is the one every
+// kind of upstream reads: a case-sensitive parser where the last duplicate
+// wins (JavaScript, Python) and Go's case-insensitive encoding/json.
+func FuzzParseCall(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"a","arguments":{}}`, `{"name":"a","NAME":"b"}`, `{"n\u0061me":"a"}`,
+		`{"name":"a","name":"b"}`, `{"Name":0,"name":"a"}`, `{"name":"\u212a"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		p, err := parseCall(params)
+		if err != nil || !json.Valid(params) {
+			return
+		}
+		var exact map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(params, &exact))
+		var name string
+		require.NoError(t, json.Unmarshal(exact["name"], &name))
+		require.Equal(t, name, p.Name, "a case-sensitive, last-wins parser reads another name")
+		var folded struct{ Name string }
+		if json.Unmarshal(params, &folded) == nil {
+			require.Equal(t, folded.Name, p.Name, "encoding/json reads another name")
+		}
+	})
+}
