@@ -141,7 +141,8 @@ type Session struct {
 	stale        bool // a refresh was asked for while one was running
 	stats        Stats
 
-	gating sync.WaitGroup // calls judged off the client pump
+	gating   sync.WaitGroup // calls judged off the client pump
+	stopping bool           // Run is returning: no new gating
 }
 
 // inflight is a client request forwarded to the upstream and not yet
@@ -260,6 +261,9 @@ func (s *Session) Run(ctx context.Context) error {
 	s.drain()
 	cancel()
 	<-supervised
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
 	s.gating.Wait()
 	for _, w := range s.takeWaiters("") { // stop their ready timers
 		w.once.Do(func() { close(w.done) })

@@ -278,7 +278,16 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 	msg = bytes.Clone(msg) // it is only valid until the pump reads again
 	env, _ = framing.Peek(msg)
 	p, _ = parseCall(env.Params)
-	s.gating.Add(1)
+	s.mu.Lock()
+	stopping := s.stopping
+	if !stopping {
+		s.gating.Add(1) // under mu, so never after Run began to wait
+	}
+	s.mu.Unlock()
+	if stopping {
+		s.answerUnready(ctx, env)
+		return
+	}
 	go func() {
 		defer s.gating.Done()
 		// The catalog is not loaded yet, or lacks the tool: it may be new

@@ -273,12 +273,7 @@ func newExchange(msgs []incoming, batch bool) (ex *exchange, duplicate []byte) {
 // finish releases the POST waiting for the exchange.
 func (ex *exchange) finish() { ex.doneOnce.Do(func() { close(ex.done) }) }
 
-// idKey canonicalises a JSON-RPC id (or progress token), so that "a" and
-// "\u0061" route alike.
-func idKey(raw []byte) string {
-	var s string
-	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
-		return "s" + s
-	}
-	return "v" + string(bytes.TrimSpace(raw))
-}
+// idKey canonicalises a JSON-RPC id (or progress token), so that the
+// spellings a peer may re-encode it to ("a" and "\u0061", 1 and 1.0) route
+// alike.
+func idKey(raw []byte) string { return framing.IDKey(raw) }

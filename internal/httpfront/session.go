@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -186,7 +187,7 @@ func (ss *session) ReadMessage() ([]byte, error) {
 // the chosen stream's client is not reading.
 func (ss *session) WriteMessage(msg []byte) error {
 	env, err := framing.Peek(msg)
-	if err != nil {
+	if err != nil && !errors.Is(err, framing.ErrAmbiguous) { // an ambiguous one is routed as far as it reads
 		ss.log.Warn("dropping an unreadable message from the relay", "error", err)
 		return nil
 	}
