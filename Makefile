@@ -8,7 +8,7 @@ export NPM_CONFIG_UPDATE_NOTIFIER = false
 export NPM_CONFIG_FUND = false
 export NPM_CONFIG_AUDIT = false
 
-.PHONY: build demo test race e2e e2e-deps lint bench fuzz conformance cross check clean
+.PHONY: build demo test race store-procs e2e e2e-deps lint bench fuzz conformance cross check clean
 
 build: ## the mcpwrap binary, in bin/
 	$(GO) build -o $(BIN) ./cmd/mcpwrap
@@ -21,6 +21,9 @@ test: ## unit tests
 
 race: ## unit tests under the race detector
 	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+store-procs: ## the state store's 8 processes x 200 updates in full (under -race that test makes 50 each)
+	$(GO) test -count=1 -run '^TestConcurrentProcesses$$' ./internal/state
 
 e2e-deps: $(NPM_STAMP) ## the pinned npm peers (reference servers, inspector, conformance, node 22)
 
@@ -58,7 +61,7 @@ cross: ## the binary builds for the other desktop platforms (no cgo)
 		CGO_ENABLED=0 GOOS=$${target%/*} GOARCH=$${target#*/} $(GO) build -o /dev/null ./cmd/mcpwrap || exit 1; \
 	done
 
-check: lint cross race e2e conformance ## everything CI runs
+check: lint cross race store-procs e2e conformance ## everything CI runs
 
 clean:
 	rm -rf bin bench.out e2e/node_modules
