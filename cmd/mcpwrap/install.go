@@ -28,8 +28,9 @@ Flags:
 
 const installAbout = `Puts mcpwrap in front of the MCP servers of Claude Desktop, Claude Code or
 Cursor: each stdio entry runs "mcpwrap --name NAME -- COMMAND ARGS..." and
-each remote entry "mcpwrap --name NAME --url URL", header values moved into
-the entry's env. Entries already wrapped are left alone.`
+each remote entry "mcpwrap --name NAME --url '${VAR}'", its URL and header
+values moved into the entry's env (no secret on a command line). Entries
+already wrapped are left alone.`
 
 const uninstallAbout = `Restores the MCP server entries that mcpwrap install wrapped, exactly as
 they were.`

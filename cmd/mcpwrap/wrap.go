@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -93,7 +94,7 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	fs.StringVar(&o.allowTools, "allow-tools", "", "comma-separated tool names or globs this run may use; narrows, never widens")
 	fs.StringVar(&o.discoveryTool, "discovery-tool", "", "name of the discovery tool (default from config, else discover_tools)")
 	fs.StringVar(&o.discovery, "discovery", "", "when to list the discovery tool: auto, always or never (default from config, else auto)")
-	fs.StringVar(&o.url, "url", "", "wrap the remote MCP server at this URL instead of a command")
+	fs.StringVar(&o.url, "url", "", "wrap the remote MCP server at this URL instead of a command; it may reference ${ENV}")
 	fs.StringVar(&o.transport, "transport", "", "the remote's transport as the client config named it (http or sse); a hint: mcpwrap detects it anyway")
 	fs.Var(&o.headers, "header", "'K: V' header for --url, repeatable; V may reference ${ENV}")
 	fs.DurationVar(&o.readyTimeout, "ready-timeout", 0, "how long the client's handshake waits for the server before mcpwrap answers it (default from config, else 30s)")
@@ -290,16 +291,21 @@ const remoteHandshakeTimeout = 10 * time.Second
 // for every (re)start, or a new remote connection.
 func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Logger) (middleware.Dialer, error) {
 	if o.url != "" {
-		header, err := upstream.ExpandHeaders(o.headers, func(key string) string {
+		getenv := func(key string) string {
 			if v, ok := o.env[key]; ok {
 				return v
 			}
 			return os.Getenv(key)
-		})
+		}
+		endpoint, err := expandURL(o.url, getenv)
 		if err != nil {
 			return nil, err
 		}
-		remote := upstream.Remote{URL: o.url, Header: header, Logger: logger, MaxMessageBytes: srv.MaxLineBytes}
+		header, err := upstream.ExpandHeaders(o.headers, getenv)
+		if err != nil {
+			return nil, err
+		}
+		remote := upstream.Remote{URL: endpoint, Header: header, Logger: logger, MaxMessageBytes: srv.MaxLineBytes}
 		return func(ctx context.Context) (middleware.Conn, error) {
 			return upstream.DialRemote(ctx, remote)
 		}, nil
@@ -321,6 +327,43 @@ func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 		return child, nil
 	}, nil
 }
+
+// expandURL replaces every ${VAR} in a --url value with getenv(VAR), as
+// --header values are expanded: mcpwrap install moves a remote entry's URL
+// into the entry's env, since a URL may carry a secret, and passes --url
+// '${VAR}'. Only the ${VAR} form expands, in one pass; a variable that is
+// unset or empty is an error wrapping [upstream.ErrUnsetVariable]. Every
+// error wraps [resilience.ErrConfig] and names at most the variable, never
+// the URL.
+func expandURL(raw string, getenv func(string) string) (string, error) {
+	var b strings.Builder
+	for s := raw; ; {
+		start := strings.Index(s, "${")
+		if start < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		end := strings.IndexByte(s[start:], '}')
+		if end < 0 {
+			return "", fmt.Errorf(`%w: --url: "${" without a closing "}"`, resilience.ErrConfig)
+		}
+		name := s[start+2 : start+end]
+		if !envVarName.MatchString(name) {
+			// Not echoed: what sits between the braces may be part of a secret.
+			return "", fmt.Errorf("%w: --url: a ${...} reference holds no valid variable name", resilience.ErrConfig)
+		}
+		value := getenv(name)
+		if value == "" {
+			return "", fmt.Errorf("%w: --url: ${%s}: %w", resilience.ErrConfig, name, upstream.ErrUnsetVariable)
+		}
+		b.WriteString(s[:start])
+		b.WriteString(value)
+		s = s[start+end+1:]
+	}
+}
+
+// envVarName matches the names ${VAR} may hold.
+var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // retryPolicy converts the config's retry settings.
 func retryPolicy(r config.Retry) resilience.Policy {

@@ -55,8 +55,11 @@ func commandLine(command string, args []string) string {
 }
 
 // redactURL drops the parts of a URL that may carry credentials: the user
-// info and the query.
+// info and the query. A reference to an env variable is kept as it is.
 func redactURL(raw string) string {
+	if envRefPattern.MatchString(raw) {
+		return raw
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(unparsable URL)"

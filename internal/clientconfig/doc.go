@@ -13,19 +13,23 @@
 //
 // Entries running mcp-remote stay stdio children like any other: mcp-remote
 // keeps its OAuth role. A remote entry (url, type http, sse or none, and
-// headers) becomes a stdio entry whose header values move into env, so that
-// no secret is on a command line:
+// headers) becomes a stdio entry whose URL and header values move into env,
+// so that no secret is on a command line (a URL may carry one in its user
+// info, its query or its path); mcpwrap expands the ${VAR} references:
 //
-//	"api": {"type": "http", "url": "https://x/mcp", "headers": {"Authorization": "Bearer s3cret"}}
+//	"api": {"type": "http", "url": "https://x/mcp?key=k", "headers": {"Authorization": "Bearer s3cret"}}
 //	"api": {"type": "stdio", "command": "/abs/mcpwrap",
-//	        "args": ["--name", "api", "--transport", "http", "--url", "https://x/mcp",
+//	        "args": ["--name", "api", "--transport", "http", "--url", "${MCPWRAP_URL_API}",
 //	                 "--header", "Authorization: ${MCPWRAP_HDR_API_AUTHORIZATION}"],
-//	        "env": {"MCPWRAP_HDR_API_AUTHORIZATION": "Bearer s3cret"}}
+//	        "env": {"MCPWRAP_URL_API": "https://x/mcp?key=k",
+//	                "MCPWRAP_HDR_API_AUTHORIZATION": "Bearer s3cret"}}
 //
-// Every header value moves, also one that is itself a ${VAR} reference:
-// clients expand env values as they expand headers. --transport is written
-// only when the entry has a type. With [Options.LogDir] set, --log-file
-// LOGDIR/KEY.log follows --name: the sidecar then logs to a file of its own.
+// The URL and every header value move, also one that is itself a ${VAR}
+// reference: clients expand env values as they expand URLs and headers. A
+// variable name already in the entry's env gets a suffix (_2, _3...).
+// --transport is written only when the entry has a type. With
+// [Options.LogDir] set, --log-file LOGDIR/KEY.log follows --name: the
+// sidecar then logs to a file of its own.
 //
 // An entry counts as wrapped when its command's base name is mcpwrap (or
 // mcpwrap.exe) and its args are flags then "--" and a command, or include
@@ -37,7 +41,8 @@
 // Uninstall rebuilds the original entry from the wrapped one: keys keep
 // their places (command becomes url again and args becomes headers); keys
 // Install added are removed by where it put them (missing args go just
-// before the command, a missing env just after args). Install followed by
+// before the command, a missing env just after the later of args and the
+// command). Install followed by
 // Uninstall gives back the original file byte for byte when the file is
 // indented the usual way (2 spaces, as JSON.stringify(config, null, 2) and
 // most editors write it). Only the entries Install rewrites are re-encoded,
@@ -52,11 +57,11 @@
 //   - Install skips, with the reason in the plan, the three shapes it could
 //     not tell apart from what it adds: an empty "args" just before
 //     "command", an empty "headers" just before "url", and an empty "env"
-//     just after the "headers" of a remote entry.
+//     just after the later of "url" and "headers" of a remote entry.
 //   - Uninstall of an entry wrapped by hand drops mcpwrap flags other than
 //     --name, --url, --header, --transport and --log-file (the plan names
-//     them); a header whose value is not a ${VAR} of the entry's env comes
-//     back with the flag's literal value.
+//     them); a URL or header whose value is not a ${VAR} of the entry's env
+//     comes back with the flag's literal value.
 //
 // A file with comments or trailing commas is refused with a [*ParseError]
 // naming the position. Every function here is safe for concurrent use.

@@ -25,6 +25,7 @@ func FuzzRoundTrip(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(`{"mcpServers":{"a":{"url":"u","headers":{"K":"v"},"env":{"MCPWRAP_HDR_A_K":"x"}}}}`))
+	f.Add([]byte(`{"mcpServers":{"a":{"url":"u","env":{"MCPWRAP_URL_A":"x"},"headers":{}}}}`))
 	f.Add([]byte(`{"projects":{"/p":{"mcpServers":{"s":{"args":["x"],"command":"c","type":"stdio"}}}}}`))
 
 	f.Fuzz(func(t *testing.T, data []byte) {

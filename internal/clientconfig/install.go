@@ -117,11 +117,13 @@ func wrapStdio(s server, mcpwrap []byte, flags [][]byte) (object, Change) {
 }
 
 // wrapRemote turns {type, url, headers} into {type: "stdio", command:
-// mcpwrap, args: [--name, KEY, flags..., --transport, TYPE, --url, URL, --header,
-// "NAME: ${VAR}"...], env: {VAR: value...}}: header values move into env, so
-// that the command line carries no secret. The command takes the place of
-// url and args the place of headers (or, without headers, just before the
-// command); a new env goes right after args.
+// mcpwrap, args: [--name, KEY, flags..., --transport, TYPE, --url,
+// "${VAR}", --header, "NAME: ${VAR}"...], env: {VAR: value...}}: the URL and
+// the header values move into env, so that the command line carries no
+// secret (a URL may hold one in its user info, query or path). The command
+// takes the place of url and args the place of headers (or, without
+// headers, just before the command); a new env goes right after the later
+// of args and the command.
 func wrapRemote(s server, mcpwrap []byte, flags [][]byte) (object, Change) {
 	e := slices.Clone(s.entry)
 	urlAt := e.index("url")
@@ -157,23 +159,27 @@ func wrapRemote(s server, mcpwrap []byte, flags [][]byte) (object, Change) {
 	}
 	envAt := e.index("env")
 	var env object
-	if envAt >= 0 && len(headers) > 0 {
+	if envAt >= 0 {
 		var ok bool
 		if env, ok = parseObject(e[envAt].value); !ok {
 			return nil, skip("env is not an object")
 		}
-		if len(env) == 0 && hdrsAt >= 0 && envAt == hdrsAt+1 {
-			return nil, skip(`its empty "env" just after "headers" could not be restored; remove it`)
+		// Uninstall removes an env that is empty once the values go back,
+		// when it sits where Install puts a new one.
+		if last := max(urlAt, hdrsAt); len(env) == 0 && envAt == last+1 {
+			return nil, skip(`its empty "env" just after %q could not be restored; remove it`, e[last].key)
 		}
 	}
 
+	taken := func(name string) bool { return env.index(name) >= 0 }
+	urlVar := urlEnvName(s.name, taken)
+	env = append(env, field{key: urlVar, rawKey: encodeString(urlVar), value: e[urlAt].value})
 	args := slices.Clone(flags)
 	if transport != "" {
 		args = append(args, encodeString(flagTransport), encodeString(transport))
 	}
-	args = append(args, encodeString(flagURL), e[urlAt].value)
+	args = append(args, encodeString(flagURL), encodeString(envRef(urlVar)))
 	var moved []string
-	taken := func(name string) bool { return env.index(name) >= 0 }
 	for _, h := range headers {
 		v := headerEnvName(s.name, h.key, taken)
 		args = append(args, encodeString(flagHeader), encodeString(headerFlag(h.key, v)))
@@ -185,24 +191,21 @@ func wrapRemote(s server, mcpwrap []byte, flags [][]byte) (object, Change) {
 		e[t].value = encodeString("stdio")
 	}
 	e[urlAt] = newField("command", mcpwrap)
-	argsAt := hdrsAt
 	if hdrsAt >= 0 {
 		e[hdrsAt] = newField("args", array(args))
 	} else {
-		argsAt = urlAt
-		e = slices.Insert(e, argsAt, newField("args", array(args)))
+		e = slices.Insert(e, urlAt, newField("args", array(args)))
 	}
-	switch {
-	case len(headers) == 0:
-	case envAt >= 0:
+	if envAt >= 0 {
 		e[e.index("env")].value = env.marshal()
-	default:
-		e = slices.Insert(e, argsAt+1, newField("env", env.marshal()))
+	} else {
+		e = slices.Insert(e, max(e.index("args"), e.index("command"))+1, newField("env", env.marshal()))
 	}
 
-	detail := describeRemote(decodeString(s.entry[urlAt].value), transport, headers)
+	detail := describeRemote(decodeString(s.entry[urlAt].value), transport, headers) +
+		"; URL moved to env " + urlVar
 	if len(moved) > 0 {
-		detail += "; header values moved to env " + strings.Join(moved, ", ")
+		detail += ", header values to " + strings.Join(moved, ", ")
 	}
 	return e, Change{Action: Wrap, Detail: detail}
 }

@@ -41,19 +41,44 @@ func TestInstall(t *testing.T) {
 			wantDetail: `a/b <&>`,
 		},
 		{
-			name:       "remote entry without headers",
-			in:         `{"mcpServers":{"r":{"type":"sse","url":"https://h/sse","timeout":5}}}`,
-			want:       `{"mcpServers":{"r":{"type":"stdio","args":["--name","r","--transport","sse","--url","https://h/sse"],"command":"/opt/mcpwrap","timeout":5}}}`,
+			name: "remote entry without headers: the URL moves to a new env after the command",
+			in:   `{"mcpServers":{"r":{"type":"sse","url":"https://h/sse","timeout":5}}}`,
+			want: `{"mcpServers":{"r":{"type":"stdio","args":["--name","r","--transport","sse","--url","${MCPWRAP_URL_R}"],"command":"/opt/mcpwrap",` +
+				`"env":{"MCPWRAP_URL_R":"https://h/sse"},"timeout":5}}}`,
 			wantAction: Wrap,
-			wantDetail: "https://h/sse over sse",
+			wantDetail: "https://h/sse over sse; URL moved to env MCPWRAP_URL_R",
 		},
 		{
-			name: "header values move to env, next to an existing variable of the same name",
-			in:   `{"mcpServers":{"r":{"headers":{"Authorization":"Bearer s3cret"},"url":"https://u:p@h/mcp?key=k","env":{"MCPWRAP_HDR_R_AUTHORIZATION":"mine"}}}}`,
-			want: `{"mcpServers":{"r":{"args":["--name","r","--url","https://u:p@h/mcp?key=k","--header","Authorization: ${MCPWRAP_HDR_R_AUTHORIZATION_2}"],` +
-				`"command":"/opt/mcpwrap","env":{"MCPWRAP_HDR_R_AUTHORIZATION":"mine","MCPWRAP_HDR_R_AUTHORIZATION_2":"Bearer s3cret"}}}}`,
+			name: "URL and header values move to env, next to existing variables of the same names",
+			in: `{"mcpServers":{"r":{"headers":{"Authorization":"Bearer s3cret"},"url":"https://u:p@h/mcp?key=k",` +
+				`"env":{"MCPWRAP_HDR_R_AUTHORIZATION":"mine","MCPWRAP_URL_R":"mine too"}}}}`,
+			want: `{"mcpServers":{"r":{"args":["--name","r","--url","${MCPWRAP_URL_R_2}","--header","Authorization: ${MCPWRAP_HDR_R_AUTHORIZATION_2}"],` +
+				`"command":"/opt/mcpwrap","env":{"MCPWRAP_HDR_R_AUTHORIZATION":"mine","MCPWRAP_URL_R":"mine too",` +
+				`"MCPWRAP_URL_R_2":"https://u:p@h/mcp?key=k","MCPWRAP_HDR_R_AUTHORIZATION_2":"Bearer s3cret"}}}}`,
 			wantAction: Wrap,
-			wantDetail: "https://h/mcp?… with headers Authorization; header values moved to env MCPWRAP_HDR_R_AUTHORIZATION_2",
+			wantDetail: "https://h/mcp?… with headers Authorization; URL moved to env MCPWRAP_URL_R_2, header values to MCPWRAP_HDR_R_AUTHORIZATION_2",
+		},
+		{
+			name: "headers before the url: the new env goes after the command",
+			in:   `{"mcpServers":{"r":{"headers":{"K":"v"},"url":"https://h/mcp"}}}`,
+			want: `{"mcpServers":{"r":{"args":["--name","r","--url","${MCPWRAP_URL_R}","--header","K: ${MCPWRAP_HDR_R_K}"],"command":"/opt/mcpwrap",` +
+				`"env":{"MCPWRAP_URL_R":"https://h/mcp","MCPWRAP_HDR_R_K":"v"}}}}`,
+			wantAction: Wrap,
+			wantDetail: "https://h/mcp with headers K; URL moved to env MCPWRAP_URL_R, header values to MCPWRAP_HDR_R_K",
+		},
+		{
+			name:       "remote entry with an empty env just after the url",
+			in:         `{"mcpServers":{"r":{"url":"https://h/mcp","env":{}}}}`,
+			want:       `{"mcpServers":{"r":{"url":"https://h/mcp","env":{}}}}`,
+			wantAction: Skip,
+			wantDetail: `its empty "env" just after "url" could not be restored; remove it`,
+		},
+		{
+			name:       "remote entry with an env that is not an object",
+			in:         `{"mcpServers":{"r":{"env":[],"url":"https://h/mcp"}}}`,
+			want:       `{"mcpServers":{"r":{"env":[],"url":"https://h/mcp"}}}`,
+			wantAction: Skip,
+			wantDetail: "env is not an object",
 		},
 		{
 			name:       "already wrapped, with single-dash flags",
@@ -202,7 +227,8 @@ func TestInstallLogDir(t *testing.T) {
 		{
 			name: "remote: before --transport and --url",
 			in:   `{"mcpServers":{"r":{"type":"sse","url":"https://h/sse"}}}`,
-			want: `{"mcpServers":{"r":{"type":"stdio","args":["--name","r","--log-file","/var/mcpwrap/logs/r.log","--transport","sse","--url","https://h/sse"],"command":"/opt/mcpwrap"}}}`,
+			want: `{"mcpServers":{"r":{"type":"stdio","args":["--name","r","--log-file","/var/mcpwrap/logs/r.log","--transport","sse","--url","${MCPWRAP_URL_R}"],` +
+				`"command":"/opt/mcpwrap","env":{"MCPWRAP_URL_R":"https://h/sse"}}}}`,
 		},
 		{
 			name: "a name a file cannot hold",

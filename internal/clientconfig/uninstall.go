@@ -66,9 +66,10 @@ func unwrapStdio(e object, w wrapped) (object, Change) {
 	return e, Change{Action: Unwrap, Detail: commandLine(strs[0], strs[1:])}
 }
 
-// unwrapRemote puts back url, type and headers, taking the header values
-// back out of env. Args just before the command with no header were added
-// by Install, and so was an env just after args that is now empty: they go.
+// unwrapRemote puts back url, type and headers, taking the URL and the
+// header values back out of env. Args just before the command with no
+// header were added by Install, and so was an env right after the later of
+// args and the command that is now empty: they go.
 func unwrapRemote(e object, w wrapped) (object, Change) {
 	if e.index("url") >= 0 || e.index("headers") >= 0 {
 		return nil, skip("runs mcpwrap, but has url or headers already")
@@ -79,18 +80,35 @@ func unwrapRemote(e object, w wrapped) (object, Change) {
 	if envAt >= 0 {
 		env, _ = parseObject(e[envAt].value)
 	}
-	var headers object
 	movedBack := false
+	// fromEnv returns the raw value of env variable ref and takes it out of
+	// env; ok is false when env has no such string.
+	fromEnv := func(ref string) (raw []byte, ok bool) {
+		v := env.index(ref)
+		if ref == "" || v < 0 || !isString(env[v].value) {
+			return nil, false
+		}
+		raw = env[v].value
+		env = slices.Delete(env, v, v+1)
+		movedBack = true
+		return raw, true
+	}
+
+	url := w.url
+	if m := envRefPattern.FindStringSubmatch(decodeString(w.url)); m != nil {
+		if raw, ok := fromEnv(m[1]); ok {
+			url = raw
+		}
+	}
+	var headers object
 	for _, h := range w.headers {
 		name, value, ref, ok := parseHeaderFlag(h)
 		if !ok {
 			return nil, skip("runs mcpwrap, but a --header is not NAME: VALUE")
 		}
-		raw := encodeString(value)
-		if v := env.index(ref); ref != "" && v >= 0 && isString(env[v].value) {
-			raw = env[v].value
-			env = slices.Delete(env, v, v+1)
-			movedBack = true
+		raw, ok := fromEnv(ref)
+		if !ok {
+			raw = encodeString(value)
 		}
 		headers = append(headers, newField(name, raw))
 	}
@@ -98,11 +116,11 @@ func unwrapRemote(e object, w wrapped) (object, Change) {
 	if t := e.index("type"); t >= 0 {
 		e[t].value = encodeString(cmp.Or(w.transport, "http"))
 	}
-	e[cmdAt] = newField("url", w.url)
+	e[cmdAt] = newField("url", url)
 	e[argsAt] = newField("headers", headers.marshal())
 	// Deletions last, from the end, so that the indexes above stay valid.
 	if movedBack {
-		if len(env) == 0 && envAt == argsAt+1 {
+		if len(env) == 0 && envAt == max(argsAt, cmdAt)+1 {
 			e = slices.Delete(e, envAt, envAt+1)
 		} else {
 			e[envAt].value = env.marshal()
@@ -111,5 +129,5 @@ func unwrapRemote(e object, w wrapped) (object, Change) {
 	if len(headers) == 0 && argsAt == cmdAt-1 {
 		e = slices.Delete(e, argsAt, argsAt+1)
 	}
-	return e, Change{Action: Unwrap, Detail: describeRemote(decodeString(w.url), w.transport, headers)}
+	return e, Change{Action: Unwrap, Detail: describeRemote(decodeString(url), w.transport, headers)}
 }

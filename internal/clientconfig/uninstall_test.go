@@ -47,6 +47,20 @@ func TestUninstall(t *testing.T) {
 			wantDetail: "https://h/mcp with headers A",
 		},
 		{
+			name:       "URL from env; an env right after the command that is emptied goes",
+			in:         `{"mcpServers":{"r":{"args":["--url","${U}"],"command":"mcpwrap","env":{"U":"https://h/mcp?k=s3cret"}}}}`,
+			want:       `{"mcpServers":{"r":{"url":"https://h/mcp?k=s3cret"}}}`,
+			wantAction: Unwrap,
+			wantDetail: "https://h/mcp?…",
+		},
+		{
+			name:       "URL referring to a variable the env does not have stays a reference",
+			in:         `{"mcpServers":{"r":{"command":"mcpwrap","args":["--url","${MY_URL}"],"env":{"OTHER":"1"}}}}`,
+			want:       `{"mcpServers":{"r":{"url":"${MY_URL}","headers":{},"env":{"OTHER":"1"}}}}`,
+			wantAction: Unwrap,
+			wantDetail: "${MY_URL}",
+		},
+		{
 			name:       "not mcpwrap",
 			in:         `{"mcpServers":{"s":{"command":"npx","args":["--","srv"]}}}`,
 			want:       `{"mcpServers":{"s":{"command":"npx","args":["--","srv"]}}}`,
@@ -159,6 +173,8 @@ func TestHeaderEnvName(t *testing.T) {
 	assert.Equal(t, "MCPWRAP_HDR_MY_SERVER_X_API_KEY_3",
 		headerEnvName("my server", "x-api-key", func(n string) bool { return taken[n] }))
 	assert.Equal(t, "MCPWRAP_HDR_Z_RICH_K", headerEnvName("Zürich", "k", func(string) bool { return false }))
+	assert.Equal(t, "MCPWRAP_URL_MY_SERVER_2",
+		urlEnvName("my-server", func(n string) bool { return n == "MCPWRAP_URL_MY_SERVER" }))
 }
 
 func TestRunsMCPRemote(t *testing.T) {
@@ -190,6 +206,7 @@ func TestChangeAndRedaction(t *testing.T) {
 		{name: "plain URL", got: redactURL("https://h/mcp"), want: "https://h/mcp"},
 		{name: "credentials dropped", got: redactURL("https://user:pw@h/mcp?api_key=k#frag"), want: "https://h/mcp?…"},
 		{name: "unparsable URL", got: redactURL("http://[::1"), want: "(unparsable URL)"},
+		{name: "env reference", got: redactURL("${MY_URL}"), want: "${MY_URL}"},
 		{name: "quoted words", got: commandLine("/My Apps/srv", []string{"", "a b", "$HOME", "plain"}),
 			want: `"/My Apps/srv" "" "a b" "$HOME" plain`},
 		{name: "plan line", got: Change{Server: "s", Action: Skip, Detail: "why"}.String(), want: "skip   s: why"},

@@ -18,8 +18,10 @@ const (
 	flagLogFile   = "--log-file"
 	endOfFlags    = "--"
 
-	// headerEnvPrefix starts the env variables that carry header values.
+	// headerEnvPrefix starts the env variables that carry header values,
+	// urlEnvPrefix the one that carries a remote server's URL.
 	headerEnvPrefix = "MCPWRAP_HDR_"
+	urlEnvPrefix    = "MCPWRAP_URL_"
 )
 
 // errNotWrapped says that args run mcpwrap in no form Uninstall can undo.
@@ -111,9 +113,13 @@ func splitFlag(arg string) (name, value string, hasValue, ok bool) {
 // variable, as Install writes it.
 var envRefPattern = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
 
+// envRef returns a reference to env variable v, as mcpwrap expands it in
+// --url and --header values.
+func envRef(v string) string { return "${" + v + "}" }
+
 // headerFlag returns the --header value that sends header name with the
 // value of env variable v.
-func headerFlag(name, v string) string { return name + ": ${" + v + "}" }
+func headerFlag(name, v string) string { return name + ": " + envRef(v) }
 
 // parseHeaderFlag splits a --header value into the header's name and value;
 // ref names the env variable when the value is only a reference to one.
@@ -140,7 +146,17 @@ func validHeaderName(name string) bool {
 // headerEnvName returns a name for the env variable carrying the value of
 // header in server's entry, one that is not yet taken.
 func headerEnvName(server, header string, taken func(string) bool) string {
-	base := headerEnvPrefix + envWord(server) + "_" + envWord(header)
+	return freeEnvName(headerEnvPrefix+envWord(server)+"_"+envWord(header), taken)
+}
+
+// urlEnvName returns a name for the env variable carrying the URL of
+// server's entry, one that is not yet taken.
+func urlEnvName(server string, taken func(string) bool) string {
+	return freeEnvName(urlEnvPrefix+envWord(server), taken)
+}
+
+// freeEnvName returns base, or base_2, base_3... if it is taken.
+func freeEnvName(base string, taken func(string) bool) string {
 	name := base
 	for n := 2; taken(name); n++ {
 		name = fmt.Sprintf("%s_%d", base, n)
