@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -297,7 +296,7 @@ func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 			}
 			return os.Getenv(key)
 		}
-		endpoint, err := expandURL(o.url, getenv)
+		endpoint, err := upstream.ExpandURL(o.url, getenv)
 		if err != nil {
 			return nil, err
 		}
@@ -327,43 +326,6 @@ func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 		return child, nil
 	}, nil
 }
-
-// expandURL replaces every ${VAR} in a --url value with getenv(VAR), as
-// --header values are expanded: mcpwrap install moves a remote entry's URL
-// into the entry's env, since a URL may carry a secret, and passes --url
-// '${VAR}'. Only the ${VAR} form expands, in one pass; a variable that is
-// unset or empty is an error wrapping [upstream.ErrUnsetVariable]. Every
-// error wraps [resilience.ErrConfig] and names at most the variable, never
-// the URL.
-func expandURL(raw string, getenv func(string) string) (string, error) {
-	var b strings.Builder
-	for s := raw; ; {
-		start := strings.Index(s, "${")
-		if start < 0 {
-			b.WriteString(s)
-			return b.String(), nil
-		}
-		end := strings.IndexByte(s[start:], '}')
-		if end < 0 {
-			return "", fmt.Errorf(`%w: --url: "${" without a closing "}"`, resilience.ErrConfig)
-		}
-		name := s[start+2 : start+end]
-		if !envVarName.MatchString(name) {
-			// Not echoed: what sits between the braces may be part of a secret.
-			return "", fmt.Errorf("%w: --url: a ${...} reference holds no valid variable name", resilience.ErrConfig)
-		}
-		value := getenv(name)
-		if value == "" {
-			return "", fmt.Errorf("%w: --url: ${%s}: %w", resilience.ErrConfig, name, upstream.ErrUnsetVariable)
-		}
-		b.WriteString(s[:start])
-		b.WriteString(value)
-		s = s[start+end+1:]
-	}
-}
-
-// envVarName matches the names ${VAR} may hold.
-var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // retryPolicy converts the config's retry settings.
 func retryPolicy(r config.Retry) resilience.Policy {

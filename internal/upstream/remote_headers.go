@@ -49,6 +49,22 @@ func ExpandHeaders(specs []string, getenv func(string) string) (http.Header, err
 	return header, nil
 }
 
+// ExpandURL expands ${VAR} references in a --url value with getenv, as
+// [ExpandHeaders] does in header values: mcpwrap install moves a remote
+// entry's URL into the entry's env, since a URL may carry a secret in its
+// query, user info or path, and passes --url '${VAR}'. Every error wraps
+// [resilience.ErrConfig] and names at most the variable, never the URL.
+func ExpandURL(raw string, getenv func(string) string) (string, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	u, err := expandVars(raw, getenv)
+	if err != nil {
+		return "", fmt.Errorf("%w: --url: %w", resilience.ErrConfig, err)
+	}
+	return u, nil
+}
+
 // expandVars replaces every ${VAR} in s with getenv(VAR).
 func expandVars(s string, getenv func(string) string) (string, error) {
 	var b strings.Builder

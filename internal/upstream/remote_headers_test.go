@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 
@@ -97,4 +98,53 @@ func TestExpandHeaders(t *testing.T) {
 func TestExpandHeadersNilGetenv(t *testing.T) {
 	_, err := ExpandHeaders([]string{"X: ${HOME}"}, nil)
 	assert.ErrorIs(t, err, ErrUnsetVariable)
+}
+
+func TestExpandURL(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"URL": "https://h/mcp?token=s3cret", "TOKEN": "s3cret", "REF": "${TOKEN}"}
+	getenv := func(k string) string { return env[k] }
+	tests := []struct {
+		name      string
+		raw       string
+		want      string
+		wantUnset bool   // the error wraps ErrUnsetVariable
+		wantErr   string // the error's text; "" for none
+	}{
+		{name: "no reference", raw: "https://h/mcp?a=$b", want: "https://h/mcp?a=$b"},
+		{name: "the whole URL, as install writes it", raw: "${URL}", want: "https://h/mcp?token=s3cret"},
+		{name: "a part of the URL", raw: "https://h/mcp?token=${TOKEN}&x=1", want: "https://h/mcp?token=s3cret&x=1"},
+		{name: "one pass: a value is not expanded again", raw: "https://h/${REF}", want: "https://h/${TOKEN}"},
+		{
+			name:      "unset variable, named",
+			raw:       "https://h/mcp?token=${NOPE}",
+			wantUnset: true,
+			wantErr:   "invalid configuration: --url: ${NOPE}: environment variable is unset or empty",
+		},
+		{
+			name:    "unclosed reference",
+			raw:     "https://h/${TOKEN",
+			wantErr: `invalid configuration: --url: "${" without a closing "}"`,
+		},
+		{
+			name:    "no variable name, and the braces' content not echoed",
+			raw:     "https://h/${s3cret-part}",
+			wantErr: "invalid configuration: --url: a ${...} reference holds no valid variable name",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := ExpandURL(tt.raw, getenv)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				assert.Equal(t, tt.want, got)
+				return
+			}
+			require.EqualError(t, err, tt.wantErr)
+			require.ErrorIs(t, err, resilience.ErrConfig)
+			assert.Equal(t, tt.wantUnset, errors.Is(err, ErrUnsetVariable))
+			assert.NotContains(t, err.Error(), "s3cret")
+		})
+	}
 }
