@@ -443,3 +443,24 @@ func FuzzParseCall(f *testing.F) {
 		}
 	})
 }
+
+// TestDrainWaitsForGatedCalls: a client that sends a call and closes its
+// side at once (a piped, scripted client) still gets the upstream's answer
+// when the call had to wait for the catalog: the drain counts it.
+func TestDrainWaitsForGatedCalls(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: lockedSecret}) // the catalog is not loaded yet
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"open"}}` + "\n")
+	h.client.closeSend()
+	for {
+		env, err := framing.Peek(h.up.next())
+		require.NoError(t, err)
+		if env.Method == "tools/call" {
+			h.answer(env.ID, `{"content":[]}`)
+			break
+		}
+		require.Equal(t, "tools/list", env.Method)
+		h.answer(env.ID, secretCatalog)
+	}
+	h.nextResponse("1")
+	require.NoError(t, <-h.done)
+}

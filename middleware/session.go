@@ -141,8 +141,9 @@ type Session struct {
 	stale        bool // a refresh was asked for while one was running
 	stats        Stats
 
-	gating   sync.WaitGroup // calls judged off the client pump
-	stopping bool           // Run is returning: no new gating
+	gating     int           // calls being judged off the client pump
+	gatingIdle chan struct{} // closed while gating is zero
+	stopping   bool          // Run is returning: no new gating
 }
 
 // inflight is a client request forwarded to the upstream and not yet
@@ -208,6 +209,8 @@ func (s *Session) init() {
 	s.hsChanged = make(chan struct{})
 	s.idle = make(chan struct{})
 	close(s.idle)
+	s.gatingIdle = make(chan struct{})
+	close(s.gatingIdle)
 	s.kick = make(chan struct{}, 1)
 	s.ctx = context.Background()
 	s.status = resilience.Outcome{Server: s.Name, Class: resilience.Transient}
@@ -263,8 +266,9 @@ func (s *Session) Run(ctx context.Context) error {
 	<-supervised
 	s.mu.Lock()
 	s.stopping = true
+	gating := s.gatingIdle
 	s.mu.Unlock()
-	s.gating.Wait()
+	<-gating                              // they end at once: ctx is done
 	for _, w := range s.takeWaiters("") { // stop their ready timers
 		w.once.Do(func() { close(w.done) })
 	}
@@ -272,22 +276,61 @@ func (s *Session) Run(ctx context.Context) error {
 }
 
 // drain waits until no client request is in flight, the upstream ends or
-// the drain timeout passes, whichever comes first.
+// the drain timeout passes, whichever comes first. A call still being
+// judged counts: it ends answered or forwarded, and then in flight.
 func (s *Session) drain() {
 	t := time.NewTimer(s.drainTimeout())
 	defer t.Stop()
 	s.mu.Lock()
-	idle, l := s.idle, s.up
+	gating, l := s.gatingIdle, s.up
 	s.mu.Unlock()
 	var dead <-chan struct{}
 	if l != nil {
 		dead = l.dead
 	}
+	if !s.awaitDrain(gating, dead, t.C) {
+		return
+	}
+	s.mu.Lock()
+	idle := s.idle // read now: the gated calls may have added to it
+	s.mu.Unlock()
+	s.awaitDrain(idle, dead, t.C)
+}
+
+// awaitDrain waits for done and reports whether it came before the
+// upstream's end or the drain timeout.
+func (s *Session) awaitDrain(done, dead <-chan struct{}, timeout <-chan time.Time) bool {
 	select {
-	case <-idle:
+	case <-done:
+		return true
 	case <-dead:
-	case <-t.C:
+	case <-timeout:
 		s.log.Warn("in-flight requests not answered before shutdown", "count", s.inflight())
+	}
+	return false
+}
+
+// startGating counts a call judged off the client pump; it reports false
+// once Run is returning.
+func (s *Session) startGating() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return false
+	}
+	if s.gating == 0 {
+		s.gatingIdle = make(chan struct{})
+	}
+	s.gating++
+	return true
+}
+
+// doneGating ends what startGating began.
+func (s *Session) doneGating() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gating--; s.gating == 0 {
+		close(s.gatingIdle)
 	}
 }
 

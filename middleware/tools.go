@@ -278,18 +278,12 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 	msg = bytes.Clone(msg) // it is only valid until the pump reads again
 	env, _ = framing.Peek(msg)
 	p, _ = parseCall(env.Params)
-	s.mu.Lock()
-	stopping := s.stopping
-	if !stopping {
-		s.gating.Add(1) // under mu, so never after Run began to wait
-	}
-	s.mu.Unlock()
-	if stopping {
+	if !s.startGating() {
 		s.answerUnready(ctx, env)
 		return
 	}
 	go func() {
-		defer s.gating.Done()
+		defer s.doneGating()
 		// The catalog is not loaded yet, or lacks the tool: it may be new
 		// (the upstream announced a change the refresh has not caught up
 		// with), so look again. New tools are never let through unjudged.
