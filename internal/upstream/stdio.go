@@ -25,6 +25,8 @@ type Stdio struct {
 	r    *framing.Reader
 	w    *framing.Writer
 	once sync.Once
+
+	closeErr error // set by the first Close, read after once.Do
 }
 
 // StartStdio starts the command and returns a connection to it. Messages over
@@ -69,11 +71,16 @@ func (s *Stdio) ReadMessage() ([]byte, error) {
 func (s *Stdio) WriteMessage(msg []byte) error { return s.w.Write(msg) }
 
 // Close terminates the child: it closes its stdin, then after
-// [TerminateGrace] sends SIGTERM to its process group, then SIGKILL.
+// [TerminateGrace] sends SIGTERM to its process group, then SIGKILL. Once
+// the child has exited it closes the child's stdout too, so no descriptor
+// outlives the connection; a ReadMessage blocked meanwhile returns the
+// child's exit. Concurrent calls wait for the first to finish.
 func (s *Stdio) Close() error {
-	var err error
 	s.once.Do(func() {
-		err = s.proc.Terminate(context.Background(), TerminateGrace)
+		s.closeErr = s.proc.Terminate(context.Background(), TerminateGrace)
+		if err := s.proc.Stdout().Close(); err != nil && s.closeErr == nil {
+			s.closeErr = err
+		}
 	})
-	return err
+	return s.closeErr
 }

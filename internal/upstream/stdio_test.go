@@ -1,0 +1,41 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpwrap/mcpwrap/resilience"
+)
+
+// TestStdioCloseReleasesPipes: Close must release mcpwrap's ends of the
+// child's pipes, or every restart (and every HTTP session's child) leaks a
+// descriptor.
+func TestStdioCloseReleasesPipes(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	s, err := StartStdio(ctx, fixtureCommand(t, "echo"), 0)
+	require.NoError(t, err)
+
+	require.NoError(t, s.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"ping","id":1}`)))
+	msg, err := s.ReadMessage()
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"ping","id":1}`, string(msg))
+
+	require.NoError(t, s.Close())
+
+	_, err = s.Process().Stdout().Read(make([]byte, 1))
+	assert.ErrorIs(t, err, os.ErrClosed, "stdout's read end is still open")
+	_, err = s.Process().Stdin().Write([]byte("x"))
+	assert.ErrorIs(t, err, os.ErrClosed, "stdin's write end is still open")
+
+	_, err = s.ReadMessage()
+	var exit *resilience.ExitError
+	assert.True(t, errors.As(err, &exit), "ReadMessage after Close: %v", err)
+}
