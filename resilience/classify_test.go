@@ -131,7 +131,8 @@ func TestClassify(t *testing.T) {
 		{name: "unknown long text is truncated", err: errors.New(strings.Repeat("é", 1000)), want: resilience.Permanent, wantReason: strings.Repeat("é", 299) + "…"},
 		{name: "unparsable URL is dropped", err: errors.New(`bad "http://[::1%zz/x?k=SECRET" here`), want: resilience.Permanent, wantReason: `bad "<url>" here`},
 		{name: "unknown", err: errors.New("boom"), want: resilience.Permanent, wantReason: "boom", wantHint: "log"},
-		{name: "unknown redacts URL credentials", err: errors.New(`get "https://user:pw@x.example/mcp?api_key=SECRET#frag": weird`), want: resilience.Permanent, wantReason: `get "https://x.example/mcp": weird`},
+		{name: "unknown redacts URL credentials", err: errors.New(`get "https://user:pw@x.example/mcp?api_key=SECRET#frag": weird`), want: resilience.Permanent, wantReason: `get "https://x.example": weird`},
+		{name: "unknown redacts a token in a URL path", err: errors.New(`get "https://x.example/mcp/sk-SECRET/sse": weird`), want: resilience.Permanent, wantReason: `get "https://x.example": weird`},
 		{name: "canceled", err: context.Canceled, want: resilience.Permanent, wantReason: "canceled"},
 		// untyped text from libraries that format with %v
 		{name: "text refused", err: errors.New("failed to connect: dial tcp 127.0.0.1:9: connect: connection refused"), want: resilience.Permanent, wantReason: "connection refused"},

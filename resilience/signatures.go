@@ -173,9 +173,9 @@ func isAlnum(b byte) bool {
 	return b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }
 
-// redact removes credentials from the URLs inside error text: user info,
-// query and fragment (where API keys and tokens travel). Text outside URLs
-// is kept.
+// redact reduces the URLs inside error text to their origin: user info,
+// path, query and fragment may each carry an API key or token (some
+// services put the key in the path). Text outside URLs is kept.
 func redact(text string) string {
 	var b strings.Builder
 	for {
@@ -198,15 +198,14 @@ func redact(text string) string {
 	}
 }
 
-// redactURL strips user info, query and fragment from one URL; a URL that
+// redactURL renders one URL as its origin (scheme and host); a URL that
 // does not parse is replaced entirely.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" {
 		return "<url>"
 	}
-	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
-	return u.String()
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
 }
 
 func isSchemeByte(b byte) bool {

@@ -99,7 +99,7 @@ const (
 // Close are safe for concurrent use with everything.
 type RemoteConn struct {
 	endpoint *url.URL
-	logURL   string // endpoint without credentials, query or fragment
+	logURL   string // the endpoint's origin: see redactURL
 	header   http.Header
 	client   *http.Client
 	log      *slog.Logger
@@ -515,12 +515,11 @@ func reconnectDelay(failures int) time.Duration {
 	return d + rand.N(d/2+1)
 }
 
-// redactURL renders u without user info, query or fragment, for logs and
-// errors: any of them may carry a credential.
+// redactURL renders u as its origin (scheme and host), for logs and errors:
+// user info, path, query and fragment may each carry a credential (some
+// services put the API key in the path).
 func redactURL(u *url.URL) string {
-	clean := *u
-	clean.User, clean.RawQuery, clean.ForceQuery, clean.Fragment, clean.RawFragment = nil, "", false, "", ""
-	return clean.String()
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
 }
 
 // mediaType returns the lower-case media type of resp, without parameters.

@@ -853,3 +853,49 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestRemoteKeepsAPathTokenOutOfLogsAndErrors: a URL may carry its
+// credential in the path (mcpwrap install moves such URLs into env for
+// that reason), so logs and error texts name the server's origin only.
+func TestRemoteKeepsAPathTokenOutOfLogsAndErrors(t *testing.T) {
+	const token = "ptok-0123456789"
+	ts, _ := streamableServer(t, fixture(), nil)
+	missing := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(missing.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	refusedAddr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	tests := []struct {
+		name    string
+		url     string
+		wantErr bool
+	}{
+		{name: "working session", url: ts.URL + "/" + token},
+		{name: "404 at first contact", url: missing.URL + "/mcp/" + token + "/sse", wantErr: true},
+		{name: "connection refused", url: "http://" + refusedAddr + "/mcp/" + token, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs syncBuffer
+			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			conn, err := DialRemote(t.Context(), Remote{URL: tt.url, Logger: logger})
+			require.NoError(t, err)
+			p := newPeer(t, conn)
+			if tt.wantErr {
+				err := conn.WriteMessage([]byte(initializeRequest))
+				require.Error(t, err)
+				assert.NotContains(t, err.Error(), token)
+				assert.NotContains(t, resilience.Classify(err).Reason, token)
+				assert.NotContains(t, p.readErr().Error(), token)
+			} else {
+				p.handshake()
+				p.call(2, "tools/call", `{"name":"echo","arguments":{"text":"x"}}`)
+			}
+			require.NoError(t, conn.Close())
+			require.NotEmpty(t, logs.String(), "the test must see some logs")
+			assert.NotContains(t, logs.String(), token)
+		})
+	}
+}
