@@ -73,6 +73,10 @@ const (
 	// maxStreamFailures is how many times in a row a stream may fail to
 	// (re)connect before the connection is given up.
 	maxStreamFailures = 5
+	// quietStreamLife: a standalone stream that ends sooner without any
+	// progress counts towards the reconnect backoff. A stream idle for
+	// longer (a proxy's idle timeout) is reopened at once.
+	quietStreamLife = 5 * time.Second
 	// closeDeleteTimeout bounds the DELETE that ends the session on Close.
 	closeDeleteTimeout = 3 * time.Second
 	// dialTimeout and tlsTimeout are the default client's connect bounds.

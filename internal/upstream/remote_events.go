@@ -33,6 +33,9 @@ type sseScanner struct {
 	lastID string
 	// retry is the reconnection delay the server asked for, or zero.
 	retry time.Duration
+	// events counts the events with data that next has returned, including
+	// oversized ones: a stream that yields none made no progress.
+	events int
 
 	started bool   // the byte-order mark check is done
 	line    []byte // holds a line that did not fit in br's buffer
@@ -72,6 +75,7 @@ func (s *sseScanner) next() (sseEvent, error) {
 		if len(line) == 0 && !tooLong {
 			switch {
 			case oversize:
+				s.events++
 				return sseEvent{}, &framing.LineTooLongError{Limit: s.max, Size: size - 1, Head: head}
 			case size == 0:
 				name = "" // an event without data is not dispatched
@@ -80,6 +84,7 @@ func (s *sseScanner) next() (sseEvent, error) {
 			if name == "" {
 				name = "message"
 			}
+			s.events++
 			return sseEvent{name: name, data: data[:len(data)-1]}, nil
 		}
 		field, value := splitField(line)

@@ -10,6 +10,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -360,10 +361,13 @@ func (c *RemoteConn) listen() {
 
 // runListen keeps the standalone stream open: the server may end it at any
 // time, and reopening it (resuming from its last event id) is the client's
-// job. A server without one (405) is fine.
+// job. A server without one (405) is fine. Reconnects back off while
+// streams fail, or end within quietStreamLife without progress (no event,
+// no new event id), so a server that ends every stream at once is not
+// polled twice a second; only failures end the connection.
 func (c *RemoteConn) runListen() {
 	sc := newSSEScanner(bytes.NewReader(nil), c.max) // carries lastID and retry across reconnects
-	for failures := 0; ; {
+	for failures, idle := 0, 0; ; {
 		resp, err := c.streamGET(sc.lastID)
 		switch {
 		case err != nil:
@@ -395,6 +399,7 @@ func (c *RemoteConn) runListen() {
 			return
 		default:
 			failures = 0
+			opened := time.Now()
 			lastID, retry := sc.lastID, sc.retry
 			sc = newSSEScanner(resp.Body, c.max)
 			sc.lastID, sc.retry = lastID, retry
@@ -403,13 +408,18 @@ func (c *RemoteConn) runListen() {
 			if err != nil && !errors.Is(err, io.EOF) && c.usable() == nil {
 				c.log.Debug("standalone SSE stream broken; reopening", "url", c.logURL, "error", err)
 			}
+			if sc.events == 0 && sc.lastID == lastID && time.Since(opened) < quietStreamLife {
+				idle++
+			} else {
+				idle = 0
+			}
 		}
 		if c.usable() != nil {
 			return
 		}
 		delay := sc.retry
-		if delay == 0 || failures > 0 {
-			delay = c.delay(failures)
+		if streak := failures + idle; delay == 0 || streak > 0 {
+			delay = c.delay(streak)
 		}
 		if !c.wait(delay) {
 			return

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -898,4 +899,59 @@ func TestRemoteKeepsAPathTokenOutOfLogsAndErrors(t *testing.T) {
 			assert.NotContains(t, logs.String(), token)
 		})
 	}
+}
+
+// TestRemoteStandaloneStreamBacksOffWhenIdle: a server that accepts the
+// standalone GET stream but ends it at once, with nothing on it, must not
+// be polled twice a second forever: reconnects without progress back off.
+// A stream that delivers something resets the backoff.
+func TestRemoteStandaloneStreamBacksOffWhenIdle(t *testing.T) {
+	var gets atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPost:
+			body, _ := io.ReadAll(r.Body)
+			if !bytes.Contains(body, []byte(`"initialize"`)) {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			w.Header().Set("Mcp-Session-Id", "sess-1")
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}`)
+		case http.MethodGet:
+			w.Header().Set("Content-Type", "text/event-stream")
+			if gets.Add(1) == 3 { // the third stream carries a message
+				io.WriteString(w, "id: e3\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/n\"}\n\n")
+			}
+		case http.MethodDelete:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}))
+	t.Cleanup(ts.Close)
+	conn := dial(t, ts.URL)
+	streaks := make(chan int, 16)
+	conn.delay = func(n int) time.Duration {
+		select {
+		case streaks <- n:
+		default:
+		}
+		return 0
+	}
+	p := newPeer(t, conn)
+	p.send(initializeRequest)
+	p.next()
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	_, m := p.next()
+	require.Equal(t, "notifications/n", m.Method)
+
+	var got []int
+	for range 4 {
+		select {
+		case n := <-streaks:
+			got = append(got, n)
+		case <-time.After(waitLimit):
+			t.Fatalf("only %d reconnects", len(got))
+		}
+	}
+	assert.Equal(t, []int{1, 2, 0, 1}, got, "the backoff streak before each reconnect")
 }
