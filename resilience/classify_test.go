@@ -110,6 +110,16 @@ func TestClassify(t *testing.T) {
 		{name: "exit with invalid token", err: &resilience.ExitError{Code: 2, Stderr: []string{"Invalid token supplied"}}, want: resilience.Denied},
 		{name: "exit with forbidden", err: &resilience.ExitError{Code: 2, Stderr: []string{"FORBIDDEN"}}, want: resilience.Denied},
 		{name: "exit port 4031 is not a 403", err: &resilience.ExitError{Code: 1, Stderr: []string{"bind 127.0.0.1:4031 in use"}}, want: resilience.Permanent},
+		// stderr signatures are whole tokens, never part of a stack trace, version, option or identifier
+		{name: "exit with a stack trace through line 401 is not denied", err: &resilience.ExitError{Code: 1, Stderr: []string{"Error: boom", "    at main (/app/dist/index.js:401:13)"}}, want: resilience.Permanent},
+		{name: "exit with a Python trace through line 503 is not transient", err: &resilience.ExitError{Code: 1, Stderr: []string{"Traceback (most recent call last):", `  File "/app/server.py", line 503, in <module>`, "KeyError: 'API_URL'"}}, want: resilience.Permanent},
+		{name: "exit naming version 1.429.0 is not transient", err: &resilience.ExitError{Code: 1, Stderr: []string{"srv@1.429.0: missing --config"}}, want: resilience.Permanent},
+		{name: "exit thrown from a node timer is not a timeout", err: &resilience.ExitError{Code: 1, Stderr: []string{"TypeError: start is not a function", "    at Timeout._onTimeout (/app/index.js:12:9)", "    at listOnTimeout (node:internal/timers:581:17)"}}, want: resilience.Permanent},
+		{name: "exit printing a --timeout option is not a timeout", err: &resilience.ExitError{Code: 2, Stderr: []string{"error: unknown option '--bogus'", "usage: srv [--timeout MS] [--request_timeout MS]"}}, want: resilience.Permanent},
+		{name: "exit with a timeout word", err: &resilience.ExitError{Code: 1, Stderr: []string{"TimeoutError: The operation was aborted due to timeout"}}, want: resilience.Transient},
+		{name: "exit with a timeout sentence", err: &resilience.ExitError{Code: 1, Stderr: []string{"Error: connection timeout."}}, want: resilience.Transient},
+		{name: "exit with HTTP 503 at the end", err: &resilience.ExitError{Code: 1, Stderr: []string{"registry answered HTTP 503."}}, want: resilience.Transient},
+		{name: "exit with status 403 in parentheses", err: &resilience.ExitError{Code: 1, Stderr: []string{"request failed (403)"}}, want: resilience.Denied},
 		// crash loop → permanent
 		{name: "crash loop", err: &resilience.CrashLoopError{Restarts: 5, Window: 5 * time.Minute, Err: &resilience.ExitError{Code: 1, Ready: true, Stderr: []string{"oom"}}}, want: resilience.Permanent, wantReason: `crash loop: 5 restarts in 5m; last: the server exited with code 1 after it was ready; stderr: "oom"`, wantHint: "stderr"},
 		{name: "crash loop sentinel", err: fmt.Errorf("supervise: %w", resilience.ErrCrashLoop), want: resilience.Permanent, wantReason: "crash loop"},

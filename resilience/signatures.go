@@ -7,8 +7,10 @@ import (
 
 // This file is the only place in mcpwrap that looks inside error text.
 // Everything else classifies with errors.Is and errors.As. Signatures are
-// matched case-insensitively; status codes only as whole words, so that
-// "port 4031" is not a 403.
+// matched case-insensitively. In stderr, status codes and the bare word
+// "timeout" count only as tokens of their own (see containsAnyToken), so
+// that "port 4031", "index.js:401:13", "line 503", "v1.429.0",
+// "Timeout._onTimeout" and "--timeout" are not signatures.
 
 // gatewayTimeoutSignatures in a 401/403 body mean an authorization gateway
 // timed out talking to its policy or upstream service: an outage reported
@@ -28,6 +30,14 @@ const extAuthzSignature = "ext_authz"
 
 // timeoutSignatures mark a timeout in free text.
 var timeoutSignatures = []string{"timeout", "timed out", "deadline exceeded", "etimedout"}
+
+// In stderr, which also carries stack traces and usage texts, "timeout"
+// must be a token of its own; the other timeout signatures are phrases
+// that only a timeout prints.
+var (
+	stderrTimeoutTokens  = []string{"timeout"}
+	stderrTimeoutPhrases = []string{"timed out", "deadline exceeded", "etimedout"}
+)
 
 // transientStderrSignatures in the last stderr lines of a server that
 // exited during start-up mean it gave up on something that may come back.
@@ -103,11 +113,12 @@ func hasGatewayTimeout(body string) bool {
 func stderrSignature(lines []string) Class {
 	text := strings.ToLower(strings.Join(lines, "\n"))
 	switch {
-	case containsAny(text, timeoutSignatures),
+	case containsAnyToken(text, stderrTimeoutTokens, nil),
+		containsAny(text, stderrTimeoutPhrases),
 		containsAny(text, transientStderrSignatures),
-		containsAnyWord(text, transientStatusWords):
+		containsAnyToken(text, transientStatusWords, afterLocationMark):
 		return Transient
-	case containsAny(text, denialSignatures), containsAnyWord(text, denialStatusWords):
+	case containsAny(text, denialSignatures), containsAnyToken(text, denialStatusWords, afterLocationMark):
 		return Denied
 	}
 	return Permanent
@@ -150,23 +161,49 @@ func containsAny(text string, signatures []string) bool {
 	return false
 }
 
-// containsAnyWord reports whether one of words occurs in text delimited by
-// non-alphanumeric characters.
-func containsAnyWord(text string, words []string) bool {
-	for _, w := range words {
+// containsAnyToken reports whether one of tokens occurs in text as a token
+// of its own: not inside an identifier, option name, dotted name, version
+// or source location. The byte before it must not be alphanumeric, '-',
+// '_' or '.'; the bytes after it must not continue it (alphanumeric, '-',
+// '_', or '.' or ':' followed by an alphanumeric or '_'). reject, when not
+// nil, vetoes an occurrence by the text before it.
+func containsAnyToken(text string, tokens []string, reject func(before string) bool) bool {
+	for _, tok := range tokens {
 		for i := 0; ; {
-			j := strings.Index(text[i:], w)
+			j := strings.Index(text[i:], tok)
 			if j < 0 {
 				break
 			}
-			start, end := i+j, i+j+len(w)
-			if (start == 0 || !isAlnum(text[start-1])) && (end == len(text) || !isAlnum(text[end])) {
+			start, end := i+j, i+j+len(tok)
+			if (start == 0 || !isTokenByte(text[start-1])) && !continuesToken(text[end:]) &&
+				(reject == nil || !reject(text[:start])) {
 				return true
 			}
 			i = start + 1
 		}
 	}
 	return false
+}
+
+func isTokenByte(b byte) bool { return isAlnum(b) || b == '-' || b == '_' || b == '.' }
+
+func continuesToken(rest string) bool {
+	switch {
+	case rest == "":
+		return false
+	case isAlnum(rest[0]) || rest[0] == '-' || rest[0] == '_':
+		return true
+	case rest[0] == '.' || rest[0] == ':':
+		return len(rest) > 1 && (isAlnum(rest[1]) || rest[1] == '_')
+	}
+	return false
+}
+
+// afterLocationMark reports a number that is a line in a stack trace
+// ("index.js:401)", `File "x.py", line 503`) or a port ("host:503"),
+// not an HTTP status.
+func afterLocationMark(before string) bool {
+	return strings.HasSuffix(before, ":") || strings.HasSuffix(before, "line ")
 }
 
 func isAlnum(b byte) bool {
