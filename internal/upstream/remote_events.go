@@ -28,9 +28,16 @@ type sseScanner struct {
 	br  *bufio.Reader
 	max int // bound on an event's data, in bytes
 
-	// lastID is the stream's last event ID buffer: it persists across events
-	// and is what a reconnecting client sends as Last-Event-ID.
+	// lastID is the stream's last event ID: the id in force when the last
+	// event was dispatched (by its blank line), persisting across events.
+	// It is what a reconnecting client sends as Last-Event-ID. An id line
+	// of an event the stream cut short does not count: the server resumes
+	// after Last-Event-ID, so that event would be lost.
 	lastID string
+	// pendingID is an id line's value not yet dispatched; hasPendingID
+	// says whether there is one.
+	pendingID    string
+	hasPendingID bool
 	// retry is the reconnection delay the server asked for, or zero.
 	retry time.Duration
 	// events counts the events with data that next has returned, including
@@ -73,6 +80,9 @@ func (s *sseScanner) next() (sseEvent, error) {
 			return sseEvent{}, err
 		}
 		if len(line) == 0 && !tooLong {
+			if s.hasPendingID {
+				s.lastID, s.hasPendingID = s.pendingID, false
+			}
 			switch {
 			case oversize:
 				s.events++
@@ -109,7 +119,7 @@ func (s *sseScanner) next() (sseEvent, error) {
 			name = string(value)
 		case "id":
 			if bytes.IndexByte(value, 0) < 0 {
-				s.lastID = string(value)
+				s.pendingID, s.hasPendingID = string(value), true
 			}
 		case "retry":
 			if ms, err := strconv.ParseUint(string(value), 10, 31); err == nil {

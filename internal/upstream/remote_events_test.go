@@ -61,6 +61,20 @@ func TestSSEScanner(t *testing.T) {
 			want:   []event{{Name: "message", Data: "1"}},
 		},
 		{
+			// A resumed stream starts after Last-Event-ID: an event cut
+			// before its blank line must not have moved it.
+			name:   "the id of a cut event is not the last event id",
+			stream: "id: 1\ndata: 1\n\nid: 2\ndata: {\"partial",
+			want:   []event{{Name: "message", Data: "1"}},
+			lastID: "1",
+		},
+		{
+			name:   "an id-only event dispatched by its blank line sets the id",
+			stream: "id: 1\ndata: 1\n\nid: 2\n\nid: 3\n",
+			want:   []event{{Name: "message", Data: "1"}},
+			lastID: "2",
+		},
+		{
 			name:   "an invalid retry is ignored",
 			stream: "retry: soon\ndata: 1\n\n",
 			want:   []event{{Name: "message", Data: "1"}},
