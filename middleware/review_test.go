@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
 	"github.com/stretchr/testify/assert"
@@ -463,4 +464,49 @@ func TestDrainWaitsForGatedCalls(t *testing.T) {
 	}
 	h.nextResponse("1")
 	require.NoError(t, <-h.done)
+}
+
+// recordingTimer is a backoff.Timer that fires at once and records waits.
+type recordingTimer struct {
+	waits chan time.Duration
+	c     chan time.Time
+}
+
+func (r *recordingTimer) Start(d time.Duration) { r.waits <- d; r.c <- time.Time{} }
+func (r *recordingTimer) Stop()                 {}
+func (r *recordingTimer) C() <-chan time.Time   { return r.c }
+
+// TestCrashRestartIsSpaced: after a crash the upstream is restarted after
+// the retry policy's delay, not at once, so that a fault outliving one
+// crash does not spend the whole crash budget in a second.
+func TestCrashRestartIsSpaced(t *testing.T) {
+	waits := make(chan time.Duration, 8)
+	client, clientConn := newPeer(t, 0)
+	first, firstConn := newPeer(t, 0)
+	second, secondConn := newPeer(t, 0)
+	conns := make(chan Conn, 2)
+	conns <- firstConn
+	conns <- secondConn
+	s := &Session{Name: "fx", Client: clientConn,
+		Dial: func(context.Context) (Conn, error) { return <-conns, nil },
+		Retrier: &resilience.Retrier{
+			Policy:   resilience.Policy{Initial: 40 * time.Millisecond, Jitter: -1},
+			NewTimer: func() backoff.Timer { return &recordingTimer{waits: waits, c: make(chan time.Time, 1)} },
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go s.Run(ctx)
+	handshake(t, client, first)
+
+	first.closeSend() // crash
+	require.Contains(t, string(client.next()), "notifications/tools/list_changed")
+	select {
+	case d := <-waits:
+		assert.Equal(t, 40*time.Millisecond, d, "the first restart waits the initial delay")
+	case <-time.After(timeout):
+		t.Fatal("the restart did not wait")
+	}
+	env, err := framing.Peek(second.next())
+	require.NoError(t, err)
+	assert.Equal(t, "initialize", env.Method, "then the new upstream is initialised")
 }

@@ -59,8 +59,9 @@ func (s *Session) supervise(ctx context.Context) {
 		s.log.Warn("upstream crashed", "error", crash)
 		// The status changes with the link, so that no call in between is
 		// told the upstream is available.
-		status := resilience.Outcome{Server: s.Name, Class: resilience.Transient, Err: resilience.Classify(crash)}
 		loop := s.CrashBudget.Crash(crash)
+		delay := r.RestartDelay(s.CrashBudget.Recent())
+		status := resilience.Outcome{Server: s.Name, Class: resilience.Transient, Err: resilience.Classify(crash), RetryIn: delay}
 		if loop != nil {
 			status = resilience.Outcome{Server: s.Name, Class: resilience.Permanent, Err: resilience.Classify(loop), Attempts: out.Attempts}
 		}
@@ -81,6 +82,10 @@ func (s *Session) supervise(ctx context.Context) {
 				s.CrashBudget.Reset()
 				continue
 			}
+		}
+		s.log.Info("restarting the upstream", "delay_ms", delay.Milliseconds())
+		if r.Sleep(ctx, delay) != nil {
+			return
 		}
 		s.mu.Lock()
 		s.stats.Restarts++

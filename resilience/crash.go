@@ -80,3 +80,11 @@ func (b *CrashBudget) now() time.Time {
 	}
 	return time.Now()
 }
+
+// Recent returns how many crashes fall within the window, as of the last
+// call to Crash.
+func (b *CrashBudget) Recent() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.crashes)
+}
