@@ -208,9 +208,19 @@ func (ss *session) WriteMessage(msg []byte) error {
 	return nil
 }
 
-// Close implements [middleware.Conn]: it ends the session.
+// Close implements [middleware.Conn]: it ends the session and aborts its
+// streams, so that a WriteMessage blocked on a client that stopped reading
+// returns (the relay closes its client side when it gives up on one).
 func (ss *session) Close() error {
 	ss.end("the relay closed the client side")
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.get != nil {
+		ss.get.abort()
+	}
+	for _, ex := range ss.live {
+		ex.stream.abort()
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // errStreamClosed is returned by a stream that takes no more events.
@@ -16,7 +17,9 @@ var errStreamClosed = errors.New("stream closed")
 // flushed one by one; a write blocks while the client is not reading. The
 // handler that owns the response waits on ended (or its client leaving),
 // then calls close, which waits for a write in progress, so no write
-// happens after the handler returns.
+// happens after the handler returns. A write blocked on a client that
+// stopped reading is aborted by abort, or by close after closeGrace: it
+// never outlives the stream's use.
 type stream struct {
 	w  http.ResponseWriter
 	rc *http.ResponseController
@@ -91,12 +94,34 @@ func (st *stream) fail() {
 // finish asks the owning handler to return.
 func (st *stream) finish() { st.endOnce.Do(func() { close(st.ended) }) }
 
-// close takes no more events, waiting for a write in progress.
+// closeGrace is how long close lets a write in progress finish before
+// aborting it.
+const closeGrace = 5 * time.Second
+
+// close takes no more events. It waits for a write in progress, but at
+// most closeGrace: a write blocked on a client that stopped reading (with
+// its connection open) would otherwise hold the handler, and the relay
+// writing, forever.
 func (st *stream) close() {
 	st.gone.Store(true)
-	st.mu.Lock()
+	if !st.mu.TryLock() {
+		// A write deadline also unblocks a write already waiting; the
+		// server clears it once the handler returns.
+		_ = st.rc.SetWriteDeadline(time.Now().Add(closeGrace))
+		st.mu.Lock()
+	}
 	defer st.mu.Unlock()
 	st.closed = true
+}
+
+// abort gives up on the stream at once: a write in progress fails (the
+// client's connection breaks) and the owning handler is told to return.
+// It does not wait, so it is safe to call while holding the session's
+// mutex.
+func (st *stream) abort() {
+	st.gone.Store(true)
+	_ = st.rc.SetWriteDeadline(time.Now()) // unsupported by a few writers (recorders): nothing to unblock there
+	st.finish()
 }
 
 // encodeEvent frames msg as an SSE "message" event, one data line per line
