@@ -240,6 +240,7 @@ type exchange struct {
 	progress  map[string]bool   // progress tokens of its requests
 	responses [][]byte          // the answers, when JSON
 	complete  bool              // every request is answered
+	sending   int               // responses taken but not yet written to stream
 
 	done     chan struct{}
 	doneOnce sync.Once

@@ -268,15 +268,29 @@ func (ss *session) routeResponse(msg []byte, env framing.Envelope) {
 	ex.complete = len(ex.pending) == 0
 	if ex.stream == nil {
 		ex.responses = append(ex.responses, bytes.Clone(msg))
+	} else {
+		ex.sending++ // it may wait for the stream behind another write
 	}
-	complete := ex.complete
 	ss.mu.Unlock()
 	if ex.stream != nil {
 		if err := ex.stream.send(msg); err != nil {
 			ss.log.Debug("cannot deliver a response; the client left", "id", string(env.ID))
 		}
+		ss.mu.Lock()
+		ex.sending--
+		ss.mu.Unlock()
 	}
-	if complete {
+	ss.release(ex)
+}
+
+// release lets the POST of ex return once all its requests are answered
+// (or cancelled) and no response is still being written to its stream,
+// which closes when the POST returns.
+func (ss *session) release(ex *exchange) {
+	ss.mu.Lock()
+	done := ex.complete && ex.sending == 0
+	ss.mu.Unlock()
+	if done {
 		ex.finish()
 	}
 }
@@ -369,11 +383,8 @@ func (ss *session) cancelled(params []byte) {
 	delete(ss.calls, key)
 	delete(ex.pending, key)
 	ex.complete = len(ex.pending) == 0
-	complete := ex.complete
 	ss.mu.Unlock()
-	if complete {
-		ex.finish()
-	}
+	ss.release(ex)
 }
 
 // attach makes st the session's GET stream, first sending it the queued

@@ -1,8 +1,10 @@
 package httpfront
 
 import (
+	"bytes"
 	"net/http"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -13,31 +15,53 @@ import (
 
 // stalledClient is a response whose client has stopped reading but keeps
 // its connection open: every write blocks until the test lets the write
-// deadline, set through http.ResponseController, pass.
+// deadline, set through http.ResponseController, pass (expire) or the
+// client read again (resume).
 type stalledClient struct {
 	header    http.Header
 	writing   chan struct{}  // closed once a write is blocked
 	deadlines chan time.Time // the write deadlines set
 	expired   chan struct{}  // closed by expire
+	resumed   chan struct{}  // closed by resume
 	once      sync.Once
+	resume    func()
+
+	mu   sync.Mutex
+	body bytes.Buffer // what the client read
 }
 
 func newStalledClient() *stalledClient {
-	return &stalledClient{header: http.Header{}, writing: make(chan struct{}), deadlines: make(chan time.Time, 1), expired: make(chan struct{})}
+	c := &stalledClient{header: http.Header{}, writing: make(chan struct{}), deadlines: make(chan time.Time, 1),
+		expired: make(chan struct{}), resumed: make(chan struct{})}
+	c.resume = sync.OnceFunc(func() { close(c.resumed) })
+	return c
 }
 
 func (c *stalledClient) Header() http.Header { return c.header }
 func (c *stalledClient) WriteHeader(int)     {}
 func (c *stalledClient) Flush()              {}
 
-func (c *stalledClient) Write([]byte) (int, error) {
+func (c *stalledClient) Write(b []byte) (int, error) {
 	select {
 	case <-c.writing:
 	default:
 		close(c.writing)
 	}
-	<-c.expired
-	return 0, os.ErrDeadlineExceeded
+	select {
+	case <-c.resumed:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.body.Write(b)
+	case <-c.expired:
+		return 0, os.ErrDeadlineExceeded
+	}
+}
+
+// Body returns what the client read.
+func (c *stalledClient) Body() *bytes.Buffer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return bytes.NewBuffer(bytes.Clone(c.body.Bytes()))
 }
 
 func (c *stalledClient) SetWriteDeadline(d time.Time) error {
@@ -89,5 +113,55 @@ func TestBlockedWriteEndsWithItsStream(t *testing.T) {
 			<-st.ended // its handler is told to return
 			assert.True(t, st.gone.Load(), "no message is routed to it any more")
 		})
+	}
+}
+
+// A POST answered with SSE is released only once every response routed to
+// it is written: a response waiting for the stream (behind a slow write)
+// is not lost when the POST's last request completes meanwhile.
+func TestPOSTWaitsForResponsesBeingWritten(t *testing.T) {
+	t.Parallel()
+	ss := bareSession(t)
+	msgs, batch, perr := parseBody([]byte(`[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"b"}]`))
+	require.Nil(t, perr)
+	ex, dup := newExchange(msgs, batch)
+	require.Nil(t, dup)
+	client := newStalledClient()
+	ex.stream = newStream(client)
+	require.Nil(t, ss.register(ex))
+
+	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`
+	answer := `{"jsonrpc":"2.0","id":1,"result":{}}`
+	go func() { assert.NoError(t, ss.WriteMessage([]byte(note))) }()
+	<-client.writing // the client reads slowly
+	go func() { assert.NoError(t, ss.WriteMessage([]byte(answer))) }()
+	waitFor(t, ss, func() bool { return ss.calls[idKey([]byte("1"))] == nil }) // taken, waiting for the stream
+	ss.cancelled([]byte(`{"requestId":2}`))
+	select {
+	case <-ex.done:
+		t.Fatal("the POST was released before its response was written")
+	default:
+	}
+
+	client.resume()
+	<-ex.done
+	ss.unregister(ex)
+	ex.stream.close()
+	assert.Equal(t, []string{note, answer}, events(t, client.Body()))
+}
+
+// waitFor yields until cond, evaluated under the session's mutex, holds.
+func waitFor(t *testing.T, ss *session, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+		ss.mu.Lock()
+		ok := cond()
+		ss.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
 	}
 }
