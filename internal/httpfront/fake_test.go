@@ -21,15 +21,17 @@ import (
 // Its tools: echo (text), progress (a progress notification first, when the
 // call carries a progress token), sample (asks the client for a sampling
 // completion and returns its text), slow (answers once release is closed
-// or the connection ends).
+// or the connection ends), hang (like slow, but reads nothing meanwhile,
+// as a server stuck without reading its stdin).
 type fakeUpstream struct {
 	conns   chan *fakeConn // every connection dialled, in order
-	release chan struct{}  // closing it lets slow calls answer
+	release chan struct{}  // closing it lets slow and hung calls answer
+	hung    chan struct{}  // receives when a hang call stops reading
 	dials   atomic.Int32
 }
 
 func newFakeUpstream() *fakeUpstream {
-	return &fakeUpstream{conns: make(chan *fakeConn, 256), release: make(chan struct{})}
+	return &fakeUpstream{conns: make(chan *fakeConn, 256), release: make(chan struct{}), hung: make(chan struct{}, 16)}
 }
 
 // fakeConn is one connection (one "child").
@@ -170,6 +172,13 @@ func (fc *fakeConn) handle(id json.RawMessage, method string, params json.RawMes
 			fc.reply(id, textResult("done"))
 		case "sample":
 			go fc.sample(id)
+		case "hang":
+			fc.up.hung <- struct{}{}
+			select {
+			case <-fc.up.release:
+				fc.reply(id, textResult("hang done"))
+			case <-fc.closed:
+			}
 		case "slow":
 			go func() {
 				select {

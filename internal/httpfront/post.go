@@ -73,7 +73,7 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(ex.pending) == 0 {
-		s.accept(w, ss, msgs)
+		s.accept(w, r, ss, msgs)
 		return
 	}
 	if !s.callStarted() {
@@ -100,7 +100,7 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 }
 
 // accept feeds notifications and responses to the session.
-func (s *Server) accept(w http.ResponseWriter, ss *session, msgs []incoming) {
+func (s *Server) accept(w http.ResponseWriter, r *http.Request, ss *session, msgs []incoming) {
 	if !ss.enter() {
 		writeSessionNotFound(w)
 		return
@@ -110,8 +110,8 @@ func (s *Server) accept(w http.ResponseWriter, ss *session, msgs []incoming) {
 		if m.env.Method == "notifications/cancelled" {
 			ss.cancelled(m.env.Params)
 		}
-		if !ss.deliver(m.msg) {
-			writeSessionNotFound(w)
+		if !ss.deliver(r.Context(), m.msg) {
+			writeSessionNotFound(w) // or the client left, and reads nothing
 			return
 		}
 	}
@@ -130,7 +130,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex 
 		if m.env.Method == "notifications/cancelled" {
 			ss.cancelled(m.env.Params)
 		}
-		if !ss.deliver(m.msg) {
+		if !ss.deliver(r.Context(), m.msg) {
 			break
 		}
 	}

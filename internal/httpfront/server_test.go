@@ -33,6 +33,9 @@ type testServer struct {
 	*httptest.Server
 	front *Server
 	up    *fakeUpstream
+	// started and returned receive the X-Test-Tag header of each tagged
+	// request when its handler starts and returns.
+	started, returned chan string
 }
 
 func newTestServer(t *testing.T, configure func(*Server)) *testServer {
@@ -42,7 +45,15 @@ func newTestServer(t *testing.T, configure func(*Server)) *testServer {
 	if configure != nil {
 		configure(front)
 	}
-	ts := &testServer{Server: httptest.NewServer(front), front: front, up: up}
+	ts := &testServer{front: front, up: up, started: make(chan string, 16), returned: make(chan string, 16)}
+	ts.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tag := r.Header.Get("X-Test-Tag")
+		if tag != "" {
+			ts.started <- tag
+			defer func() { ts.returned <- tag }()
+		}
+		front.ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -391,6 +402,46 @@ func TestSessionEndFailsPendingRequests(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Contains(t, got[0], `"id":8`)
 	assert.Contains(t, got[0], "session ended before the request was answered")
+}
+
+// A POST returns once its client leaves, even while the relay takes no
+// message (its upstream stopped reading): it holds no goroutine, and no
+// request in progress that keeps the session from idling out.
+func TestPOSTReturnsWhenItsClientLeaves(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	t.Cleanup(func() { close(ts.up.release) })
+	id := ts.initialize(t)
+	ctx, leave := context.WithCancel(t.Context())
+	post := func(tag, body string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", acceptBoth)
+		req.Header.Set(HeaderSessionID, id)
+		req.Header.Set("X-Test-Tag", tag)
+		go func() {
+			if resp, err := ts.Client().Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		require.Equal(t, tag, <-ts.started)
+	}
+	post("hang", call(1, "hang", `{}`))
+	<-ts.up.hung
+	post("a", `{"jsonrpc":"2.0","id":2,"method":"x/a"}`) // the relay takes one, and waits for the upstream
+	post("b", `{"jsonrpc":"2.0","id":3,"method":"x/b"}`) // the other waits for the relay
+
+	leave()
+	returned := map[string]bool{}
+	for range 3 {
+		select {
+		case tag := <-ts.returned:
+			returned[tag] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a POST is still held after its client left; returned: %v", returned)
+		}
+	}
 }
 
 func TestGETStreamCarriesServerMessages(t *testing.T) {

@@ -158,12 +158,16 @@ func (ss *session) idleCheck() {
 }
 
 // deliver hands a client message to the relay; false means the session
-// ended first.
-func (ss *session) deliver(msg []byte) bool {
+// ended, or ctx (the POST's) was done, first. The relay takes no message
+// while its upstream is not reading, so the POST of a client that left
+// must not wait for it.
+func (ss *session) deliver(ctx context.Context, msg []byte) bool {
 	select {
 	case ss.in <- msg:
 		return true
 	case <-ss.ended:
+		return false
+	case <-ctx.Done():
 		return false
 	}
 }
