@@ -15,9 +15,13 @@ import (
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
-// queueLimit bounds the messages kept for a session while no stream can
-// carry them; past it the oldest are dropped.
-const queueLimit = 1024
+// queueLimit and queueByteLimit bound the messages kept for a session
+// while no stream can carry them; past either the oldest are dropped (but
+// never the newest, however large).
+const (
+	queueLimit     = 1024
+	queueByteLimit = 16 << 20
+)
 
 // A session is one HTTP session: the client side of its relay, fed by POSTs
 // and routing the relay's messages to the session's HTTP streams.
@@ -39,14 +43,15 @@ type session struct {
 	endOnce sync.Once
 	done    chan struct{} // closed when the relay's Run returned
 
-	mu        sync.Mutex
-	calls     map[string]*exchange // request key → the POST waiting for it
-	live      []*exchange          // POSTs answering with SSE, oldest first
-	get       *stream              // the standalone GET stream, if open
-	queue     [][]byte             // messages waiting for a GET stream
-	active    int                  // HTTP requests in progress
-	idleSince time.Time
-	idle      *time.Timer
+	mu         sync.Mutex
+	calls      map[string]*exchange // request key → the POST waiting for it
+	live       []*exchange          // POSTs answering with SSE, oldest first
+	get        *stream              // the standalone GET stream, if open
+	queue      [][]byte             // messages waiting for a GET stream
+	queueBytes int                  // bytes in queue
+	active     int                  // HTTP requests in progress
+	idleSince  time.Time
+	idle       *time.Timer
 }
 
 var _ middleware.Conn = (*session)(nil)
@@ -320,11 +325,14 @@ func (ss *session) pickLocked(progressToken string) *stream {
 }
 
 func (ss *session) enqueueLocked(msg []byte) {
-	if len(ss.queue) >= queueLimit {
-		ss.queue = ss.queue[1:]
-		ss.log.Warn("no stream open for a while; dropping the oldest queued message", "limit", queueLimit)
-	}
 	ss.queue = append(ss.queue, bytes.Clone(msg))
+	ss.queueBytes += len(msg)
+	for len(ss.queue) > queueLimit || ss.queueBytes > queueByteLimit && len(ss.queue) > 1 {
+		ss.queueBytes -= len(ss.queue[0])
+		ss.queue[0] = nil // not kept alive by the backing array
+		ss.queue = ss.queue[1:]
+		ss.log.Warn("no stream open for a while; dropping the oldest queued message", "limit", queueLimit, "byteLimit", queueByteLimit)
+	}
 }
 
 // register makes the POST's requests routable. It returns the id of a
@@ -399,7 +407,7 @@ func (ss *session) attach(st *stream) (old *stream) {
 	ss.mu.Lock()
 	old, ss.get = ss.get, st
 	queued := ss.queue
-	ss.queue = nil
+	ss.queue, ss.queueBytes = nil, 0
 	ss.mu.Unlock()
 	for i, msg := range queued {
 		if err := st.writeLocked(encodeEvent(msg)); err != nil {

@@ -1,6 +1,7 @@
 package httpfront
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -43,6 +44,46 @@ func TestQueuedUntilGETStream(t *testing.T) {
 	assert.Contains(t, got[0], `"m2"`, "the oldest are dropped past the limit")
 	assert.Contains(t, got[queueLimit-1], fmt.Sprintf(`"m%d"`, queueLimit+1))
 	assert.Contains(t, got[queueLimit], `"live"`)
+}
+
+func TestQueueBoundedInBytes(t *testing.T) {
+	t.Parallel()
+	big := func(name string, size int) []byte {
+		return []byte(`{"jsonrpc":"2.0","method":"` + name + `","params":{"data":"` + strings.Repeat("x", size) + `"}}`)
+	}
+	tests := []struct {
+		name string
+		msgs [][]byte
+		want []string // methods kept, oldest first
+	}{
+		{name: "the oldest dropped past the budget", msgs: [][]byte{
+			big("m0", queueByteLimit/3), big("m1", queueByteLimit/3), big("m2", queueByteLimit/3), big("m3", queueByteLimit/3)},
+			want: []string{"m2", "m3"}},
+		{name: "a message over the budget kept alone", msgs: [][]byte{
+			notification("m0"), big("m1", queueByteLimit+1)},
+			want: []string{"m1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ss := bareSession(t)
+			for _, m := range tt.msgs {
+				require.NoError(t, ss.WriteMessage(m))
+			}
+			var got []string
+			for _, m := range ss.queue {
+				got = append(got, methodOf(t, m))
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func methodOf(t *testing.T, msg []byte) string {
+	t.Helper()
+	var m struct{ Method string }
+	require.NoError(t, json.Unmarshal(msg, &m))
+	return m.Method
 }
 
 func TestRouting(t *testing.T) {
