@@ -28,6 +28,9 @@ type fakeUpstream struct {
 	release chan struct{}  // closing it lets slow and hung calls answer
 	hung    chan struct{}  // receives when a hang call stops reading
 	dials   atomic.Int32
+	// holdInit, when set, makes initialize wait for release (a slow
+	// server start), signalling hung.
+	holdInit atomic.Bool
 }
 
 func newFakeUpstream() *fakeUpstream {
@@ -148,6 +151,14 @@ func (fc *fakeConn) handle(id json.RawMessage, method string, params json.RawMes
 			ProtocolVersion string `json:"protocolVersion"`
 		}
 		_ = json.Unmarshal(params, &p)
+		if fc.up.holdInit.Load() {
+			fc.up.hung <- struct{}{}
+			select {
+			case <-fc.up.release:
+			case <-fc.closed:
+				return
+			}
+		}
 		fc.reply(id, `{"protocolVersion":"`+p.ProtocolVersion+`","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"fake","version":"1"}}`)
 	case "ping":
 		fc.reply(id, `{}`)

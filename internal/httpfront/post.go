@@ -96,7 +96,10 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, dup, codeInvalidRequest, fmt.Sprintf("Invalid Request: request id %s is already in flight in this session", dup))
 		return
 	}
-	s.answer(w, r, ss, ex, msgs)
+	if !s.answer(w, r, ss, ex, msgs) && created {
+		// No one learnt its id with an answer: it can never be used.
+		ss.end("the client left before its initialize was answered")
+	}
 }
 
 // accept feeds notifications and responses to the session.
@@ -119,11 +122,12 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, ss *session, msg
 }
 
 // answer feeds the POST's messages to the session and answers its requests.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex *exchange, msgs []incoming) {
+// It reports false when the client left before its answers.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex *exchange, msgs []incoming) bool {
 	if ex.stream != nil {
 		if err := ex.stream.start(); err != nil {
 			ss.unregister(ex)
-			return
+			return false
 		}
 	}
 	for _, m := range msgs {
@@ -149,7 +153,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex 
 		if ex.stream != nil {
 			ex.stream.close()
 		}
-		return
+		return false
 	}
 	failed := make([][]byte, 0, len(unanswered))
 	for _, id := range unanswered {
@@ -160,20 +164,21 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex 
 			_ = ex.stream.send(msg)
 		}
 		ex.stream.close()
-		return
+		return true
 	}
 	responses = append(responses, failed...)
 	if len(responses) == 0 { // every request was cancelled by the client
 		w.WriteHeader(http.StatusNoContent)
-		return
+		return true
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	if ex.batch {
 		_, _ = w.Write(append(append([]byte{'['}, bytes.Join(responses, []byte{','})...), ']'))
-		return
+		return true
 	}
 	_, _ = w.Write(responses[0])
+	return true
 }
 
 // incoming is one message from the client, owned, with its envelope.

@@ -444,6 +444,39 @@ func TestPOSTReturnsWhenItsClientLeaves(t *testing.T) {
 	}
 }
 
+// A session whose initialize POST's client left before the answer can
+// never be used: it ends at once, and its server with it, rather than
+// holding a session slot and a child until it idles out.
+func TestSessionEndsWhenItsInitializeIsAbandoned(t *testing.T) {
+	t.Parallel()
+	for _, accept := range []string{acceptJSON, acceptBoth} {
+		t.Run(accept, func(t *testing.T) {
+			t.Parallel()
+			ts := newTestServer(t, nil)
+			ts.up.holdInit.Store(true)
+			t.Cleanup(func() { close(ts.up.release) })
+			ctx, leave := context.WithCancel(t.Context())
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL, strings.NewReader(initializeBody))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", accept)
+			go func() {
+				if resp, err := ts.Client().Do(req); err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body) // until the client leaves
+					resp.Body.Close()
+				}
+			}()
+			fc := ts.up.next(t)
+			<-ts.up.hung // the server is starting
+			require.Len(t, ts.front.Sessions(), 1)
+
+			leave()
+			waitClosed(t, fc)
+			assert.Empty(t, ts.front.Sessions())
+		})
+	}
+}
+
 func TestGETStreamCarriesServerMessages(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, nil)
