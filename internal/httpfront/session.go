@@ -107,6 +107,10 @@ func (ss *session) end(reason string) {
 		}
 		ss.mu.Unlock()
 		ss.closeGET()
+		// The relay learns of the end from its context too: its client
+		// pump may be blocked writing to a client that stopped reading,
+		// and would never read the EOF.
+		ss.cancel()
 		ss.log.Info("session ended", "reason", reason)
 	})
 }

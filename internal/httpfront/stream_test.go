@@ -2,6 +2,7 @@ package httpfront
 
 import (
 	"bytes"
+	"log/slog"
 	"net/http"
 	"os"
 	"runtime"
@@ -164,4 +165,39 @@ func waitFor(t *testing.T, ss *session, cond func() bool) {
 			t.Fatal("condition not reached")
 		}
 	}
+}
+
+// A session that ends stops its relay even while the relay's client pump
+// is blocked writing one of its own answers to a client that stopped
+// reading: the pump never reads the EOF, so the end reaches the relay
+// through its context, and its upstream (the child) is closed. The blocked
+// write itself ends with its stream, as TestBlockedWriteEndsWithItsStream
+// shows.
+func TestEndStopsARelayBlockedOnItsClient(t *testing.T) {
+	t.Parallel()
+	ss := bareSession(t)
+	up := newFakeUpstream()
+	ss.relay = up.session(ss, slog.New(slog.DiscardHandler))
+	ss.start()
+	fc := up.next(t)
+
+	client := newStalledClient()
+	// The relay answers a request in its own id space itself.
+	msgs, batch, perr := parseBody([]byte(`{"jsonrpc":"2.0","id":"mcpwrap-1","method":"ping"}`))
+	require.Nil(t, perr)
+	ex, dup := newExchange(msgs, batch)
+	require.Nil(t, dup)
+	ex.stream = newStream(client)
+	require.Nil(t, ss.register(ex))
+	require.True(t, ss.deliver(t.Context(), msgs[0].msg))
+	<-client.writing
+
+	ss.end("DELETE")
+	select {
+	case <-ss.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the relay did not stop")
+	}
+	<-fc.closed
+	client.expire()
 }
