@@ -262,7 +262,7 @@ func TestWatchSeesOtherProcess(t *testing.T) {
 	store := Open(dir, nil)
 	store.watch.debounce = 10 * time.Millisecond
 	w := startWatch(t, store)
-	assert.Equal(t, "notify", w.awaitReady(t))
+	assert.Equal(t, "notify", w.awaitStart(t))
 
 	cmd := helperCommand(t, "once", dir, 0)
 	out, err := cmd.CombinedOutput()

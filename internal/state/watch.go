@@ -18,6 +18,10 @@ import (
 // callback only says "look again": the caller loads the state itself, and
 // must expect calls where nothing it cares about changed.
 //
+// The first call comes once Watch observes the file, whether or not it
+// changed: a caller that loaded the state before calling Watch may have
+// missed a change made before the observation began, and must look again.
+//
 // Watch uses file system notifications on the state directory (creating the
 // directory if needed) and falls back to checking the file once a second
 // when they are unavailable, which delays a call by up to that second.
@@ -61,6 +65,7 @@ func (s *Store) notify(ctx context.Context, changed chan<- struct{}) error {
 		return err
 	}
 	s.ready("notify")
+	signal(changed) // a change made before the watch began went unseen
 	path := s.Path()
 	for {
 		select {
@@ -94,6 +99,7 @@ func (s *Store) notify(ctx context.Context, changed chan<- struct{}) error {
 func (s *Store) poll(ctx context.Context, changed chan<- struct{}) {
 	last := s.stat()
 	s.ready("poll")
+	signal(changed) // a change made before the first check went unseen
 	t := time.NewTicker(s.watch.pollInterval)
 	defer t.Stop()
 	for {

@@ -57,6 +57,15 @@ func (w *watching) awaitReady(t *testing.T) string {
 	}
 }
 
+// awaitStart waits for Watch to observe the file and for the call it makes
+// then, and returns the mode.
+func (w *watching) awaitStart(t *testing.T) string {
+	t.Helper()
+	mode := w.awaitReady(t)
+	w.awaitChange(t)
+	return mode
+}
+
 func (w *watching) awaitChange(t *testing.T) {
 	t.Helper()
 	select {
@@ -94,7 +103,7 @@ func TestWatchNotices(t *testing.T) {
 			store.watch.pollInterval = 5 * time.Millisecond
 			store.watch.newWatcher = tt.newWatcher
 			w := startWatch(t, store)
-			require.Equal(t, tt.wantMode, w.awaitReady(t))
+			require.Equal(t, tt.wantMode, w.awaitStart(t))
 
 			disable(t, store, "s", "first") // creates the file
 			w.awaitChange(t)
@@ -110,7 +119,7 @@ func TestWatchFallsBackToPollingWhenDirectoryIsRemoved(t *testing.T) {
 	store.watch.debounce = time.Millisecond
 	store.watch.pollInterval = 5 * time.Millisecond
 	w := startWatch(t, store)
-	require.Equal(t, "notify", w.awaitReady(t))
+	require.Equal(t, "notify", w.awaitStart(t))
 
 	require.NoError(t, os.RemoveAll(dir))
 	require.Equal(t, "poll", w.awaitReady(t))
@@ -125,7 +134,7 @@ func TestWatchIgnoresOtherFiles(t *testing.T) {
 	store := Open(dir, nil)
 	store.watch.debounce = time.Millisecond
 	w := startWatch(t, store)
-	require.Equal(t, "notify", w.awaitReady(t))
+	require.Equal(t, "notify", w.awaitStart(t))
 
 	require.NoError(t, os.WriteFile(dir+"/unrelated.json", []byte("{}"), 0o600))
 	disable(t, store, "s", "t")
@@ -221,4 +230,37 @@ func every(interval, end time.Duration) []time.Duration {
 		at = append(at, d)
 	}
 	return at
+}
+
+// A caller loads the state, then starts Watch. A change made in between
+// must still be reported, or the caller keeps its stale snapshot until some
+// later change.
+func TestWatchReportsChangeMadeBeforeItStarted(t *testing.T) {
+	tests := []struct {
+		name       string
+		newWatcher func() (*fsnotify.Watcher, error)
+		wantMode   string
+	}{
+		{name: "notifications", newWatcher: fsnotify.NewWatcher, wantMode: "notify"},
+		{
+			name:       "polling",
+			newWatcher: func() (*fsnotify.Watcher, error) { return nil, errors.New("no inotify here") },
+			wantMode:   "poll",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := Open(t.TempDir(), nil)
+			store.watch.debounce = time.Millisecond
+			store.watch.pollInterval = 5 * time.Millisecond
+			store.watch.newWatcher = tt.newWatcher
+			_, err := store.Load(t.Context()) // the caller's snapshot
+			require.NoError(t, err)
+			disable(t, store, "s", "t") // the change it has not seen
+
+			w := startWatch(t, store)
+			require.Equal(t, tt.wantMode, w.awaitReady(t))
+			w.awaitChange(t)
+		})
+	}
 }
