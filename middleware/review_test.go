@@ -35,7 +35,9 @@ type rawOptions struct {
 	policy  ToolPolicy
 	upLimit int             // the upstream conn's message limit
 	wrap    func(Conn) Conn // wraps the upstream conn
-	catalog string          // the first own tools/list result; "" leaves it unanswered
+	// wrapClient wraps the client conn the Session uses.
+	wrapClient func(Conn) Conn
+	catalog    string // the first own tools/list result; "" leaves it unanswered
 }
 
 // startRaw runs a Session, completes the handshake by hand and answers the
@@ -48,6 +50,9 @@ func startRaw(t *testing.T, o rawOptions) *rawHarness {
 	h.up, upConn = newPeer(t, o.upLimit)
 	if o.wrap != nil {
 		upConn = o.wrap(upConn)
+	}
+	if o.wrapClient != nil {
+		clientConn = o.wrapClient(clientConn)
 	}
 	h.session = &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), Tools: o.policy}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -509,4 +514,60 @@ func TestCrashRestartIsSpaced(t *testing.T) {
 	env, err := framing.Peek(second.next())
 	require.NoError(t, err)
 	assert.Equal(t, "initialize", env.Method, "then the new upstream is initialised")
+}
+
+// stuckWriter blocks the client's side on writing a message that stuck
+// matches, as a client that stopped reading does, until it is closed.
+type stuckWriter struct {
+	Conn
+	stuck   func(msg []byte) bool
+	blocked chan struct{} // closed when a write is stuck
+	closed  chan struct{}
+	once    sync.Once
+}
+
+func newStuckWriter(stuck func([]byte) bool) *stuckWriter {
+	return &stuckWriter{stuck: stuck, blocked: make(chan struct{}), closed: make(chan struct{})}
+}
+
+func (c *stuckWriter) WriteMessage(msg []byte) error {
+	if c.stuck(msg) {
+		select {
+		case <-c.blocked:
+		default:
+			close(c.blocked)
+		}
+		<-c.closed
+		return io.ErrClosedPipe
+	}
+	return c.Conn.WriteMessage(msg)
+}
+
+func (c *stuckWriter) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// TestRunReturnsWhenAGatedAnswerIsStuck: at shutdown Run waits for the
+// calls being judged off the client pump, which end at once only when
+// their answer can be written. A client that stopped reading blocks that
+// write forever, and shutdownLink does not close the client's side when
+// the upstream's pump is not the one blocked: Run never returns.
+func TestRunReturnsWhenAGatedAnswerIsStuck(t *testing.T) {
+	sw := newStuckWriter(func(msg []byte) bool { return strings.Contains(string(msg), `"id":1,`) })
+	h := startRaw(t, rawOptions{policy: lockedSecret, // no catalog yet: calls are judged off the pump
+		wrapClient: func(c Conn) Conn { sw.Conn = c; return sw }})
+	background := h.expect("tools/list")
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"secret"}}` + "\n")
+	gate := h.expect("tools/list")
+	h.answer(background, secretCatalog)
+	h.answer(gate, secretCatalog)
+	<-sw.blocked // the rejection is being written to a client that does not read
+
+	h.cancel()
+	select {
+	case <-h.done:
+	case <-time.After(timeout):
+		t.Fatal("Run did not return: it waits for a gated call blocked writing to the client")
+	}
 }

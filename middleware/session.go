@@ -268,11 +268,26 @@ func (s *Session) Run(ctx context.Context) error {
 	s.stopping = true
 	gating := s.gatingIdle
 	s.mu.Unlock()
-	<-gating                              // they end at once: ctx is done
+	s.awaitGating(gating)
 	for _, w := range s.takeWaiters("") { // stop their ready timers
 		w.once.Do(func() { close(w.done) })
 	}
 	return err
+}
+
+// awaitGating waits for the calls still being judged off the client pump.
+// They end at once, as ctx is done, unless their answer is blocked on a
+// client that stopped reading: after the drain timeout the client's side
+// is closed to free them, and Run returns without waiting more.
+func (s *Session) awaitGating(gating <-chan struct{}) {
+	t := time.NewTimer(s.drainTimeout())
+	defer t.Stop()
+	select {
+	case <-gating:
+	case <-t.C:
+		s.log.Warn("the client is not reading the answers to its calls; closing its side")
+		s.Client.Close()
+	}
 }
 
 // drain waits until no client request is in flight, the upstream ends or
