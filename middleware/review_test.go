@@ -571,3 +571,29 @@ func TestRunReturnsWhenAGatedAnswerIsStuck(t *testing.T) {
 		t.Fatal("Run did not return: it waits for a gated call blocked writing to the client")
 	}
 }
+
+// TestToolsListRewriteFindsEveryToolsMember: rewriteToolsList finds the
+// tools array by its raw, quoted name, so a name spelled with an escape
+// (which every parser decodes to "tools"), in another letter case (which
+// Go's encoding/json matches) or twice (first-wins parsers read the first)
+// passes locked tools to the client unfiltered: an upstream can show the
+// agent a definition that is pending approval.
+func TestToolsListRewriteFindsEveryToolsMember(t *testing.T) {
+	tests := []struct {
+		name   string
+		result string
+	}{
+		{name: "escaped name", result: `{"t\u006fols":[{"name":"open"},{"name":"secret"}]}`},
+		{name: "case variant after", result: `{"tools":[{"name":"open"}],"Tools":[{"name":"secret"}]}`},
+		{name: "case variant alone", result: `{"TOOLS":[{"name":"secret"}]}`},
+		{name: "twice", result: `{"tools":[{"name":"secret"}],"tools":[{"name":"open"}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+			h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+			h.answer(h.expect("tools/list"), tt.result)
+			assert.NotContains(t, string(h.nextResponse("1")), "secret", "the locked tool reaches the client")
+		})
+	}
+}

@@ -108,15 +108,27 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 		s.log.Warn("malformed tools/list result; passed through", "error", err)
 		return msg
 	}
+	// Names are compared decoded, as a client reads them. A second "tools",
+	// or one in another letter case (which Go's encoding/json matches), could
+	// be the array a client reads: refused rather than guessed.
 	var toolsVal []byte
-	lastPage := true
+	lastPage, ambiguous := true, false
 	for _, m := range members {
-		switch string(m.Name) {
-		case `"tools"`:
+		key, err := m.Key()
+		switch {
+		case err != nil:
+			ambiguous = true
+		case key == "tools" && toolsVal == nil:
 			toolsVal = m.Value
-		case `"nextCursor"`:
+		case strings.EqualFold(key, "tools"):
+			ambiguous = true
+		case key == "nextCursor":
 			lastPage = bytes.Equal(m.Value, []byte("null")) || bytes.Equal(m.Value, []byte(`""`))
 		}
+	}
+	if ambiguous {
+		s.log.Warn(`ambiguous tools/list result refused: "tools" appears more than once or in another case`)
+		return errorResponse(env.ID, codeInternalError, `the upstream's tools/list result is ambiguous ("tools" appears more than once or in another case); refused`, nil)
 	}
 	if toolsVal == nil {
 		return msg
