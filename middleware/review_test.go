@@ -597,3 +597,22 @@ func TestToolsListRewriteFindsEveryToolsMember(t *testing.T) {
 		})
 	}
 }
+
+// TestNestedBatchIsRefused: clientBatch looks into the elements of a batch
+// for messages the gate must see, but an element that is itself a batch is
+// forwarded unread, with a call to a locked tool inside it.
+func TestNestedBatchIsRefused(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+	h.client.send(`[[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"secret"}}],{"jsonrpc":"2.0","id":2,"method":"ping"}]` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, string(h.up.next()), "the nested batch must not reach the upstream")
+	var answers []struct {
+		ID    json.RawMessage `json:"id"`
+		Error *RPCError       `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(h.client.next(), &answers))
+	require.Len(t, answers, 2, "the nested batch and request 2 are each answered")
+	for _, a := range answers {
+		assert.NotNil(t, a.Error)
+	}
+}

@@ -525,6 +525,14 @@ func (s *Session) clientBatch(msg []byte) {
 			}
 			continue
 		}
+		if env.Kind == framing.Batch {
+			// Its messages would pass unread; answered with an id of null.
+			if reason == "" {
+				reason = "Invalid Request: a batch inside a batch"
+			}
+			reqs = append(reqs, framing.Envelope{})
+			continue
+		}
 		if intercepted(env.Method) && reason == "" {
 			reason = "mcpwrap does not relay " + env.Method + " inside a batch; send it on its own"
 		}
