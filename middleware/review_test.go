@@ -616,3 +616,30 @@ func TestNestedBatchIsRefused(t *testing.T) {
 		assert.NotNil(t, a.Error)
 	}
 }
+
+// TestAmbiguousUpstreamResponse: pumpUpstream passes an ambiguous message
+// through with its envelope cleared, so a response with "result" twice
+// ends no request: a tools/list answer reaches the client unfiltered (a
+// last-wins client reads the locked tool), and the request stays in
+// flight, so a later crash answers it a second time.
+func TestAmbiguousUpstreamResponse(t *testing.T) {
+	t.Run("tools/list is not passed unfiltered", func(t *testing.T) {
+		h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+		h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+		id := h.expect("tools/list")
+		h.up.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"tools":[{"name":"open"}]},"result":{"tools":[{"name":"secret"}]}}` + "\n")
+		assert.NotContains(t, string(h.nextResponse("1")), "secret", "the locked tool reaches the client")
+		assert.Equal(t, 0, h.session.inflight(), "the request is answered")
+	})
+	t.Run("a request is answered once", func(t *testing.T) {
+		h := startRaw(t, rawOptions{})
+		h.client.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
+		h.expect("ping")
+		answer := `{"jsonrpc":"2.0","id":1,"result":{},"result":{"x":1}}`
+		h.up.send(answer + "\n")
+		require.Equal(t, answer, string(h.client.next()), "passed through as it is")
+		h.up.closeSend() // crash
+		assert.Contains(t, string(h.client.next()), "notifications/tools/list_changed",
+			"the crash must not answer request 1 again")
+	})
+}

@@ -618,11 +618,12 @@ func (s *Session) pumpUpstream(l *link) {
 			return
 		}
 		env, err := framing.Peek(msg)
+		ambiguous := errors.Is(err, framing.ErrAmbiguous)
 		switch {
-		case errors.Is(err, framing.ErrAmbiguous):
-			// Not the sidecar's to judge: the client reads it its own way.
+		case ambiguous:
+			// Passed through: the client reads it its own way. Its envelope
+			// holds the first spellings, and its id unless "id" is ambiguous.
 			s.log.Warn("ambiguous message from upstream passed through", "error", err)
-			env = framing.Envelope{}
 		case err != nil:
 			s.log.Warn("upstream wrote a non-JSON line to stdout; moved to stderr", "line", printable(msg))
 			continue
@@ -630,11 +631,19 @@ func (s *Session) pumpUpstream(l *link) {
 		switch env.Kind {
 		case framing.Response:
 			if isOwnID(env.ID) {
-				s.deliverOwn(msg, env)
+				if ambiguous {
+					s.deliverOwnReply(env.ID, ownReply{err: err})
+				} else {
+					s.deliverOwn(msg, env)
+				}
 				continue
 			}
 			switch method := s.untrack(env.ID); {
-			case method == "tools/list" && env.Result != nil && s.Tools != nil:
+			case method != "tools/list" || s.Tools == nil:
+			case ambiguous:
+				// Which result the client reads is unknown: it cannot be filtered.
+				msg = errorResponse(env.ID, codeInternalError, "the upstream's tools/list response is ambiguous; refused: "+err.Error(), nil)
+			case env.Result != nil:
 				msg = s.rewriteToolsList(msg, env)
 			}
 		case framing.Request:
