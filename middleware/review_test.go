@@ -643,3 +643,29 @@ func TestAmbiguousUpstreamResponse(t *testing.T) {
 			"the crash must not answer request 1 again")
 	})
 }
+
+// TestToolsListAnsweredInABatchIsFiltered: an upstream may answer the
+// client's tools/list inside a batch; upstreamBatch ends the request but
+// does not rewrite the answer, so locked tools reach the client.
+func TestToolsListAnsweredInABatchIsFiltered(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+	id := h.expect("tools/list")
+	h.up.send(`[{"jsonrpc":"2.0","method":"notifications/message","params":{}},{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + secretCatalog + "}]\n")
+	msg := h.client.next()
+	assert.NotContains(t, string(msg), "secret", "the locked tool reaches the client")
+	assert.Contains(t, string(msg), "notifications/message", "the rest of the batch is kept")
+	assert.Equal(t, 0, h.session.inflight())
+}
+
+// TestOwnAnswerInABatchIsTakenOut: an answer to the sidecar's own request
+// inside an upstream batch reached the client (an id it never sent) and
+// left the own request waiting.
+func TestOwnAnswerInABatchIsTakenOut(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: lockedSecret})
+	id := h.expect("tools/list")
+	h.up.send(`[{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + secretCatalog + "}]\n")
+	h.up.send(`{"jsonrpc":"2.0","method":"notifications/marker"}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/marker"}`, string(h.client.next()), "the own answer is not forwarded")
+	require.Eventually(t, h.session.catalogLoaded, timeout, tick, "the own request got its answer")
+}

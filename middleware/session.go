@@ -651,7 +651,9 @@ func (s *Session) pumpUpstream(l *link) {
 			l.serverReqs[framing.IDKey(env.ID)] = struct{}{}
 			s.mu.Unlock()
 		case framing.Batch:
-			s.upstreamBatch(l, msg)
+			if msg = s.upstreamBatch(l, msg); msg == nil {
+				continue
+			}
 		case framing.Notification:
 			if env.Method == "notifications/tools/list_changed" {
 				s.refreshLater()
@@ -701,26 +703,58 @@ func (s *Session) refreshLater() {
 }
 
 // upstreamBatch notes what a batch from the upstream holds: answers to the
-// client's requests, and requests the client must answer.
-func (s *Session) upstreamBatch(l *link, msg []byte) {
+// client's requests, which end them (an answer to tools/list is filtered as
+// on its own), answers to the sidecar's own requests, which it takes out,
+// and requests the client must answer. It returns the batch to pass on:
+// msg itself when nothing changed, nil when nothing is left.
+func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 	elems, err := framing.Elements(msg)
 	if err != nil {
-		return
+		return msg
 	}
+	kept, changed := elems[:0:0], false
 	for _, e := range elems {
 		env, err := framing.Peek(e)
-		if err != nil {
+		ambiguous := errors.Is(err, framing.ErrAmbiguous)
+		if err != nil && !ambiguous {
+			kept = append(kept, e)
 			continue
 		}
 		switch env.Kind {
 		case framing.Response:
-			s.untrack(env.ID)
+			if isOwnID(env.ID) {
+				if ambiguous {
+					s.deliverOwnReply(env.ID, ownReply{err: err})
+				} else {
+					s.deliverOwn(e, env)
+				}
+				changed = true
+				continue
+			}
+			switch method := s.untrack(env.ID); {
+			case method != "tools/list" || s.Tools == nil:
+			case ambiguous:
+				e, changed = errorResponse(env.ID, codeInternalError, "the upstream's tools/list response is ambiguous; refused: "+err.Error(), nil), true
+			case env.Result != nil:
+				out := s.rewriteToolsList(e, env)
+				e, changed = out, changed || !bytes.Equal(out, e)
+			}
 		case framing.Request:
-			s.mu.Lock()
-			l.serverReqs[framing.IDKey(env.ID)] = struct{}{}
-			s.mu.Unlock()
+			if env.ID != nil {
+				s.mu.Lock()
+				l.serverReqs[framing.IDKey(env.ID)] = struct{}{}
+				s.mu.Unlock()
+			}
 		}
+		kept = append(kept, e)
 	}
+	switch {
+	case !changed:
+		return msg
+	case len(kept) == 0:
+		return nil
+	}
+	return append(append([]byte{'['}, bytes.Join(kept, []byte{','})...), ']')
 }
 
 // trackReady records client requests as in flight on the ready upstream
