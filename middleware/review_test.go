@@ -669,3 +669,13 @@ func TestOwnAnswerInABatchIsTakenOut(t *testing.T) {
 	assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/marker"}`, string(h.client.next()), "the own answer is not forwarded")
 	require.Eventually(t, h.session.catalogLoaded, timeout, tick, "the own request got its answer")
 }
+
+// TestToolsCallNotificationIsNotForwarded: a tools/call without an id is a
+// notification, which clientNotification forwards unjudged. An upstream
+// that dispatches on the method alone runs the locked tool.
+func TestToolsCallNotificationIsNotForwarded(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+	h.client.send(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"secret"}}` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, string(h.up.next()), "the call must not reach the upstream")
+}

@@ -469,6 +469,12 @@ func (s *Session) clientNotification(msg []byte, env framing.Envelope) {
 		s.mu.Unlock()
 		return
 	}
+	if env.Method == "tools/call" && s.Tools != nil {
+		// Without an id it cannot be answered, nor judged like a request;
+		// an upstream that dispatches on the method alone would run it.
+		s.log.Warn("tools/call sent as a notification; dropped")
+		return
+	}
 	s.forward(msg)
 }
 
