@@ -679,3 +679,33 @@ func TestToolsCallNotificationIsNotForwarded(t *testing.T) {
 	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n")
 	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, string(h.up.next()), "the call must not reach the upstream")
 }
+
+// TestRunReturnsWhenALoadIsAbandonedOnAStuckClient: a load abandoned at
+// shutdown closes its link and waits for the link's reader without bound;
+// a reader blocked forwarding a message to a client that stopped reading
+// never ends, so neither does the supervisor, nor Run.
+func TestRunReturnsWhenALoadIsAbandonedOnAStuckClient(t *testing.T) {
+	sw := newStuckWriter(func(msg []byte) bool { return strings.Contains(string(msg), "notifications/stuck") })
+	client, clientConn := newPeer(t, 0)
+	up, upConn := newPeer(t, 0)
+	sw.Conn = clientConn
+	s := &Session{Name: "fx", Client: sw, Dial: dialOnce(upConn), DrainTimeout: 100 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+
+	client.send(clientInitialize + "\n")
+	env, err := framing.Peek(up.next())
+	require.NoError(t, err)
+	require.Equal(t, "initialize", env.Method)
+	up.send(`{"jsonrpc":"2.0","method":"notifications/stuck"}` + "\n") // before answering the handshake
+	<-sw.blocked
+
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		t.Fatal("Run did not return: the abandoned load waits for a reader blocked on the client")
+	}
+}

@@ -110,29 +110,31 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 	s.mu.Unlock()
 	go s.pumpUpstream(l)
 	if err := s.handshake(ctx, l, attempt); err != nil {
-		s.closeLink()
+		s.closeLink(ctx)
 		return err
 	}
 	return nil
 }
 
 // closeLink closes the current upstream connection and waits for its
-// reader to end.
-func (s *Session) closeLink() {
+// reader to end; once ctx is done, it waits as shutdownLink does.
+func (s *Session) closeLink(ctx context.Context) {
 	s.mu.Lock()
 	l := s.up
 	s.up = nil
 	s.mu.Unlock()
-	if l != nil {
-		l.conn.Close()
-		<-l.dead
+	if l == nil {
+		return
+	}
+	l.conn.Close()
+	select {
+	case <-l.dead:
+	case <-ctx.Done():
+		s.awaitReader(l)
 	}
 }
 
 // shutdownLink closes the current upstream connection at the end of Run.
-// Its reader may be stuck writing to a client that stopped reading; after
-// the drain timeout the client's side is closed to free it, so that Run
-// returns.
 func (s *Session) shutdownLink() {
 	s.mu.Lock()
 	l := s.up
@@ -142,6 +144,14 @@ func (s *Session) shutdownLink() {
 		return
 	}
 	l.conn.Close()
+	s.awaitReader(l)
+}
+
+// awaitReader waits for the reader of the closed link l to end. At the end
+// of Run it may be stuck writing to a client that stopped reading; after
+// the drain timeout the client's side is closed to free it, so that Run
+// returns.
+func (s *Session) awaitReader(l *link) {
 	t := time.NewTimer(s.drainTimeout())
 	defer t.Stop()
 	select {
