@@ -709,3 +709,23 @@ func TestRunReturnsWhenALoadIsAbandonedOnAStuckClient(t *testing.T) {
 		t.Fatal("Run did not return: the abandoned load waits for a reader blocked on the client")
 	}
 }
+
+// TestRunReturnsWhenTheSupervisorIsStuckOnTheClient: the supervisor writes
+// to the client itself (answers to requests a crash interrupted, list
+// changes, degraded handshakes); blocked on a client that stopped reading,
+// it never returns, and Run waits for it without bound.
+func TestRunReturnsWhenTheSupervisorIsStuckOnTheClient(t *testing.T) {
+	sw := newStuckWriter(func(msg []byte) bool { return strings.Contains(string(msg), "upstream restarted") })
+	h := startRaw(t, rawOptions{wrapClient: func(c Conn) Conn { sw.Conn = c; return sw }})
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
+	h.expect("ping")
+	h.up.closeSend() // crash: the supervisor answers request 1
+	<-sw.blocked
+
+	h.cancel()
+	select {
+	case <-h.done:
+	case <-time.After(timeout):
+		t.Fatal("Run did not return: it waits for a supervisor blocked writing to the client")
+	}
+}

@@ -263,30 +263,38 @@ func (s *Session) Run(ctx context.Context) error {
 	}
 	s.drain()
 	cancel()
-	<-supervised
+	s.awaitWriters(supervised)
 	s.mu.Lock()
 	s.stopping = true
 	gating := s.gatingIdle
 	s.mu.Unlock()
-	s.awaitGating(gating)
+	s.awaitWriters(gating)
 	for _, w := range s.takeWaiters("") { // stop their ready timers
 		w.once.Do(func() { close(w.done) })
 	}
 	return err
 }
 
-// awaitGating waits for the calls still being judged off the client pump.
-// They end at once, as ctx is done, unless their answer is blocked on a
-// client that stopped reading: after the drain timeout the client's side
-// is closed to free them, and Run returns without waiting more.
-func (s *Session) awaitGating(gating <-chan struct{}) {
+// awaitWriters waits for done: for the supervisor to return, or for the
+// calls still being judged off the client pump. They end at once, as Run's
+// context is done, unless they are blocked writing to a client that
+// stopped reading: after the drain timeout the client's side is closed to
+// free them, and after another Run returns without them.
+func (s *Session) awaitWriters(done <-chan struct{}) {
 	t := time.NewTimer(s.drainTimeout())
 	defer t.Stop()
 	select {
-	case <-gating:
+	case <-done:
+		return
 	case <-t.C:
-		s.log.Warn("the client is not reading the answers to its calls; closing its side")
-		s.Client.Close()
+	}
+	s.log.Warn("the client is not reading what it is sent; closing its side")
+	s.Client.Close()
+	t.Reset(s.drainTimeout())
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Warn("a write to the client is still blocked; returning without it")
 	}
 }
 
