@@ -729,3 +729,22 @@ func TestRunReturnsWhenTheSupervisorIsStuckOnTheClient(t *testing.T) {
 		t.Fatal("Run did not return: it waits for a supervisor blocked writing to the client")
 	}
 }
+
+// TestDrainWaitsForTheHandshake: a piped client that sends initialize and
+// closes its side at once gets no answer: the drain waits for the requests
+// in flight, but the handshake is not one of them, so Run abandons it.
+func TestDrainWaitsForTheHandshake(t *testing.T) {
+	client, clientConn := newPeer(t, 0)
+	up, upConn := newPeer(t, 0)
+	s := &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), DrainTimeout: timeout}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	client.send(clientInitialize + "\n")
+	client.closeSend()
+	env, err := framing.Peek(up.next())
+	require.NoError(t, err)
+	require.Equal(t, "initialize", env.Method)
+	up.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + initializeResult + "}\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":0,"result":`+initializeResult+`}`, string(client.next()))
+	require.NoError(t, <-done)
+}

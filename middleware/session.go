@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -299,17 +300,23 @@ func (s *Session) awaitWriters(done <-chan struct{}) {
 }
 
 // drain waits until no client request is in flight, the upstream ends or
-// the drain timeout passes, whichever comes first. A call still being
-// judged counts: it ends answered or forwarded, and then in flight.
+// the drain timeout passes, whichever comes first. A handshake waiting for
+// the upstream counts, and so does a call still being judged: it ends
+// answered or forwarded, and then in flight.
 func (s *Session) drain() {
 	t := time.NewTimer(s.drainTimeout())
 	defer t.Stop()
 	s.mu.Lock()
-	gating, l := s.gatingIdle, s.up
+	gating, l, waiters := s.gatingIdle, s.up, slices.Clone(s.waiters)
 	s.mu.Unlock()
 	var dead <-chan struct{}
 	if l != nil {
 		dead = l.dead
+	}
+	for _, w := range waiters {
+		if !s.awaitDrain(w.done, dead, t.C) {
+			return
+		}
 	}
 	if !s.awaitDrain(gating, dead, t.C) {
 		return
