@@ -748,3 +748,48 @@ func TestDrainWaitsForTheHandshake(t *testing.T) {
 	assert.Equal(t, `{"jsonrpc":"2.0","id":0,"result":`+initializeResult+`}`, string(client.next()))
 	require.NoError(t, <-done)
 }
+
+// TestRefreshDoesNotUndoWhatTheClientSaw: a catalog refresh that spans a
+// tools/list the client made overwrites, when it ends, the definition
+// notePage merged from the client's page with the older one it read
+// before: the call is judged by a definition the client no longer saw.
+func TestRefreshDoesNotUndoWhatTheClientSaw(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: &descPolicy{},
+		catalog: `{"tools":[{"name":"a","description":"benign"}]}`})
+	h.up.send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")
+	require.Contains(t, string(h.client.next()), "list_changed")
+	refresh := h.expect("tools/list")
+	h.answer(refresh, `{"tools":[{"name":"a","description":"benign"}],"nextCursor":"2"}`)
+	refresh = h.expect("tools/list") // the refresh's second page is still to come
+
+	// The upstream changes "a"; the client lists it and sees it hidden.
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+	h.answer(h.expect("tools/list"), `{"tools":[{"name":"a","description":"now evil"}]}`)
+	var list listResponse
+	require.NoError(t, json.Unmarshal(h.nextResponse("1"), &list))
+	require.NotContains(t, list.names(), "a", "the changed tool is hidden")
+
+	// The upstream answers every later tools/list with what it has now.
+	others := make(chan []byte, 8)
+	go func() {
+		for msg := range h.up.recv {
+			env, err := framing.Peek(msg)
+			if err == nil && env.Method == "tools/list" {
+				io.WriteString(h.up.in, `{"jsonrpc":"2.0","id":`+string(env.ID)+`,"result":{"tools":[{"name":"a","description":"now evil"},{"name":"b"}]}}`+"\n")
+				continue
+			}
+			others <- msg
+		}
+	}()
+	h.answer(refresh, `{"tools":[{"name":"b"}]}`) // the refresh ends with "a" as its first page had it
+	require.Eventually(t, func() bool { _, ok := h.session.catalogTool("b"); return ok }, timeout, tick, "the refresh ended")
+
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a"}}` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}` + "\n")
+	select {
+	case msg := <-others:
+		assert.Equal(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, string(msg), "the hidden, changed tool must not be callable")
+	case <-time.After(timeout):
+		t.Fatal("nothing reached the upstream")
+	}
+}

@@ -138,6 +138,7 @@ type Session struct {
 	locked       int                 // locked tools in the catalog
 	walkLocked   int                 // locked tools on the pages of the client's current tools/list walk
 	catalogSums  map[uint64]struct{} // hashes of the catalog's definitions, to spot changed ones cheaply
+	merges       int                 // catalog updates from the client's tools/list pages (notePage)
 	refreshing   bool
 	stale        bool // a refresh was asked for while one was running
 	stats        Stats

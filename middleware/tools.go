@@ -381,10 +381,49 @@ const catalogTimeout = 30 * time.Second
 
 // refreshCatalog loads the upstream's full catalog with the sidecar's own
 // tools/list requests, following every page, then announces a change of the
-// visible tool set to the client.
+// visible tool set to the client. A load during which the client was shown
+// definitions the catalog lacked (see notePage) may hold older ones than
+// those, so it is not kept: the catalog is loaded anew.
 func (s *Session) refreshCatalog(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, catalogTimeout)
 	defer cancel()
+	for try := 1; ; try++ {
+		s.mu.Lock()
+		merges := s.merges
+		s.mu.Unlock()
+		all, err := s.loadCatalog(ctx)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		stale := s.merges != merges
+		if !stale {
+			s.setCatalogLocked(all)
+		}
+		s.mu.Unlock()
+		if stale {
+			if try < maxCatalogTries {
+				continue
+			}
+			s.log.Warn("the tool catalog keeps changing while it loads")
+			return errCatalogChanging
+		}
+		if s.CatalogSeen != nil {
+			s.CatalogSeen(all)
+		}
+		s.ReevaluateTools()
+		return nil
+	}
+}
+
+// maxCatalogTries bounds the loads of one refreshCatalog whose results are
+// overtaken by what the client was shown.
+const maxCatalogTries = 3
+
+var errCatalogChanging = errors.New("the tool catalog changed while it loaded")
+
+// loadCatalog reads every page of the upstream's catalog.
+func (s *Session) loadCatalog(ctx context.Context) ([]json.RawMessage, error) {
 	var all []json.RawMessage
 	cursor := ""
 	for page := 0; page < 1000; page++ {
@@ -395,7 +434,7 @@ func (s *Session) refreshCatalog(ctx context.Context) error {
 		res, err := s.Call(ctx, "tools/list", params)
 		if err != nil {
 			s.log.Warn("cannot load the tool catalog", "error", err)
-			return err
+			return nil, err
 		}
 		var r struct {
 			Tools      []json.RawMessage `json:"tools"`
@@ -403,7 +442,7 @@ func (s *Session) refreshCatalog(ctx context.Context) error {
 		}
 		if err := json.Unmarshal(res, &r); err != nil {
 			s.log.Warn("malformed tools/list result", "error", err)
-			return err
+			return nil, err
 		}
 		all = append(all, r.Tools...)
 		if r.NextCursor == "" {
@@ -411,14 +450,7 @@ func (s *Session) refreshCatalog(ctx context.Context) error {
 		}
 		cursor = r.NextCursor
 	}
-	s.mu.Lock()
-	s.setCatalogLocked(all)
-	s.mu.Unlock()
-	if s.CatalogSeen != nil {
-		s.CatalogSeen(all)
-	}
-	s.ReevaluateTools()
-	return nil
+	return all, nil
 }
 
 // setCatalogLocked replaces the catalog; s.mu must be held. The slices it
@@ -481,6 +513,7 @@ func (s *Session) mergePage(page [][]byte) ([]json.RawMessage, bool) {
 		return nil, false
 	}
 	s.setCatalogLocked(all)
+	s.merges++
 	return all, true
 }
 
