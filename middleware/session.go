@@ -463,8 +463,12 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 // send writes a client request to the ready upstream and tracks it until
 // it is answered; with no upstream ready, the sidecar answers it.
 func (s *Session) send(ctx context.Context, msg []byte, env framing.Envelope) {
-	l := s.trackReady(env)
-	if l == nil {
+	l, inUse := s.trackReady(env)
+	switch {
+	case inUse:
+		s.replyError(env.ID, codeInvalidRequest, errIDInUse)
+		return
+	case l == nil:
 		s.answerUnready(ctx, env)
 		return
 	}
@@ -566,8 +570,12 @@ func (s *Session) clientBatch(msg []byte) {
 		}
 	}
 	if reason == "" {
-		l := s.trackReady(reqs...)
-		if l != nil {
+		switch l, inUse := s.trackReady(reqs...); {
+		case inUse:
+			reason = errIDInUse
+		case l == nil:
+			reason = s.Status().Message()
+		default:
 			if err := l.conn.WriteMessage(msg); err != nil {
 				s.log.Warn("cannot write to upstream", "error", err)
 				for _, env := range reqs {
@@ -578,7 +586,6 @@ func (s *Session) clientBatch(msg []byte) {
 			}
 			return
 		}
-		reason = s.Status().Message()
 	}
 	s.log.Warn("batch refused", "reason", reason)
 	var b bytes.Buffer
@@ -783,22 +790,42 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 // connection and returns it, or returns nil, tracking nothing, when no
 // upstream is ready. Tracking and the check are one step, so a request is
 // either tracked before its connection is given up (and failInflight
-// answers it) or not sent to it at all.
-func (s *Session) trackReady(envs ...framing.Envelope) *link {
+// answers it) or not sent to it at all. It tracks nothing and reports
+// inUse when an id is already in flight or appears twice in envs: answers
+// are matched to requests by id, so it must be unique.
+func (s *Session) trackReady(envs ...framing.Envelope) (l *link, inUse bool) {
+	keys := make([]string, len(envs))
+	for i, env := range envs {
+		keys[i] = framing.IDKey(env.ID)
+		if slices.Contains(keys[:i], keys[i]) {
+			inUse = true
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := s.up
+	l = s.up
 	if l == nil || !l.ready {
-		return nil
+		return nil, false
 	}
-	for _, env := range envs {
+	for _, k := range keys {
+		if _, ok := s.reqs[k]; ok {
+			inUse = true
+		}
+	}
+	if inUse {
+		return l, true
+	}
+	for i, env := range envs {
 		if len(s.reqs) == 0 {
 			s.idle = make(chan struct{})
 		}
-		s.reqs[framing.IDKey(env.ID)] = inflight{id: bytes.Clone(env.ID), method: env.Method, link: l}
+		s.reqs[keys[i]] = inflight{id: bytes.Clone(env.ID), method: env.Method, link: l}
 	}
-	return l
+	return l, false
 }
+
+// errIDInUse is why a request reusing the id of one in flight is refused.
+const errIDInUse = "Invalid Request: the id is already in use by a request in flight"
 
 // untrack forgets an in-flight client request and returns its method, or ""
 // when id is not in flight.
