@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/policy"
@@ -37,10 +38,14 @@ type Gate struct {
 	log    *slog.Logger
 	now    func() time.Time
 
-	mu     sync.RWMutex
-	user   userState // the server's state as last read
-	errUse error     // why the store could not be read, if it could not
-	tools  map[string]policy.Tool
+	// reads numbers the store reads Reload starts, in the order they start.
+	reads atomic.Uint64
+
+	mu      sync.RWMutex
+	user    userState // the server's state as last read
+	errUse  error     // why the store could not be read, if it could not
+	applied uint64    // the number of the read user and errUse came from
+	tools   map[string]policy.Tool
 }
 
 // New returns the gate of the named server. Call Reload before use to read
@@ -54,7 +59,10 @@ func New(server string, eval *policy.Evaluator, store Store, logger *slog.Logger
 }
 
 // Reload reads the store and reports whether the server's state changed.
+// Reloads may overlap (the watcher, recording a catalog): a read that
+// started before one already applied is dropped, since it may be older.
 func (g *Gate) Reload(ctx context.Context) bool {
+	read := g.reads.Add(1)
 	st, err := g.store.Load(ctx)
 	var user userState
 	if err == nil {
@@ -64,8 +72,11 @@ func (g *Gate) Reload(ctx context.Context) bool {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if read < g.applied {
+		return false
+	}
 	changed := !reflect.DeepEqual(user, g.user) || (err == nil) != (g.errUse == nil)
-	g.user, g.errUse = user, err
+	g.user, g.errUse, g.applied = user, err, read
 	return changed
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mcpwrap/mcpwrap/internal/policy"
@@ -20,6 +21,9 @@ type memStore struct {
 	st     state.State
 	err    error // returned by Load and Update when set
 	writes int
+	// onLoad, when set, runs in Load after the snapshot is taken, before it
+	// is returned.
+	onLoad func()
 }
 
 func (m *memStore) Load(context.Context) (*state.State, error) {
@@ -31,6 +35,11 @@ func (m *memStore) Load(context.Context) (*state.State, error) {
 	b, _ := json.Marshal(m.st)
 	var cp state.State
 	_ = json.Unmarshal(b, &cp)
+	if m.onLoad != nil {
+		m.mu.Unlock()
+		m.onLoad()
+		m.mu.Lock()
+	}
 	return &cp, nil
 }
 
@@ -157,4 +166,35 @@ func mustAllow(t *testing.T, s string) policy.AllowList {
 	a, err := policy.ParseAllowList(s)
 	require.NoError(t, err)
 	return a
+}
+
+// Two reloads overlap (the catalog being recorded and the watcher): the one
+// that read the store first must not overwrite, when it finishes last, the
+// newer snapshot the other one applied.
+func TestGateReloadKeepsNewerSnapshot(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	g := newGate(t, policy.Options{Approval: policy.ApprovalOff}, store)
+	catalog := []json.RawMessage{raw("write", "w")}
+
+	read, resume := make(chan struct{}), make(chan struct{})
+	var loads atomic.Int32
+	store.mu.Lock()
+	store.onLoad = func() {
+		if loads.Add(1) == 1 {
+			close(read)
+			<-resume
+		}
+	}
+	store.mu.Unlock()
+	staleDone := make(chan bool)
+	go func() { staleDone <- g.Reload(ctx) }()
+	<-read // the first reload holds the state before the user's change
+
+	require.NoError(t, store.Update(ctx, func(st *state.State) error { st.Server("fs").Disable("write"); return nil }))
+	assert.True(t, g.Reload(ctx), "the second reload sees the user's change")
+	close(resume)
+	assert.False(t, <-staleDone, "the older snapshot changes nothing")
+
+	assert.Equal(t, []string{"disabled_by_user"}, statuses(g.Evaluate(catalog)))
 }
