@@ -9,6 +9,7 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -178,16 +179,31 @@ func (g *Gate) CatalogSeen(ctx context.Context, raws []json.RawMessage) {
 	g.Reload(ctx)
 }
 
+// sameTools reports whether two catalogs hold the same definitions. The
+// definitions are compared whole, not by hash alone: members the hash does
+// not cover, such as annotations, matter to the CLI. The store re-indents
+// the definitions it keeps, so they are compared without whitespace.
 func sameTools(a, b map[string]state.CatalogTool) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for name, t := range a {
-		if b[name].Hash != t.Hash {
+		u, ok := b[name]
+		if !ok || u.Hash != t.Hash || !sameJSON(u.Definition, t.Definition) {
 			return false
 		}
 	}
 	return true
+}
+
+// sameJSON reports whether a and b are the same JSON text but for
+// insignificant whitespace.
+func sameJSON(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var ca, cb bytes.Buffer
+	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 // UserState returns a snapshot of one server's user state as the policy

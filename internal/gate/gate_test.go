@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/policy"
 	"github.com/mcpwrap/mcpwrap/internal/state"
@@ -197,4 +199,49 @@ func TestGateReloadKeepsNewerSnapshot(t *testing.T) {
 	assert.False(t, <-staleDone, "the older snapshot changes nothing")
 
 	assert.Equal(t, []string{"disabled_by_user"}, statuses(g.Evaluate(catalog)))
+}
+
+// A change the hash does not cover (annotations) still updates the recorded
+// catalog: the CLI reads readOnlyHint and the diff from it.
+func TestGateCatalogSeenRecordsAnnotationChange(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	g := newGate(t, policy.Options{}, store)
+	withHint := func(readOnly bool) json.RawMessage {
+		b, _ := json.Marshal(map[string]any{"name": "write", "description": "w",
+			"inputSchema": map[string]any{"type": "object"}, "annotations": map[string]any{"readOnlyHint": readOnly}})
+		return b
+	}
+
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	g.now = func() time.Time { clock = clock.Add(time.Minute); return clock }
+
+	g.CatalogSeen(ctx, []json.RawMessage{withHint(true)})
+	g.CatalogSeen(ctx, []json.RawMessage{withHint(false)})
+	catalog := store.st.Server("fs").Catalog
+	assert.JSONEq(t, string(withHint(false)), string(catalog.Tools["write"].Definition))
+
+	seenAt := catalog.SeenAt
+	g.CatalogSeen(ctx, []json.RawMessage{withHint(false)})
+	assert.Equal(t, seenAt, store.st.Server("fs").Catalog.SeenAt, "an unchanged catalog is left as it was")
+}
+
+// With the real store, which re-indents the definitions it keeps, seeing the
+// same catalog again writes nothing.
+func TestGateCatalogSeenUnchangedWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	store := state.Open(t.TempDir(), nil)
+	eval, err := policy.NewEvaluator(policy.Options{})
+	require.NoError(t, err)
+	g := New("fs", eval, store, nil)
+	g.Reload(ctx)
+	catalog := []json.RawMessage{json.RawMessage(`{"name":"write","description":"w","inputSchema":{"type":"object","properties":{"a":{"type":"string"}}},"annotations":{"readOnlyHint":true}}`)}
+
+	g.CatalogSeen(ctx, catalog)
+	before, err := os.Stat(store.Path())
+	require.NoError(t, err)
+	g.CatalogSeen(ctx, catalog)
+	after, err := os.Stat(store.Path())
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(before, after), "the state file was not replaced")
 }
