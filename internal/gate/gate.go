@@ -42,11 +42,17 @@ type Gate struct {
 	// reads numbers the store reads Reload starts, in the order they start.
 	reads atomic.Uint64
 
+	// recording serialises recording catalogs in the store.
+	recording sync.Mutex
+
 	mu      sync.RWMutex
 	user    userState // the server's state as last read
 	errUse  error     // why the store could not be read, if it could not
 	applied uint64    // the number of the read user and errUse came from
 	tools   map[string]policy.Tool
+	// unrecorded is the last catalog seen if it could not be recorded in
+	// the store (nil otherwise), to record once the store can be read.
+	unrecorded []json.RawMessage
 }
 
 // New returns the gate of the named server. Call Reload before use to read
@@ -82,10 +88,15 @@ func (g *Gate) Reload(ctx context.Context) bool {
 }
 
 // Watch reloads the store whenever it changes on disk and calls onChange
-// when the server's state changed, until ctx is done.
+// when the server's state changed, until ctx is done. Once the store can be
+// read again, it records the catalog seen while it could not.
 func (g *Gate) Watch(ctx context.Context, onChange func()) {
 	g.store.Watch(ctx, func() {
-		if g.Reload(ctx) {
+		changed := g.Reload(ctx)
+		if g.recordUnrecorded(ctx) {
+			changed = true
+		}
+		if changed {
 			onChange()
 		}
 	})
@@ -142,8 +153,32 @@ func (g *Gate) Rejection(status, tool, discoveryTool string) string {
 
 // CatalogSeen records a full catalog loaded from the upstream as the
 // server's last seen catalog and, under tofu approval with no baseline yet,
-// approves it as the baseline. It writes only when something changed.
+// approves it as the baseline. It writes only when something changed. If
+// the store cannot be written, Watch records the catalog once it can.
 func (g *Gate) CatalogSeen(ctx context.Context, raws []json.RawMessage) {
+	g.recording.Lock()
+	defer g.recording.Unlock()
+	g.record(ctx, raws)
+}
+
+// recordUnrecorded records the catalog CatalogSeen could not, if there is
+// one and the store can now be read, and reports whether that changed the
+// server's state.
+func (g *Gate) recordUnrecorded(ctx context.Context) bool {
+	g.recording.Lock()
+	defer g.recording.Unlock()
+	g.mu.RLock()
+	raws, readable := g.unrecorded, g.errUse == nil
+	g.mu.RUnlock()
+	if raws == nil || !readable {
+		return false
+	}
+	return g.record(ctx, raws)
+}
+
+// record is CatalogSeen; it reports whether the server's state changed.
+// The caller holds g.recording.
+func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 	tools := make([]policy.Tool, len(raws))
 	for i, raw := range raws {
 		tools[i] = g.tool(raw)
@@ -172,11 +207,17 @@ func (g *Gate) CatalogSeen(ctx context.Context, raws []json.RawMessage) {
 		}
 		return nil
 	})
+	g.mu.Lock()
+	g.unrecorded = nil
+	if err != nil {
+		g.unrecorded = raws
+	}
+	g.mu.Unlock()
 	if err != nil {
 		g.log.Error("cannot record the catalog in the state store", "error", err)
-		return
+		return false
 	}
-	g.Reload(ctx)
+	return g.Reload(ctx)
 }
 
 // sameTools reports whether two catalogs hold the same definitions. The

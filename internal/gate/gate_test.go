@@ -26,6 +26,8 @@ type memStore struct {
 	// onLoad, when set, runs in Load after the snapshot is taken, before it
 	// is returned.
 	onLoad func()
+	// watching, when set, receives the callback of every Watch.
+	watching chan func()
 }
 
 func (m *memStore) Load(context.Context) (*state.State, error) {
@@ -60,7 +62,18 @@ func (m *memStore) Update(ctx context.Context, fn func(*state.State) error) erro
 	return nil
 }
 
-func (m *memStore) Watch(context.Context, func()) {}
+func (m *memStore) Watch(ctx context.Context, onChange func()) {
+	if m.watching != nil {
+		m.watching <- onChange
+	}
+	<-ctx.Done()
+}
+
+func (m *memStore) setErr(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.err = err
+}
 
 func raw(name, desc string) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"name": name, "description": desc, "inputSchema": map[string]any{"type": "object"}})
@@ -244,4 +257,30 @@ func TestGateCatalogSeenUnchangedWritesNothing(t *testing.T) {
 	after, err := os.Stat(store.Path())
 	require.NoError(t, err)
 	assert.True(t, os.SameFile(before, after), "the state file was not replaced")
+}
+
+// The store was unreadable when the first catalog was seen, so it could not
+// be recorded; once the store is repaired, the catalog is recorded and, under
+// tofu, becomes the baseline, as the first catalog seen would have.
+func TestGateRecordsCatalogOnceStoreIsRepaired(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := &memStore{err: &state.CorruptError{Path: "state.json", Err: errors.New("bad")}, watching: make(chan func(), 1)}
+	g := newGate(t, policy.Options{}, store)
+	catalog := []json.RawMessage{raw("read", "reads"), raw("write", "writes")}
+	go g.Watch(ctx, func() {})
+	onChange := <-store.watching
+
+	g.CatalogSeen(ctx, catalog) // fails: the store is corrupt
+	assert.Equal(t, []string{"disabled_unknown", "disabled_unknown"}, statuses(g.Evaluate(catalog)))
+
+	store.setErr(nil) // the user moved the corrupt file aside
+	onChange()
+
+	srv := store.st.Server("fs")
+	require.NotNil(t, srv.Catalog, "the catalog is recorded")
+	assert.Len(t, srv.Catalog.Tools, 2)
+	assert.Len(t, srv.Approvals, 2, "the catalog is the tofu baseline")
+	changed := []json.RawMessage{raw("read", "reads"), raw("write", "writes, and uploads")}
+	assert.Equal(t, []string{"callable", "pending_approval"}, statuses(g.Evaluate(changed)))
 }
