@@ -175,6 +175,11 @@ func open(configFlag, stateDirFlag string, env Env, stdout, stderr io.Writer) (*
 	if err != nil {
 		return nil, err // names the file and the problem
 	}
+	if configFlag != "" && !file.Found {
+		// As for the wrap command: a file named explicitly must exist, or a
+		// typo would silently judge every tool by the built-in defaults.
+		return nil, fmt.Errorf("--config %s: no such file", configFlag)
+	}
 	dir, err := config.StateDir(stateDirFlag, getenv)
 	if err != nil {
 		return nil, fmt.Errorf("state directory: %w (use --state-dir or $%s)", err, config.EnvStateDir)

@@ -126,3 +126,33 @@ func TestCorruptStore(t *testing.T) {
 		})
 	}
 }
+
+// A --config file that does not exist is an error, as for the wrap command:
+// silently using the defaults would judge tools by the wrong policy (and let
+// `enable` pass a tool the intended config denies).
+func TestMissingConfigFlag(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{name: "list", args: []string{"list"}},
+		{name: "enable", args: []string{"enable", "s", "a"}},
+		{name: "disable", args: []string{"disable", "s", "a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, `{"servers": {"s": {"tools": {"default": "none"}}}}`)
+			require.NoError(t, f.store.Update(context.Background(), func(st *state.State) error {
+				st.Server("s").Disable("b") // the store knows the server
+				return nil
+			}))
+			before := f.stateBytes()
+			missing := filepath.Join(t.TempDir(), "typo.json")
+			res := f.run(append(tt.args, "--config", missing)...)
+			assert.Equal(t, ExitError, res.code)
+			assert.Empty(t, res.stdout)
+			assert.Contains(t, res.stderr, "--config "+missing+": no such file")
+			assert.Equal(t, before, f.stateBytes(), "nothing is written")
+		})
+	}
+}
