@@ -103,7 +103,9 @@ func (g *Gate) Watch(ctx context.Context, onChange func()) {
 }
 
 // tool parses a raw definition, caching the result by its bytes: a catalog
-// is evaluated on every tools/list, and hashing is the costly part.
+// is evaluated on every tools/list, and hashing is the costly part. Each
+// catalog recorded resets the cache to its own definitions, so an upstream
+// whose definitions keep changing does not grow it without bound.
 func (g *Gate) tool(raw json.RawMessage) policy.Tool {
 	g.mu.RLock()
 	t, ok := g.tools[string(raw)]
@@ -180,9 +182,14 @@ func (g *Gate) recordUnrecorded(ctx context.Context) bool {
 // The caller holds g.recording.
 func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 	tools := make([]policy.Tool, len(raws))
+	cache := make(map[string]policy.Tool, len(raws))
 	for i, raw := range raws {
 		tools[i] = g.tool(raw)
+		cache[string(raw)] = tools[i]
 	}
+	g.mu.Lock()
+	g.tools = cache // what older catalogs defined is no longer evaluated
+	g.mu.Unlock()
 	g.mu.RLock()
 	baseline := g.eval.Evaluate(tools, g.user, g.errUse).RecordBaseline
 	g.mu.RUnlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -283,4 +284,20 @@ func TestGateRecordsCatalogOnceStoreIsRepaired(t *testing.T) {
 	assert.Len(t, srv.Approvals, 2, "the catalog is the tofu baseline")
 	changed := []json.RawMessage{raw("read", "reads"), raw("write", "writes, and uploads")}
 	assert.Equal(t, []string{"callable", "pending_approval"}, statuses(g.Evaluate(changed)))
+}
+
+// An upstream whose definitions keep changing (a counter in a description)
+// must not grow the parsed-definition cache without bound: it holds the
+// definitions of the latest catalog.
+func TestGateToolCacheIsBounded(t *testing.T) {
+	ctx := context.Background()
+	g := newGate(t, policy.Options{Approval: policy.ApprovalOff}, &memStore{})
+	for i := range 50 {
+		catalog := []json.RawMessage{raw("read", "reads"), raw("clock", fmt.Sprintf("it is %d o'clock", i))}
+		g.Evaluate(catalog)
+		g.CatalogSeen(ctx, catalog)
+	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	assert.Len(t, g.tools, 2)
 }
