@@ -106,7 +106,6 @@ const secretCatalog = `{"tools":[{"name":"open","inputSchema":{"type":"object"}}
 // case-sensitive, escape-decoding upstream (every JS and Python server)
 // runs "secret", which operator policy locked.
 func TestReviewGateJudgesTheNameTheUpstreamReads(t *testing.T) {
-
 	tests := []struct {
 		name string
 		call string
@@ -133,20 +132,26 @@ func TestReviewGateJudgesTheNameTheUpstreamReads(t *testing.T) {
 // first tools/call refreshes the catalog from the client pump, so the whole
 // client direction hangs.
 func TestReviewOwnRequestWithOversizedResponseFails(t *testing.T) {
-
 	big := `{"tools":[{"name":"open","description":"` + strings.Repeat("x", 2048) + `"}]}`
 	h := startRaw(t, rawOptions{policy: lockedSecret, upLimit: 1024})
 	h.answer(h.expect("tools/list"), big) // the background refresh: dropped
 
 	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"open"}}` + "\n")
-	h.answer(h.expect("tools/list"), big) // the gate's refresh: dropped
-	select {
-	case msg := <-h.client.recv:
-		env, err := framing.Peek(msg)
-		require.NoError(t, err)
-		assert.Equal(t, framing.Response, env.Kind, "the call is answered, got %s", msg)
-	case <-time.After(2 * time.Second):
-		t.Fatal("tools/call never answered: the client pump is stuck on an own request")
+	for {
+		select {
+		case msg := <-h.up.recv: // the gate's own load, unless it joined the first: dropped too
+			env, err := framing.Peek(msg)
+			require.NoError(t, err)
+			require.Equal(t, "tools/list", env.Method)
+			h.answer(env.ID, big)
+		case msg := <-h.client.recv:
+			env, err := framing.Peek(msg)
+			require.NoError(t, err)
+			assert.Equal(t, framing.Response, env.Kind, "the call is answered, got %s", msg)
+			return
+		case <-time.After(2 * time.Second):
+			t.Fatal("tools/call never answered: the client pump is stuck on an own request")
+		}
 	}
 }
 
@@ -154,7 +159,6 @@ func TestReviewOwnRequestWithOversizedResponseFails(t *testing.T) {
 // requests are not tracked, so failInflight does not know them and the
 // client never gets an answer after a crash (nor does drain wait for them).
 func TestReviewBatchRequestsAreAnsweredWhenTheUpstreamDies(t *testing.T) {
-
 	h := start(t, 0)
 	batch := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"resources/list"}]`
 	h.client.send(batch + "\n")
@@ -172,7 +176,6 @@ func TestReviewBatchRequestsAreAnsweredWhenTheUpstreamDies(t *testing.T) {
 // takes the answer for an own response: the client's request is never
 // answered, or it answers (poisons) a concurrent own request of the sidecar.
 func TestReviewClientIDCannotReachTheOwnIDSpace(t *testing.T) {
-
 	h := start(t, 0)
 	h.client.send(`{"jsonrpc":"2.0","id":"mcpwrap\u002d999","method":"ping"}` + "\n")
 	select {
@@ -196,7 +199,6 @@ func TestReviewClientIDCannotReachTheOwnIDSpace(t *testing.T) {
 // read; an upstream that needs that answer before serving tools/list
 // deadlocks the session for good (no timeout on own requests).
 func TestReviewGateRefreshDoesNotBlockTheClientPump(t *testing.T) {
-
 	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
 	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"open"}}` + "\n")
 	h.expect("tools/call")
@@ -235,7 +237,6 @@ func (p *descPolicy) Evaluate(tools []json.RawMessage) []Availability {
 // client's tools/list hides it (the page is evaluated), yet gateCall judges
 // the call by the stale cached definition and forwards it.
 func TestReviewCallIsJudgedByTheDefinitionTheClientSaw(t *testing.T) {
-
 	h := startRaw(t, rawOptions{policy: &descPolicy{},
 		catalog: `{"tools":[{"name":"a","description":"benign"}]}`})
 	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
@@ -264,7 +265,6 @@ func (c *closeCounter) Close() error { c.closes.Add(1); return c.Conn.Close() }
 // its process group (grandchildren) running; for a remote one its
 // goroutines and the session DELETE.
 func TestReviewCrashedLinkIsClosed(t *testing.T) {
-
 	var cc *closeCounter
 	h := startRaw(t, rawOptions{wrap: func(c Conn) Conn { cc = &closeCounter{Conn: c}; return cc }})
 	h.up.closeSend()
@@ -297,7 +297,6 @@ func (c *holdConn) WriteMessage(msg []byte) error {
 // after it and written to the dead link; if that write does not fail (a
 // Conn need not report a dead peer on write), it is never answered.
 func TestReviewRequestRacingACrashIsAnswered(t *testing.T) {
-
 	hc := &holdConn{at: 2, held: make(chan struct{}), release: make(chan struct{})}
 	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog,
 		wrap: func(c Conn) Conn { hc.Conn = c; return hc }})
@@ -314,7 +313,6 @@ func TestReviewRequestRacingACrashIsAnswered(t *testing.T) {
 // closes the upstream and waits for its pump, which is blocked writing to
 // a client that does not read. Run (and mcpwrap on SIGTERM) never returns.
 func TestReviewRunReturnsWhenTheClientStopsReading(t *testing.T) {
-
 	h := start(t, 0)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -344,7 +342,6 @@ func TestReviewRunReturnsWhenTheClientStopsReading(t *testing.T) {
 // entry also keeps drain waiting its full timeout and gets a second,
 // bogus error response if the upstream later crashes.
 func TestReviewToolsListRewriteSurvivesIDReencoding(t *testing.T) {
-
 	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
 	h.client.send(`{"jsonrpc":"2.0","id":"list\/1","method":"tools/list"}` + "\n")
 	h.expect("tools/list")
@@ -559,9 +556,9 @@ func TestRunReturnsWhenAGatedAnswerIsStuck(t *testing.T) {
 		wrapClient: func(c Conn) Conn { sw.Conn = c; return sw }})
 	background := h.expect("tools/list")
 	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"secret"}}` + "\n")
-	gate := h.expect("tools/list")
+	h.client.send(`{"jsonrpc":"2.0","id":9,"method":"ping"}` + "\n")
+	h.answer(h.expect("ping"), `{}`) // the call waits for the load under way by now
 	h.answer(background, secretCatalog)
-	h.answer(gate, secretCatalog)
 	<-sw.blocked // the rejection is being written to a client that does not read
 
 	h.cancel()
@@ -814,4 +811,28 @@ func TestRequestIDInFlightIsRefused(t *testing.T) {
 	assert.Equal(t, codeInvalidRequest, resp.Error.Code)
 	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n")
 	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, string(h.up.next()), "the second request was not forwarded")
+}
+
+// TestCatalogLoadsAreShared: calls that need the catalog while a load is
+// under way wait for that load instead of each walking the whole catalog
+// again (an agent guessing tool names must not multiply the upstream's
+// work, and two walks finishing out of order could keep the older one).
+func TestCatalogLoadsAreShared(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: lockedSecret}) // the first load waits for its answer
+	first := h.expect("tools/list")
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"open"}}` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"open"}}` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}` + "\n")
+	h.expect("ping") // both calls are waiting for the catalog by now
+	h.answer(first, secretCatalog)
+	assert.Equal(t, "tools/call", h.expectAny())
+	assert.Equal(t, "tools/call", h.expectAny(), "no second walk of the catalog")
+}
+
+// expectAny returns the method of the next message at the upstream.
+func (h *rawHarness) expectAny() string {
+	h.t.Helper()
+	env, err := framing.Peek(h.up.next())
+	require.NoError(h.t, err)
+	return env.Method
 }

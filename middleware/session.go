@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -139,6 +141,7 @@ type Session struct {
 	walkLocked   int                 // locked tools on the pages of the client's current tools/list walk
 	catalogSums  map[uint64]struct{} // hashes of the catalog's definitions, to spot changed ones cheaply
 	merges       int                 // catalog updates from the client's tools/list pages (notePage)
+	catalogLoads singleflight.Group  // one catalog load at a time, shared by its callers
 	refreshing   bool
 	stale        bool // a refresh was asked for while one was running
 	stats        Stats

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -294,12 +296,14 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 		s.answerUnready(ctx, env)
 		return
 	}
+	// The catalog is not loaded yet, or lacks the tool: it may be new (the
+	// upstream announced a change the refresh has not caught up with), so
+	// look again, joining a load under way. New tools are never let
+	// through unjudged.
+	loaded := s.catalogLoad(ctx)
 	go func() {
 		defer s.doneGating()
-		// The catalog is not loaded yet, or lacks the tool: it may be new
-		// (the upstream announced a change the refresh has not caught up
-		// with), so look again. New tools are never let through unjudged.
-		if err := s.refreshCatalog(ctx); err != nil && p.Name != s.discoveryName() {
+		if err := (<-loaded).Err; err != nil && p.Name != s.discoveryName() {
 			if s.readyLink() == nil {
 				s.answerUnready(ctx, env)
 				return
@@ -379,12 +383,25 @@ func toolError(text string, meta map[string]any) json.RawMessage {
 // never answers the sidecar's own tools/list cannot hold a call forever.
 const catalogTimeout = 30 * time.Second
 
-// refreshCatalog loads the upstream's full catalog with the sidecar's own
-// tools/list requests, following every page, then announces a change of the
-// visible tool set to the client. A load during which the client was shown
-// definitions the catalog lacked (see notePage) may hold older ones than
-// those, so it is not kept: the catalog is loaded anew.
+// refreshCatalog loads the upstream's full catalog, or waits for the load
+// under way, and returns how it ended.
 func (s *Session) refreshCatalog(ctx context.Context) error {
+	return (<-s.catalogLoad(ctx)).Err
+}
+
+// catalogLoad starts a load of the catalog, or joins the one under way
+// (one at a time: each walks every page, and two finishing out of order
+// could keep the older), and returns the channel its end is sent on.
+func (s *Session) catalogLoad(ctx context.Context) <-chan singleflight.Result {
+	return s.catalogLoads.DoChan("catalog", func() (any, error) { return nil, s.loadAndKeepCatalog(ctx) })
+}
+
+// loadAndKeepCatalog loads the upstream's full catalog with the sidecar's
+// own tools/list requests, following every page, then announces a change
+// of the visible tool set to the client. A load during which the client was
+// shown definitions the catalog lacked (see notePage) may hold older ones
+// than those, so it is not kept: the catalog is loaded anew.
+func (s *Session) loadAndKeepCatalog(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, catalogTimeout)
 	defer cancel()
 	for try := 1; ; try++ {
