@@ -136,12 +136,18 @@ type File struct {
 }
 
 // Load reads and validates the config file at path. A missing file is not
-// an error: it yields a File with Found false and every default. An
+// an error: it yields a File with Found false and every default; a dangling
+// symbolic link is an error. An
 // unreadable or invalid file yields an *Error, which matches ErrInvalid.
 func Load(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &File{Path: path}, nil
+		if _, lerr := os.Lstat(path); lerr != nil {
+			return &File{Path: path}, nil
+		}
+		// The name exists but leads nowhere: a broken config, not a
+		// missing one, whose operator policy must not silently vanish.
+		return nil, &Error{File: path, Msg: "cannot read the config file: it is a symbolic link to a file that does not exist", Err: err}
 	}
 	if err != nil {
 		cause := err

@@ -50,6 +50,22 @@ func TestLoadMissingFile(t *testing.T) {
 	assert.Equal(t, Default("fs"), f.Server("fs"))
 }
 
+// A config symlinked to a file that is gone (dotfiles moved) is broken, not
+// missing: falling back to the defaults would silently drop operator policy
+// and switch on every tool it turned off.
+func TestLoadDanglingSymlink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.json")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "dotfiles", "mcpwrap.json"), path))
+	_, err := Load(path)
+	require.ErrorIs(t, err, ErrInvalid)
+	var cfgErr *Error
+	require.ErrorAs(t, err, &cfgErr)
+	assert.Equal(t, path, cfgErr.File)
+	assert.Contains(t, err.Error(), "symbolic link")
+}
+
 func TestLoadUnreadable(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir() // reading a directory fails, even as root
