@@ -190,9 +190,6 @@ func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 	g.mu.Lock()
 	g.tools = cache // what older catalogs defined is no longer evaluated
 	g.mu.Unlock()
-	g.mu.RLock()
-	baseline := g.eval.Evaluate(tools, g.user, g.errUse).RecordBaseline
-	g.mu.RUnlock()
 
 	now := g.now().UTC()
 	err := g.store.Update(ctx, func(st *state.State) error {
@@ -206,7 +203,9 @@ func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 		if srv.Catalog == nil || !sameTools(srv.Catalog.Tools, catalog.Tools) {
 			srv.Catalog = catalog
 		}
-		if baseline && len(srv.Approvals) == 0 {
+		// Judged by the state being updated, not by the last snapshot,
+		// which may predate the user moving the state file aside.
+		if g.eval.Evaluate(tools, snapshot(srv), nil).RecordBaseline {
 			for name, t := range catalog.Tools {
 				srv.Approve(name, state.Approval{ApprovedAt: now, Definition: t.Definition, Hash: t.Hash})
 			}

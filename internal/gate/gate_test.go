@@ -301,3 +301,22 @@ func TestGateToolCacheIsBounded(t *testing.T) {
 	defer g.mu.RUnlock()
 	assert.Len(t, g.tools, 2)
 }
+
+// Whether the catalog becomes the tofu baseline is decided by the store as
+// it is when the catalog is recorded, not by the gate's last snapshot: the
+// user may have moved the state file aside since.
+func TestGateBaselineJudgedByCurrentStore(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	store.st.Server("fs").Approve("old", state.Approval{Hash: "h"})
+	g := newGate(t, policy.Options{}, store) // its snapshot has a baseline
+	store.mu.Lock()
+	store.st = state.State{} // the state file was moved aside; no reload yet
+	store.mu.Unlock()
+
+	catalog := []json.RawMessage{raw("read", "reads"), raw("write", "writes")}
+	g.CatalogSeen(ctx, catalog)
+
+	assert.Len(t, store.st.Server("fs").Approvals, 2, "the catalog is the new baseline")
+	assert.Equal(t, []string{"callable", "callable"}, statuses(g.Evaluate(catalog)))
+}
