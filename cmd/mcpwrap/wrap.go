@@ -231,16 +231,9 @@ func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middlew
 // loadPolicy reads the config and the state store and returns the server's
 // effective settings (flags applied) and its tool gate.
 func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config.Server, *gate.Gate, error) {
-	path, err := config.ConfigPath(o.configPath, os.Getenv)
+	file, err := config.Open(o.configPath, os.Getenv)
 	if err != nil {
 		return config.Server{}, nil, err
-	}
-	file, err := config.Load(path)
-	if err != nil {
-		return config.Server{}, nil, err
-	}
-	if o.configPath != "" && !file.Found {
-		return config.Server{}, nil, fmt.Errorf("--config %s: no such file", o.configPath)
 	}
 	srv := file.Server(o.name)
 	if o.discoveryTool != "" {
@@ -271,7 +264,7 @@ func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config
 		Approval:       srv.Approval,
 	})
 	if err != nil {
-		return srv, nil, fmt.Errorf("%s: servers.%s: %w", path, o.name, err)
+		return srv, nil, fmt.Errorf("%s: servers.%s: %w", file.Path, o.name, err)
 	}
 	dir, err := config.StateDir(o.stateDir, os.Getenv)
 	if err != nil {

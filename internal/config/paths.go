@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"runtime"
 )
@@ -110,4 +111,28 @@ func absolute(dir string) string {
 		return dir
 	}
 	return ""
+}
+
+// Open finds and loads the config file: the one flag (--config) names,
+// else the one $MCPWRAP_CONFIG names, else the default location. A file
+// named by the flag or the environment must exist: a typo would silently
+// lift every lock the operator set. A missing default file means all
+// defaults. env is as for ConfigPath.
+func Open(flag string, env func(string) string) (*File, error) {
+	path, err := ConfigPath(flag, env)
+	if err != nil {
+		return nil, fmt.Errorf("%w (use --config or $%s)", err, EnvConfig)
+	}
+	file, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case file.Found:
+	case flag != "":
+		return nil, fmt.Errorf("--config %s: no such file", flag)
+	case env(EnvConfig) != "":
+		return nil, fmt.Errorf("$%s=%s: no such file", EnvConfig, path)
+	}
+	return file, nil
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -97,4 +98,37 @@ func TestPathsOnThisOS(t *testing.T) {
 	got, err = StateDir("/flag", env)
 	require.NoError(t, err)
 	assert.Equal(t, "/flag", got)
+}
+
+func TestOpen(t *testing.T) {
+	dir := t.TempDir()
+	present := filepath.Join(dir, "present.json")
+	require.NoError(t, os.WriteFile(present, []byte(`{}`), 0o600))
+	missing := filepath.Join(dir, "missing.json")
+	tests := []struct {
+		name      string
+		flag      string
+		env       map[string]string
+		wantFound bool
+		wantErr   string
+	}{
+		{name: "flag names a file", flag: present, wantFound: true},
+		{name: "flag names no file", flag: missing, wantErr: "--config " + missing + ": no such file"},
+		{name: "environment names a file", env: map[string]string{EnvConfig: present}, wantFound: true},
+		{name: "environment names no file", env: map[string]string{EnvConfig: missing}, wantErr: "$MCPWRAP_CONFIG=" + missing + ": no such file"},
+		{name: "no default file: all defaults", env: map[string]string{"HOME": dir, "XDG_CONFIG_HOME": dir, "AppData": dir}},
+		{name: "no home at all", wantErr: "use --config or $MCPWRAP_CONFIG"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file, err := Open(tt.flag, func(k string) string { return tt.env[k] })
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantFound, file.Found)
+		})
+	}
 }

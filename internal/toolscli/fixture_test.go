@@ -52,7 +52,14 @@ func newFixture(t *testing.T, configJSON string) *fixture {
 }
 
 func (f *fixture) env() Env {
-	vars := map[string]string{config.EnvConfig: f.configPath, config.EnvStateDir: f.stateDir}
+	vars := map[string]string{config.EnvStateDir: f.stateDir}
+	if _, err := os.Stat(f.configPath); err == nil {
+		vars[config.EnvConfig] = f.configPath
+	} else {
+		// No config: the default location, in the temp dir, with no file.
+		home := filepath.Dir(f.configPath)
+		vars["HOME"], vars["XDG_CONFIG_HOME"], vars["AppData"] = home, home, home
+	}
 	return Env{
 		Getenv: func(k string) string { return vars[k] },
 		Now:    func() time.Time { return now },

@@ -167,18 +167,9 @@ func open(configFlag, stateDirFlag string, env Env, stdout, stderr io.Writer) (*
 	if now == nil {
 		now = time.Now
 	}
-	path, err := config.ConfigPath(configFlag, getenv)
-	if err != nil {
-		return nil, fmt.Errorf("config file: %w (use --config or $%s)", err, config.EnvConfig)
-	}
-	file, err := config.Load(path)
+	file, err := config.Open(configFlag, getenv)
 	if err != nil {
 		return nil, err // names the file and the problem
-	}
-	if configFlag != "" && !file.Found {
-		// As for the wrap command: a file named explicitly must exist, or a
-		// typo would silently judge every tool by the built-in defaults.
-		return nil, fmt.Errorf("--config %s: no such file", configFlag)
 	}
 	dir, err := config.StateDir(stateDirFlag, getenv)
 	if err != nil {
