@@ -263,7 +263,9 @@ func TestListenIdleTimeout(t *testing.T) {
 	require.NoError(t, err)
 	pid := fixturePIDOf(ctx, t, cs)
 	require.True(t, waitExited(t, pid, 15*time.Second), "the idle session's child is still running")
-	assert.Contains(t, srv.Stderr(), "idle for 1s")
+	// The log line is written before the child is stopped, and read from mcpwrap's stderr pipe
+	// concurrently.
+	assert.Eventually(t, func() bool { return strings.Contains(srv.Stderr(), "idle for 1s") }, promptAnswer, pollEvery)
 
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: fixturePIDTool})
 	assert.Error(t, err, "the session is gone")

@@ -107,11 +107,11 @@ func (ss *session) end(reason string) {
 		}
 		ss.mu.Unlock()
 		ss.closeGET()
+		ss.log.Info("session ended", "reason", reason)
 		// The relay learns of the end from its context too: its client
 		// pump may be blocked writing to a client that stopped reading,
 		// and would never read the EOF.
 		ss.cancel()
-		ss.log.Info("session ended", "reason", reason)
 	})
 }
 
