@@ -663,11 +663,7 @@ func (s *Session) pumpUpstream(l *link) {
 		switch env.Kind {
 		case framing.Response:
 			if isOwnID(env.ID) {
-				if ambiguous {
-					s.deliverOwnReply(env.ID, ownReply{err: err})
-				} else {
-					s.deliverOwn(msg, env)
-				}
+				s.deliverOwn(msg, env, err)
 				continue
 			}
 			switch method := s.untrack(env.ID); {
@@ -755,11 +751,7 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 		switch env.Kind {
 		case framing.Response:
 			if isOwnID(env.ID) {
-				if ambiguous {
-					s.deliverOwnReply(env.ID, ownReply{err: err})
-				} else {
-					s.deliverOwn(e, env)
-				}
+				s.deliverOwn(e, env, err)
 				changed = true
 				continue
 			}
@@ -933,7 +925,14 @@ func (s *Session) request(ctx context.Context, l *link, method string, params an
 	}
 }
 
-func (s *Session) deliverOwn(msg []byte, env framing.Envelope) {
+// deliverOwn hands the upstream's answer msg to the own request it
+// answers. peekErr is Peek's error for msg: an ambiguous answer fails the
+// request instead.
+func (s *Session) deliverOwn(msg []byte, env framing.Envelope, peekErr error) {
+	if peekErr != nil {
+		s.deliverOwnReply(env.ID, ownReply{err: peekErr})
+		return
+	}
 	r := ownReply{msg: bytes.Clone(msg)}
 	if env.Result != nil {
 		r.result = bytes.Clone(env.Result)

@@ -116,17 +116,26 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 	return nil
 }
 
-// closeLink closes the current upstream connection and waits for its
-// reader to end; once ctx is done, it waits as shutdownLink does.
-func (s *Session) closeLink(ctx context.Context) {
+// dropLink forgets the current upstream connection, closes it and returns
+// it, or returns nil when there is none.
+func (s *Session) dropLink() *link {
 	s.mu.Lock()
 	l := s.up
 	s.up = nil
 	s.mu.Unlock()
+	if l != nil {
+		l.conn.Close()
+	}
+	return l
+}
+
+// closeLink closes the current upstream connection and waits for its
+// reader to end; once ctx is done, it waits as shutdownLink does.
+func (s *Session) closeLink(ctx context.Context) {
+	l := s.dropLink()
 	if l == nil {
 		return
 	}
-	l.conn.Close()
 	select {
 	case <-l.dead:
 	case <-ctx.Done():
@@ -136,15 +145,9 @@ func (s *Session) closeLink(ctx context.Context) {
 
 // shutdownLink closes the current upstream connection at the end of Run.
 func (s *Session) shutdownLink() {
-	s.mu.Lock()
-	l := s.up
-	s.up = nil
-	s.mu.Unlock()
-	if l == nil {
-		return
+	if l := s.dropLink(); l != nil {
+		s.awaitReader(l)
 	}
-	l.conn.Close()
-	s.awaitReader(l)
 }
 
 // awaitReader waits for the reader of the closed link l to end. At the end
