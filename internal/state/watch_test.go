@@ -83,25 +83,34 @@ func disable(t *testing.T, store *Store, server, tool string) {
 	}))
 }
 
+// watchModes are the two ways a Store watches its file.
+var watchModes = []struct {
+	name       string
+	newWatcher func() (*fsnotify.Watcher, error)
+	wantMode   string
+}{
+	{name: "notifications", newWatcher: fsnotify.NewWatcher, wantMode: "notify"},
+	{
+		name:       "polling when notifications fail",
+		newWatcher: func() (*fsnotify.Watcher, error) { return nil, errors.New("no inotify here") },
+		wantMode:   "poll",
+	},
+}
+
+// fastWatchStore is a Store in a temp dir whose watch, in mode newWatcher,
+// reacts within milliseconds.
+func fastWatchStore(t *testing.T, newWatcher func() (*fsnotify.Watcher, error)) *Store {
+	store := Open(t.TempDir(), nil)
+	store.watch.debounce = time.Millisecond
+	store.watch.pollInterval = 5 * time.Millisecond
+	store.watch.newWatcher = newWatcher
+	return store
+}
+
 func TestWatchNotices(t *testing.T) {
-	tests := []struct {
-		name       string
-		newWatcher func() (*fsnotify.Watcher, error)
-		wantMode   string
-	}{
-		{name: "notifications", newWatcher: fsnotify.NewWatcher, wantMode: "notify"},
-		{
-			name:       "polling when notifications fail",
-			newWatcher: func() (*fsnotify.Watcher, error) { return nil, errors.New("no inotify here") },
-			wantMode:   "poll",
-		},
-	}
-	for _, tt := range tests {
+	for _, tt := range watchModes {
 		t.Run(tt.name, func(t *testing.T) {
-			store := Open(t.TempDir(), nil)
-			store.watch.debounce = time.Millisecond
-			store.watch.pollInterval = 5 * time.Millisecond
-			store.watch.newWatcher = tt.newWatcher
+			store := fastWatchStore(t, tt.newWatcher)
 			w := startWatch(t, store)
 			require.Equal(t, tt.wantMode, w.awaitStart(t))
 
@@ -236,24 +245,9 @@ func every(interval, end time.Duration) []time.Duration {
 // must still be reported, or the caller keeps its stale snapshot until some
 // later change.
 func TestWatchReportsChangeMadeBeforeItStarted(t *testing.T) {
-	tests := []struct {
-		name       string
-		newWatcher func() (*fsnotify.Watcher, error)
-		wantMode   string
-	}{
-		{name: "notifications", newWatcher: fsnotify.NewWatcher, wantMode: "notify"},
-		{
-			name:       "polling",
-			newWatcher: func() (*fsnotify.Watcher, error) { return nil, errors.New("no inotify here") },
-			wantMode:   "poll",
-		},
-	}
-	for _, tt := range tests {
+	for _, tt := range watchModes {
 		t.Run(tt.name, func(t *testing.T) {
-			store := Open(t.TempDir(), nil)
-			store.watch.debounce = time.Millisecond
-			store.watch.pollInterval = 5 * time.Millisecond
-			store.watch.newWatcher = tt.newWatcher
+			store := fastWatchStore(t, tt.newWatcher)
 			_, err := store.Load(t.Context()) // the caller's snapshot
 			require.NoError(t, err)
 			disable(t, store, "s", "t") // the change it has not seen
