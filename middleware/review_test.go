@@ -836,3 +836,38 @@ func (h *rawHarness) expectAny() string {
 	require.NoError(h.t, err)
 	return env.Method
 }
+
+// TestOversizedServerRequestExchangeIsAnswered: a request of the upstream's
+// (sampling, elicitation) is a request too: when it, or the client's answer
+// to it, is over the message limit, the upstream is answered with an error
+// rather than left waiting forever.
+func TestOversizedServerRequestExchangeIsAnswered(t *testing.T) {
+	big := strings.Repeat("a", 4096)
+	tests := []struct {
+		name string
+		run  func(h *harness)
+	}{
+		{name: "the upstream's request is too large", run: func(h *harness) {
+			h.up.send(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"x":"` + big + `"}}` + "\n")
+		}},
+		{name: "the client's answer is too large", run: func(h *harness) {
+			h.up.send(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}` + "\n")
+			require.Contains(t, string(h.client.next()), `"sampling/createMessage"`)
+			h.client.send(`{"jsonrpc":"2.0","id":"s1","result":{"x":"` + big + `"}}` + "\n")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, 1024)
+			tt.run(h)
+			var resp struct {
+				ID    json.RawMessage `json:"id"`
+				Error *RPCError       `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(h.up.next(), &resp))
+			assert.Equal(t, `"s1"`, string(resp.ID))
+			require.NotNil(t, resp.Error)
+			assert.Contains(t, resp.Error.Message, "exceeds the 1024-byte")
+		})
+	}
+}

@@ -385,7 +385,14 @@ func (s *Session) pumpClient(ctx context.Context) error {
 			if e, ok := oversize(err); ok {
 				env, _ := framing.Peek(e.Head)
 				s.log.Error("client message too large; dropped", "bytes", e.Size, "limit", e.Limit)
-				s.replyError(env.ID, codeInvalidRequest, fmt.Sprintf("message of %d bytes exceeds the %d-byte limit", e.Size, e.Limit))
+				reason := fmt.Sprintf("message of %d bytes exceeds the %d-byte limit", e.Size, e.Limit)
+				if l := s.takeServerRequest(env); l != nil {
+					// The client's answer to the upstream's request: the
+					// upstream is told, so that it does not wait forever.
+					s.writeUpstream(l, errorResponse(env.ID, codeInternalError, "the client's "+reason+"; dropped", nil))
+					continue
+				}
+				s.replyError(env.ID, codeInvalidRequest, reason)
 				continue
 			}
 			return err
@@ -501,6 +508,32 @@ func (s *Session) clientNotification(msg []byte, env framing.Envelope) {
 	s.forward(msg)
 }
 
+// takeServerRequest reports whether env, the head of a message of the
+// client's that is not a request, answers a request the current upstream
+// is waiting on; if so the request is forgotten and the link returned.
+func (s *Session) takeServerRequest(env framing.Envelope) *link {
+	if env.Method != "" || env.ID == nil {
+		return nil
+	}
+	key := framing.IDKey(env.ID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.up
+	if l == nil {
+		return nil
+	}
+	if _, ok := l.serverReqs[key]; !ok {
+		return nil
+	}
+	delete(l.serverReqs, key)
+	return l
+}
+
+// writeUpstream writes msg to link l, logging a failure: l may have died.
+func (s *Session) writeUpstream(l *link, msg []byte) {
+	s.writeUpstream(l, msg)
+}
+
 // clientResponse routes the client's answer to a request of the upstream,
 // unless that upstream has died since it asked.
 func (s *Session) clientResponse(msg []byte, env framing.Envelope) {
@@ -517,9 +550,7 @@ func (s *Session) clientResponse(msg []byte, env framing.Envelope) {
 		s.log.Debug("dropping the client's answer to a request of a previous upstream", "id", string(env.ID))
 		return
 	}
-	if err := l.conn.WriteMessage(msg); err != nil {
-		s.log.Debug("cannot write to upstream", "error", err)
-	}
+	s.writeUpstream(l, msg)
 }
 
 // intercepted reports whether the sidecar must see a message of method on
@@ -610,9 +641,7 @@ func (s *Session) clientBatch(msg []byte) {
 // forward writes msg to the ready upstream, if there is one.
 func (s *Session) forward(msg []byte) {
 	if l := s.readyLink(); l != nil {
-		if err := l.conn.WriteMessage(msg); err != nil {
-			s.log.Debug("cannot write to upstream", "error", err)
-		}
+		s.writeUpstream(l, msg)
 	}
 }
 
@@ -639,6 +668,8 @@ func (s *Session) pumpUpstream(l *link) {
 				reason := fmt.Sprintf("the upstream's response of %d bytes exceeds the %d-byte message limit (max_line_bytes); dropped", e.Size, e.Limit)
 				switch {
 				case env.ID == nil:
+				case env.Method != "": // the upstream's own request: it must not wait forever
+					s.writeUpstream(l, errorResponse(env.ID, codeInternalError, fmt.Sprintf("the request of %d bytes exceeds the %d-byte message limit of mcpwrap (max_line_bytes); dropped", e.Size, e.Limit), nil))
 				case isOwnID(env.ID):
 					s.deliverOwnReply(env.ID, ownReply{err: errors.New(reason)})
 				case s.untrack(env.ID) != "":

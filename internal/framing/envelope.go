@@ -68,8 +68,15 @@ type Envelope struct {
 // malformed input validate it themselves. A line that starts with "[" is
 // reported as [Batch] without looking inside. Member names are compared
 // after decoding their escapes, as a JSON parser would.
-func Peek(line []byte) (Envelope, error) {
-	var env Envelope
+func Peek(line []byte) (env Envelope, err error) {
+	var method []byte
+	defer func() {
+		if err != nil && method != nil && env.Method == "" {
+			// A truncated head (see LineTooLongError) still tells whether it
+			// was a request.
+			_ = json.Unmarshal(method, &env.Method)
+		}
+	}()
 	var ambiguous string // the first routing member spelled twice
 	i := skipSpace(line, 0)
 	if i == len(line) {
@@ -86,7 +93,6 @@ func Peek(line []byte) (Envelope, error) {
 	default:
 		return env, ErrNotJSON
 	}
-	var method []byte
 	hasMethod := false
 	i = skipSpace(line, i+1)
 	if i < len(line) && line[i] == '}' {

@@ -62,6 +62,12 @@ func TestLineTooLongErrorKeepsSizeAndHead(t *testing.T) {
 	assert.Len(t, e.Head, HeadBytes)
 	env, _ := Peek(e.Head)
 	assert.Equal(t, "42", string(env.ID), "the id is recoverable from the head")
+
+	request := `{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"x":"` + strings.Repeat("z", 300<<10) + `"}}`
+	_, err = NewReader(strings.NewReader(request+"\n"), 1<<10).Read()
+	require.ErrorAs(t, err, &e)
+	env, _ = Peek(e.Head)
+	assert.Equal(t, "sampling/createMessage", env.Method, "so is the method: it was a request")
 }
 
 func TestWriterWritesWholeLines(t *testing.T) {
