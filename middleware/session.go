@@ -531,7 +531,9 @@ func (s *Session) takeServerRequest(env framing.Envelope) *link {
 
 // writeUpstream writes msg to link l, logging a failure: l may have died.
 func (s *Session) writeUpstream(l *link, msg []byte) {
-	s.writeUpstream(l, msg)
+	if err := l.conn.WriteMessage(msg); err != nil {
+		s.log.Debug("cannot write to upstream", "error", err)
+	}
 }
 
 // clientResponse routes the client's answer to a request of the upstream,
