@@ -142,6 +142,7 @@ type Session struct {
 	catalogSums  map[uint64]struct{} // hashes of the catalog's definitions, to spot changed ones cheaply
 	merges       int                 // catalog updates from the client's tools/list pages (notePage)
 	catalogLoads singleflight.Group  // one catalog load at a time, shared by its callers
+	reevaluating sync.Mutex          // serialises reevaluate; taken before mu
 	refreshing   bool
 	stale        bool // a refresh was asked for while one was running
 	stats        Stats

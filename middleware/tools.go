@@ -546,6 +546,11 @@ func (s *Session) ReevaluateTools() {
 // reevaluate recomputes the visible tool set and, when notify is set and it
 // changed, tells the client.
 func (s *Session) reevaluate(notify bool) {
+	// One at a time: a visible set computed from an older catalog must not
+	// be stored after one computed from a newer catalog (a list change
+	// nobody made would be announced).
+	s.reevaluating.Lock()
+	defer s.reevaluating.Unlock()
 	s.mu.Lock()
 	known := s.catalogKnown
 	s.mu.Unlock()
