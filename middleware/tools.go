@@ -105,7 +105,7 @@ func (s *Session) showDiscovery(locked int) bool {
 // shown. When there is nothing to change it returns msg itself, so the
 // client gets the upstream's bytes.
 func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
-	members, err := framing.Members(env.Result)
+	members, err := framing.MembersSplit(env.Result, func(name string) bool { return strings.EqualFold(name, "tools") })
 	if err != nil {
 		s.log.Warn("malformed tools/list result; passed through", "error", err)
 		return msg
@@ -114,6 +114,7 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 	// or one in another letter case (which Go's encoding/json matches), could
 	// be the array a client reads: refused rather than guessed.
 	var toolsVal []byte
+	var page [][]byte
 	lastPage, ambiguous := true, false
 	for _, m := range members {
 		key, err := m.Key()
@@ -121,7 +122,7 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 		case err != nil:
 			ambiguous = true
 		case key == "tools" && toolsVal == nil:
-			toolsVal = m.Value
+			toolsVal, page = m.Value, m.Elements
 		case strings.EqualFold(key, "tools"):
 			ambiguous = true
 		case key == "nextCursor":
@@ -135,9 +136,8 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 	if toolsVal == nil {
 		return msg
 	}
-	page, err := framing.Elements(toolsVal)
-	if err != nil {
-		s.log.Warn("malformed tools array; passed through", "error", err)
+	if page == nil {
+		s.log.Warn("tools/list result whose tools is not an array; passed through")
 		return msg
 	}
 	s.notePage(page)
@@ -165,23 +165,26 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 	if len(kept) == len(page) && !discovery {
 		return msg
 	}
-	var b bytes.Buffer
-	b.Grow(len(toolsVal) + 512)
-	b.WriteByte('[')
-	for i, t := range kept {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(t)
-	}
+	var discoveryDef []byte
 	if discovery {
-		if len(kept) > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(s.discoveryDefinition(locked))
+		discoveryDef = s.discoveryDefinition(locked)
 	}
-	b.WriteByte(']')
-	return framing.Splice(msg, toolsVal, b.Bytes())
+	return framing.SpliceFunc(msg, toolsVal, len(toolsVal)+len(discoveryDef)+1, func(b []byte) []byte {
+		b = append(b, '[')
+		for i, t := range kept {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, t...)
+		}
+		if discovery {
+			if len(kept) > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, discoveryDef...)
+		}
+		return append(b, ']')
+	})
 }
 
 func rawList(items [][]byte) []json.RawMessage {

@@ -282,3 +282,53 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+func TestElements(t *testing.T) {
+	tests := []struct {
+		name    string
+		arr     string
+		want    []string
+		wantErr bool
+	}{
+		{name: "empty", arr: `[]`, want: []string{}},
+		{name: "values", arr: ` [1, "a,]", {"b":[2]} ,null] `, want: []string{`1`, `"a,]"`, `{"b":[2]}`, `null`}},
+		{name: "not an array", arr: `{}`, wantErr: true},
+		{name: "unterminated", arr: `[1,2`, wantErr: true},
+		{name: "trailing garbage", arr: `[1] x`, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Elements([]byte(tt.arr))
+			if tt.wantErr {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			strs := []string{}
+			for _, e := range got {
+				strs = append(strs, string(e))
+			}
+			assert.Equal(t, tt.want, strs)
+		})
+	}
+}
+
+func TestMembersSplit(t *testing.T) {
+	obj := []byte(`{"tools":[{"name":"a"},{"name":"b"}],"t\u006fols2":[1],"other":[3],"nextCursor":"c"}`)
+	members, err := MembersSplit(obj, func(name string) bool { return strings.HasPrefix(name, "tools") })
+	require.NoError(t, err)
+	require.Len(t, members, 4)
+	assert.Equal(t, `[{"name":"a"},{"name":"b"}]`, string(members[0].Value))
+	require.Len(t, members[0].Elements, 2, "split in the same pass")
+	assert.Equal(t, `{"name":"b"}`, string(members[0].Elements[1]))
+	assert.Len(t, members[1].Elements, 1, "names are compared decoded")
+	assert.Nil(t, members[2].Elements, "not asked for")
+	assert.Nil(t, members[3].Elements, "not an array")
+
+	plain, err := Members(obj)
+	require.NoError(t, err)
+	for i := range plain {
+		assert.Equal(t, string(members[i].Value), string(plain[i].Value))
+		assert.Nil(t, plain[i].Elements)
+	}
+}

@@ -126,8 +126,18 @@ func (g *Gate) tool(raw json.RawMessage) policy.Tool {
 // Evaluate implements middleware.ToolPolicy.
 func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
 	tools := make([]policy.Tool, len(raws))
+	var missed []int // definitions not parsed yet
+	g.mu.RLock()
 	for i, raw := range raws {
-		tools[i] = g.tool(raw)
+		t, ok := g.tools[string(raw)]
+		if !ok {
+			missed = append(missed, i)
+		}
+		tools[i] = t
+	}
+	g.mu.RUnlock()
+	for _, i := range missed { // one lock for a whole page, not one per tool
+		tools[i] = g.tool(raws[i])
 	}
 	g.mu.RLock()
 	ev := g.eval.Evaluate(tools, g.user, g.errUse)
