@@ -243,17 +243,30 @@ func skipSpace(b []byte, i int) int {
 func skipString(b []byte, i int) (int, error) {
 	start := i
 	for i++; i < len(b); i++ {
+		if !stringStop[b[i]] {
+			continue // most bytes: one table load instead of three comparisons
+		}
 		switch c := b[i]; {
 		case c == '"':
 			return i + 1, nil
 		case c == '\\':
 			i++
-		case c < 0x20:
+		default:
 			return 0, syntaxError(i, "no control character in a string")
 		}
 	}
 	return 0, syntaxError(start, "closing '\"'")
 }
+
+// stringStop marks the bytes that end a run of plain string content: the
+// closing quote, a backslash and the control characters JSON forbids.
+var stringStop = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 // skipValue returns the offset just past the value starting at b[i].
 func skipValue(b []byte, i int) (int, error) {
