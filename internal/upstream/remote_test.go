@@ -738,6 +738,20 @@ func TestRemoteWithGoSDKClient(t *testing.T) {
 	}
 }
 
+// answerInitializeOnly plays a streamable HTTP server's POST side for tests
+// of the standalone stream: initialize opens session "sess-1", anything
+// else is accepted.
+func answerInitializeOnly(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if !bytes.Contains(body, []byte(`"initialize"`)) {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Mcp-Session-Id", "sess-1")
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}`)
+}
+
 func TestRemoteStandaloneStreamReopens(t *testing.T) {
 	// The server ends the standalone stream after one event; the connection
 	// reopens it from the last event id and gets the next one.
@@ -746,14 +760,7 @@ func TestRemoteStandaloneStreamReopens(t *testing.T) {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodPost:
-			body, _ := io.ReadAll(r.Body)
-			if !bytes.Contains(body, []byte(`"initialize"`)) {
-				w.WriteHeader(http.StatusAccepted)
-				return
-			}
-			w.Header().Set("Mcp-Session-Id", "sess-1")
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}`)
+			answerInitializeOnly(w, r)
 		case http.MethodGet:
 			mu.Lock()
 			gets = append(gets, r.Header.Get("Last-Event-ID"))
@@ -910,14 +917,7 @@ func TestRemoteStandaloneStreamBacksOffWhenIdle(t *testing.T) {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodPost:
-			body, _ := io.ReadAll(r.Body)
-			if !bytes.Contains(body, []byte(`"initialize"`)) {
-				w.WriteHeader(http.StatusAccepted)
-				return
-			}
-			w.Header().Set("Mcp-Session-Id", "sess-1")
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}`)
+			answerInitializeOnly(w, r)
 		case http.MethodGet:
 			w.Header().Set("Content-Type", "text/event-stream")
 			if gets.Add(1) == 3 { // the third stream carries a message
