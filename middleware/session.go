@@ -509,9 +509,10 @@ func (s *Session) clientNotification(msg []byte, env framing.Envelope) {
 	s.forward(msg)
 }
 
-// takeServerRequest reports whether env, the head of a message of the
-// client's that is not a request, answers a request the current upstream
-// is waiting on; if so the request is forgotten and the link returned.
+// takeServerRequest reports whether env, a message of the client's that is
+// not a request (or the head of one too large to read), answers a request
+// the current upstream is waiting on; if so the request is forgotten and
+// its link returned, else nil.
 func (s *Session) takeServerRequest(env framing.Envelope) *link {
 	if env.Method != "" || env.ID == nil {
 		return nil
@@ -540,16 +541,8 @@ func (s *Session) writeUpstream(l *link, msg []byte) {
 // clientResponse routes the client's answer to a request of the upstream,
 // unless that upstream has died since it asked.
 func (s *Session) clientResponse(msg []byte, env framing.Envelope) {
-	s.mu.Lock()
-	l := s.up
-	ok := false
-	if l != nil {
-		key := framing.IDKey(env.ID)
-		_, ok = l.serverReqs[key]
-		delete(l.serverReqs, key)
-	}
-	s.mu.Unlock()
-	if !ok {
+	l := s.takeServerRequest(env)
+	if l == nil {
 		s.log.Debug("dropping the client's answer to a request of a previous upstream", "id", string(env.ID))
 		return
 	}
