@@ -239,7 +239,7 @@ func (s *Session) init() {
 
 // Run relays messages until the client goes away or ctx is done, then waits
 // up to DrainTimeout for in-flight requests, closes the upstream and
-// returns. Both ends shut down alike: while the drain lasts the upstream
+// returns. Either way it shuts down alike: while the drain lasts the upstream
 // keeps running and its answers still reach the client, and a request the
 // drain leaves unanswered is answered with an error. It returns nil when
 // the client closed its side or ctx is done; an upstream that fails never
