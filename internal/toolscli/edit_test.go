@@ -14,8 +14,8 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
-	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/internal/state"
+	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 )
 
 func TestEnableRefusedByOperatorPolicy(t *testing.T) {
