@@ -239,11 +239,18 @@ func (s *Session) init() {
 
 // Run relays messages until the client goes away or ctx is done, then waits
 // up to DrainTimeout for in-flight requests, closes the upstream and
-// returns. It returns nil when the client closed its side; an upstream that
-// fails never ends the session.
+// returns. Both ends shut down alike: while the drain lasts the upstream
+// keeps running and its answers still reach the client, and a request the
+// drain leaves unanswered is answered with an error. It returns nil when
+// the client closed its side or ctx is done; an upstream that fails never
+// ends the session.
 func (s *Session) Run(ctx context.Context) error {
 	s.once.Do(s.init)
-	ctx, cancel := context.WithCancel(ctx)
+	done := ctx.Done()
+	// The relay's own context outlives ctx by the drain: cancelling ctx
+	// (SIGTERM, SIGINT) must not stop the upstream before its in-flight
+	// answers are relayed, exactly as when the client closes its side.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	s.mu.Lock()
 	s.ctx = ctx
@@ -264,12 +271,15 @@ func (s *Session) Run(ctx context.Context) error {
 			err = nil
 		}
 		s.log.Debug("client closed its side; draining")
-	case <-ctx.Done():
+	case <-done:
 		s.log.Debug("shutting down; draining")
 	}
 	s.drain()
 	cancel()
 	s.awaitWriters(supervised)
+	// The upstream is closed and its reader gone: what is still in flight
+	// will never be answered by it.
+	s.failInflight(nil, "the session ended before the request was answered")
 	s.mu.Lock()
 	s.stopping = true
 	gating := s.gatingIdle
@@ -872,14 +882,14 @@ func (s *Session) inflight() int {
 	return len(s.reqs)
 }
 
-// failInflight answers every client request in flight on link l with an
-// error. l must no longer be the current link, so that no request is
-// tracked on it afterwards.
+// failInflight answers every client request in flight on link l (on any
+// link when l is nil) with an error. l must no longer be the current link,
+// so that no request is tracked on it afterwards.
 func (s *Session) failInflight(l *link, reason string) {
 	s.mu.Lock()
 	var ids [][]byte
 	for _, r := range s.reqs {
-		if r.link == l {
+		if l == nil || r.link == l {
 			ids = append(ids, r.id)
 		}
 	}
