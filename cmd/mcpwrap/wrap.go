@@ -192,6 +192,7 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	session.Client = middleware.NewStreamConn(stdin, stdout, nil, srv.MaxLineBytes)
 	session.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
 	go tools.Watch(ctx, session.ReevaluateTools)
+	defer watchConfig(ctx, o, tools, session.ReevaluateTools, logger)()
 	stopStatus := runstatus.Start(ctx, runstatus.Dir(stateDir(o)), o.name, session, logger)
 	defer stopStatus()
 	logger.Info("relaying", "upstream", upstreamDesc(o))
@@ -229,13 +230,16 @@ func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middlew
 }
 
 // loadPolicy reads the config and the state store and returns the server's
-// effective settings (flags applied) and its tool gate.
+// effective settings (flags applied) and its tool gate. A config file that
+// cannot be used is not an error here: the gate then locks every tool and
+// says why (see policyFor), and the server runs with the built-in settings.
 func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config.Server, *gate.Gate, error) {
-	file, err := config.Open(o.configPath, os.Getenv)
+	allow, err := policy.ParseAllowList(o.allowTools)
 	if err != nil {
-		return config.Server{}, nil, err
+		return config.Server{}, nil, fmt.Errorf("--allow-tools: %w", err)
 	}
-	srv := file.Server(o.name)
+	file, fileErr := config.Open(o.configPath, os.Getenv)
+	srv := file.Server(o.name) // the built-in settings when file is nil
 	if o.discoveryTool != "" {
 		srv.DiscoveryTool = o.discoveryTool
 	}
@@ -253,24 +257,11 @@ func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config
 	if o.readyTimeout > 0 {
 		srv.ReadyTimeout = o.readyTimeout
 	}
-	allow, err := policy.ParseAllowList(o.allowTools)
-	if err != nil {
-		return srv, nil, fmt.Errorf("--allow-tools: %w", err)
-	}
-	eval, err := policy.NewEvaluator(policy.Options{
-		ServerDisabled: !srv.Enabled,
-		Rules:          srv.Tools,
-		Allow:          allow,
-		Approval:       srv.Approval,
-	})
-	if err != nil {
-		return srv, nil, fmt.Errorf("%s: servers.%s: %w", file.Path, o.name, err)
-	}
 	dir, err := config.StateDir(o.stateDir, os.Getenv)
 	if err != nil {
 		return srv, nil, err
 	}
-	g := gate.New(o.name, eval, state.Open(dir, logger), logger)
+	g := gate.New(o.name, policyFor(file, fileErr, o.name, allow, logger), state.Open(dir, logger), logger)
 	g.Reload(ctx)
 	return srv, g, nil
 }

@@ -50,6 +50,9 @@ func (e *invalidError) Unwrap() error        { return e.err }
 // The zero Facts describe a tool of a disabled server, so a forgotten field
 // fails closed.
 type Facts struct {
+	// ConfigErr is the error that makes the operator's config unusable, if
+	// any. When set, every other fact is unknown and ignored.
+	ConfigErr error
 	// ServerEnabled is false when the server is `enabled: false` in config.
 	ServerEnabled bool
 	// Refused reports that the tool's definition is ambiguous or malformed
@@ -67,12 +70,17 @@ type Facts struct {
 }
 
 // Classify returns the status of a tool from its facts. Precedence, first
-// match wins: server_disabled, then (refused definition) disabled_unknown,
-// disabled_by_config, then (state store unreadable) disabled_unknown, disabled_by_user, pending_approval, callable.
+// match wins: (config unusable) disabled_unknown, server_disabled, then
+// (refused definition) disabled_unknown, disabled_by_config, then (state
+// store unreadable) disabled_unknown, disabled_by_user, pending_approval,
+// callable.
 // Anything indeterminate, such as an unknown approval state, is
 // disabled_unknown: the function is total and fails closed.
 func Classify(f Facts) Status {
 	switch {
+	case f.ConfigErr != nil:
+		// Operator policy is unknown: nothing is unlocked on a guess.
+		return DisabledUnknown
 	case !f.ServerEnabled:
 		return ServerDisabled
 	case f.Refused:
