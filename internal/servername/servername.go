@@ -351,6 +351,7 @@ func cleanHost(subject string) string {
 	_, host, _ := strings.Cut(subject, "://")
 	host = strings.TrimPrefix(host, "www.")
 	host = strings.NewReplacer("[", "", "]", "", ":", "-").Replace(host)
+	host = strings.Trim(invalid.ReplaceAllString(host, "-"), "-._")
 	if host == "" {
 		return "remote"
 	}
