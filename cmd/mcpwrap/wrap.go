@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -19,7 +17,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/desktop"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
-	"github.com/mcpwrap/mcpwrap/internal/runstatus"
+	"github.com/mcpwrap/mcpwrap/internal/servername"
 	"github.com/mcpwrap/mcpwrap/internal/state"
 	"github.com/mcpwrap/mcpwrap/internal/upstream"
 	"github.com/mcpwrap/mcpwrap/middleware"
@@ -121,35 +119,9 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 		return o, err
 	}
 	if o.name == "" {
-		o.name = deriveName(o.command, o.url)
+		o.name = servername.Derive(o.command, o.url)
 	}
 	return o, nil
-}
-
-// deriveName names a server after its command (the npm package or script
-// it runs, else the program itself) or its URL's host.
-func deriveName(command []string, rawURL string) string {
-	if rawURL != "" {
-		if u, err := url.Parse(rawURL); err == nil && u.Hostname() != "" {
-			return u.Hostname()
-		}
-		return "remote"
-	}
-	name := filepath.Base(command[0])
-	switch strings.TrimSuffix(name, filepath.Ext(name)) {
-	case "npx", "uvx", "node", "python", "python3", "bunx", "deno", "pnpm", "docker":
-		for _, a := range command[1:] {
-			if !strings.HasPrefix(a, "-") && a != "run" && a != "dlx" {
-				name = filepath.Base(a)
-				break
-			}
-		}
-	}
-	name = strings.TrimPrefix(strings.TrimSuffix(name, filepath.Ext(name)), "server-")
-	if name == "" {
-		return "server"
-	}
-	return name
 }
 
 func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -193,7 +165,7 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	session.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
 	go tools.Watch(ctx, session.ReevaluateTools)
 	defer watchConfig(ctx, o, tools, session.ReevaluateTools, logger)()
-	stopStatus := runstatus.Start(ctx, runstatus.Dir(stateDir(o)), o.name, session, logger)
+	stopStatus := publishStatus(ctx, o, session, logger)
 	defer stopStatus()
 	logger.Info("relaying", "upstream", upstreamDesc(o))
 	err = session.Run(ctx)

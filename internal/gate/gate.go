@@ -165,8 +165,9 @@ func (g *Gate) SetEvaluator(eval *policy.Evaluator) bool {
 	return changed
 }
 
-// configErr returns why the operator's config cannot be used, if it cannot.
-func (g *Gate) configErr() error {
+// ConfigErr returns why the operator's config cannot be used, if it cannot
+// (the evaluator's ConfigErr).
+func (g *Gate) ConfigErr() error {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	return g.eval.ConfigErr()
@@ -174,7 +175,7 @@ func (g *Gate) configErr() error {
 
 // Remediation implements middleware.ToolPolicy.
 func (g *Gate) Remediation(status, tool string) string {
-	if err := g.configErr(); err != nil && policy.Status(status) == policy.DisabledUnknown {
+	if err := g.ConfigErr(); err != nil && policy.Status(status) == policy.DisabledUnknown {
 		return policy.ConfigErrorRemediation(err)
 	}
 	return policy.RemediationFor(policy.Status(status), g.server, tool)
@@ -182,7 +183,7 @@ func (g *Gate) Remediation(status, tool string) string {
 
 // Rejection implements middleware.ToolPolicy.
 func (g *Gate) Rejection(status, tool, discoveryTool string) string {
-	if err := g.configErr(); err != nil && policy.Status(status) == policy.DisabledUnknown {
+	if err := g.ConfigErr(); err != nil && policy.Status(status) == policy.DisabledUnknown {
 		return policy.ConfigErrorRejection(err, discoveryTool)
 	}
 	return policy.RejectionText(policy.Status(status), g.server, tool, discoveryTool)
@@ -191,7 +192,7 @@ func (g *Gate) Rejection(status, tool, discoveryTool string) string {
 // Notice implements middleware.PolicyNotifier: while the config file
 // cannot be used, every discovery answer says so, whatever it matched.
 func (g *Gate) Notice() string {
-	if err := g.configErr(); err != nil {
+	if err := g.ConfigErr(); err != nil {
 		return policy.ConfigErrorRemediation(err)
 	}
 	return ""
