@@ -422,7 +422,11 @@ func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 // statusMeta is the machine-readable status of the upstream sent as _meta.
 func statusMeta(o resilience.Outcome) map[string]any {
 	m := o.Meta()
-	return map[string]any{"status": m.Status, "class": m.Class.String(), "attempts": m.Attempts, "retryable": m.Retryable}
+	meta := map[string]any{"status": m.Status, "class": m.Class.String(), "attempts": m.Attempts, "retryable": m.Retryable}
+	if m.Reason != "" {
+		meta["reason"] = m.Reason
+	}
+	return meta
 }
 
 // reconnectOnUse wakes the supervisor of an upstream that failed
