@@ -440,6 +440,9 @@ func statusMeta(o resilience.Outcome) map[string]any {
 	if m.Restart > 0 {
 		meta["restart"] = m.Restart
 	}
+	if m.Reason != "" {
+		meta["reason"] = m.Reason
+	}
 	return meta
 }
 

@@ -11,8 +11,10 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/auth"
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/desktop"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
@@ -32,6 +34,7 @@ Usage:
   mcpwrap [flags] --url URL              wrap a remote (streamable HTTP or SSE) server
   mcpwrap --listen ADDR [flags] -- COMMAND [ARGS...]   serve it over streamable HTTP at http://ADDR/mcp (also with --url)
   mcpwrap tools list|enable|disable|approve|diff ...   which tools may be called (see mcpwrap tools --help)
+  mcpwrap login|logout NAME [--url URL]  sign in to (or forget) a remote server that asks for it (OAuth)
   mcpwrap install|uninstall [--client C]  wrap (or unwrap) the servers of Claude Desktop, Claude Code, Cursor
   mcpwrap doctor [--client C] [SERVER...] load each configured server once; a classified table with fix hints
   mcpwrap status                         what the running sidecars are doing
@@ -70,6 +73,8 @@ type wrapOptions struct {
 	log           logOptions
 	command       []string
 	listen        listenOptions // --listen and its companions: serve HTTP instead of stdio
+	oauth         oauthFlags    // --oauth-*: how a --url server is signed in to
+	signIn        *auth.Client  // the --url server's OAuth client; nil: none
 	// env is what the client adds to mcpwrap's environment for this server
 	// (its config entry's env), shadowing mcpwrap's own. The wrap command
 	// already runs with it; doctor, which reads client configs, sets it.
@@ -100,6 +105,7 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr")
 	o.listen.addFlags(fs)
+	o.oauth.add(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -155,12 +161,27 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if o.listen.addr != "" {
 		return runListen(ctx, o, srv, tools, stderr, logger, base)
 	}
+	if o.url != "" {
+		if o.signIn, err = signIn(o, srv, stderr, logger, true); err != nil {
+			logger.Error("bad configuration", "error", err)
+			return exitUsage
+		}
+		defer o.signIn.Close()
+	}
 	dial, err := dialer(o, srv, stderr, logger)
 	if err != nil {
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
 	}
 	session := newSession(o, srv, tools, dial, base)
+	if o.signIn != nil {
+		// A sign-in finished (in any process): load the server again.
+		var watching sync.WaitGroup
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		watching.Go(func() { o.signIn.Watch(watchCtx, 0, session.Retry) })
+		defer watching.Wait()
+		defer stopWatch()
+	}
 	session.Client = middleware.NewStreamConn(stdin, stdout, nil, srv.MaxLineBytes)
 	session.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
 	go tools.Watch(ctx, session.ReevaluateTools)
@@ -261,6 +282,9 @@ func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 			return nil, err
 		}
 		remote := upstream.Remote{URL: endpoint, Header: header, Logger: logger, MaxMessageBytes: srv.MaxLineBytes}
+		if o.signIn != nil {
+			remote.WrapTransport = o.signIn.WrapTransport
+		}
 		return func(ctx context.Context) (middleware.Conn, error) {
 			return upstream.DialRemote(ctx, remote)
 		}, nil
