@@ -297,7 +297,7 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 	case ready:
 		// A handshake on a ready upstream (a client starting over): relay it.
 		go func() {
-			r := s.request(s.runCtx(), l, env.Method, env.Params)
+			r := s.request(s.runCtx(), l, env.Method, json.RawMessage(env.Params))
 			if r.msg != nil {
 				s.resolveWaiters(env.Method, r.msg)
 			} else {
@@ -382,9 +382,8 @@ func (s *Session) answerDegraded(w *hsWaiter) {
 		s.mu.Unlock()
 		st := s.Status()
 		s.log.Warn("answering the client's handshake without the upstream", "method", w.method, "status", st.Class.String())
-		if w.method != "initialize" {
-			// Stateless clients fall back to initialize on this error.
-			s.replyError(w.id, codeMethodNotFound, "server/discover is not available while the upstream is not ready: "+st.Message())
+		if w.method == "server/discover" {
+			s.reply(w.id, s.degradedDiscover(params, st.Message()))
 			return
 		}
 		var p struct {
@@ -504,4 +503,38 @@ func (s *Session) notifyToolsChanged() {
 	if err := s.Client.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)); err != nil {
 		s.log.Debug("cannot notify the client", "error", err)
 	}
+}
+
+// metaProtocolVersion is the _meta key of a 2026-07-28 request's protocol
+// version.
+const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
+// degradedDiscover is the sidecar's own server/discover result (the
+// 2026-07-28 protocol's handshake) while the upstream is not ready: the
+// version the client asked for, the tools capability (the discovery tool,
+// and the real tools announced by list_changed once the upstream is up), the
+// upstream's status as instructions, and a cache lifetime of zero, since
+// all of it changes when the upstream comes.
+func (s *Session) degradedDiscover(params json.RawMessage, instructions string) json.RawMessage {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(params, &p)
+	var version string
+	_ = json.Unmarshal(p.Meta[metaProtocolVersion], &version)
+	if version == "" {
+		version = "2026-07-28"
+	}
+	res, _ := json.Marshal(map[string]any{
+		"resultType":        "complete",
+		"supportedVersions": []string{version},
+		"capabilities":      map[string]any{"tools": map[string]any{"listChanged": true}},
+		"instructions":      instructions,
+		"ttlMs":             0,
+		"cacheScope":        "private",
+		"_meta": map[string]any{
+			"io.modelcontextprotocol/serverInfo": map[string]any{"name": s.Name, "version": "mcpwrap-degraded"},
+		},
+	})
+	return res
 }
