@@ -106,6 +106,16 @@ type Session struct {
 	// DrainTimeout bounds the wait for in-flight requests when the client
 	// goes away or Run's context is done. Zero means [DefaultDrainTimeout].
 	DrainTimeout time.Duration
+	// MaxHeldRequests bounds the client requests held at once while they
+	// wait: calls to a tool not known yet waiting for the tool catalog,
+	// handshakes waiting for the upstream, requests waiting for an upstream
+	// that restarts after a crash. Past it a request is answered at once
+	// with a retryable error (an isError result for tools/call). Zero means
+	// [DefaultMaxHeldRequests].
+	MaxHeldRequests int
+	// MaxHeldBytes bounds the total size of the requests held, as
+	// MaxHeldRequests bounds their number. Zero means [DefaultMaxHeldBytes].
+	MaxHeldBytes int
 
 	// afterFunc arms the ready timeout; tests replace time.AfterFunc.
 	afterFunc func(time.Duration, func()) interface{ Stop() bool }
@@ -150,6 +160,11 @@ type Session struct {
 	gating     int           // calls being judged off the client pump
 	gatingIdle chan struct{} // closed while gating is zero
 	stopping   bool          // Run is returning: no new gating
+
+	held           int           // client requests held (see hold)
+	heldBytes      int           // their size
+	restarting     bool          // the upstream is being restarted after a crash: requests wait for it
+	restartChanged chan struct{} // closed and replaced when restarting changes
 }
 
 // inflight is a client request forwarded to the upstream and not yet
@@ -217,6 +232,7 @@ func (s *Session) init() {
 	close(s.idle)
 	s.gatingIdle = make(chan struct{})
 	close(s.gatingIdle)
+	s.restartChanged = make(chan struct{})
 	s.kick = make(chan struct{}, 1)
 	s.ctx = context.Background()
 	s.status = resilience.Outcome{Server: s.Name, Class: resilience.Transient}
@@ -286,7 +302,7 @@ func (s *Session) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	s.awaitWriters(gating)
 	for _, w := range s.takeWaiters("") { // stop their ready timers
-		w.once.Do(func() { close(w.done) })
+		w.once.Do(func() { s.endWaiter(w) })
 	}
 	return err
 }
@@ -471,14 +487,22 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 		s.mu.Unlock()
 	}
 	if s.readyLink() == nil {
-		s.answerUnready(ctx, env)
+		s.awaitUpstream(ctx, msg, env, false)
 		return
 	}
+	s.relayRequest(ctx, msg, env, false)
+}
+
+// relayRequest gates a client's tools/call, or sends any other request to
+// the ready upstream. held says msg is kept (see keep); relayRequest
+// releases it.
+func (s *Session) relayRequest(ctx context.Context, msg []byte, env framing.Envelope, held bool) {
 	if env.Method == "tools/call" && s.Tools != nil {
-		s.gateCall(ctx, msg, env)
+		s.gateCall(ctx, msg, env, held)
 		return
 	}
 	s.send(ctx, msg, env)
+	s.unhold(msg, held)
 }
 
 // send writes a client request to the ready upstream and tracks it until

@@ -127,11 +127,13 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 		logger.Error("cannot listen", "error", err)
 		return exitError
 	}
-	go tools.Watch(ctx, func() {
+	reevaluate := func() {
 		for _, s := range front.Sessions() {
 			s.ReevaluateTools()
 		}
-	})
+	}
+	go tools.Watch(ctx, reevaluate)
+	defer watchConfig(ctx, o, tools, reevaluate, logger)()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", front)
 	hs := o.listen.conns.NewHTTPServer(mux, logger)

@@ -49,6 +49,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runDoctor(ctx, args[1:], stdout, stderr)
 		case "status":
 			return runStatus(args[1:], stdout, stderr)
+		case "login", "logout":
+			return runLogin(ctx, args[0], args[1:], stdout, stderr)
 		case "install", "uninstall":
 			return runInstall(args[1:], args[0] == "uninstall", stdout, stderr)
 		case "demo-server": // hidden: the built-in server the demo and tests wrap

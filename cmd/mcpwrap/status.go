@@ -1,17 +1,21 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/runstatus"
+	"github.com/mcpwrap/mcpwrap/internal/servername"
 )
 
 const statusUsage = `Usage: mcpwrap status [--json] [--state-dir DIR]
@@ -79,9 +83,9 @@ func writeStatusTable(w io.Writer, list []runstatus.Status, now time.Time) error
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tPID\tUPTIME\tSTATUS\tATTEMPTS\tRESTARTS\tCALLS\tREJECTED\tINCLUDE_DISABLED\tERROR")
+	fmt.Fprintln(tw, "SERVER\tUPSTREAM\tPID\tUPTIME\tSTATUS\tATTEMPTS\tRESTARTS\tCALLS\tREJECTED\tINCLUDE_DISABLED\tERROR")
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Server, s.PID,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Server, cmp.Or(s.Upstream, "-"), s.PID,
 			now.Sub(s.StartedAt).Round(time.Second), s.Status, s.Attempts, s.Restarts,
 			s.Calls, s.Rejections, s.IncludeDisabledQueries, s.Error)
 	}
@@ -100,4 +104,25 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// publishStatus publishes the wrap command's status for `mcpwrap status`
+// until the returned stop is called, and first warns when a running
+// sidecar uses the same name for another server: the two would share
+// operator policy, tool approvals and toggles, and each one's catalog would
+// look like a rug pull to the other.
+func publishStatus(ctx context.Context, o wrapOptions, src runstatus.Source, logger *slog.Logger) (stop func()) {
+	dir := runstatus.Dir(stateDir(o))
+	p := &runstatus.Publisher{
+		Dir: dir, Server: o.name, Source: src, Logger: logger,
+		Upstream:       servername.Identify(o.command, o.url).Describe(),
+		UpstreamDigest: servername.Digest(o.command, o.url),
+	}
+	if list, err := runstatus.List(dir, nil); err == nil {
+		for _, other := range runstatus.NameClashes(list, o.name, p.UpstreamDigest) {
+			logger.Warn("another running sidecar uses this --name for a different server; they share tool approvals and toggles, so give each its own --name",
+				"other_pid", other.PID, "other_upstream", other.Upstream, "upstream", p.Upstream)
+		}
+	}
+	return runstatus.StartPublisher(ctx, p)
 }

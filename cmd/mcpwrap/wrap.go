@@ -8,18 +8,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/auth"
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/desktop"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
-	"github.com/mcpwrap/mcpwrap/internal/runstatus"
+	"github.com/mcpwrap/mcpwrap/internal/servername"
 	"github.com/mcpwrap/mcpwrap/internal/state"
 	"github.com/mcpwrap/mcpwrap/internal/upstream"
 	"github.com/mcpwrap/mcpwrap/middleware"
@@ -34,6 +34,7 @@ Usage:
   mcpwrap [flags] --url URL              wrap a remote (streamable HTTP or SSE) server
   mcpwrap --listen ADDR [flags] -- COMMAND [ARGS...]   serve it over streamable HTTP at http://ADDR/mcp (also with --url)
   mcpwrap tools list|enable|disable|approve|diff ...   which tools may be called (see mcpwrap tools --help)
+  mcpwrap login|logout NAME [--url URL]  sign in to (or forget) a remote server that asks for it (OAuth)
   mcpwrap install|uninstall [--client C]  wrap (or unwrap) the servers of Claude Desktop, Claude Code, Cursor
   mcpwrap doctor [--client C] [SERVER...] load each configured server once; a classified table with fix hints
   mcpwrap status                         what the running sidecars are doing
@@ -72,6 +73,8 @@ type wrapOptions struct {
 	log           logOptions
 	command       []string
 	listen        listenOptions // --listen and its companions: serve HTTP instead of stdio
+	oauth         oauthFlags    // --oauth-*: how a --url server is signed in to
+	signIn        *auth.Client  // the --url server's OAuth client; nil: none
 	// env is what the client adds to mcpwrap's environment for this server
 	// (its config entry's env), shadowing mcpwrap's own. The wrap command
 	// already runs with it; doctor, which reads client configs, sets it.
@@ -102,6 +105,7 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr")
 	o.listen.addFlags(fs)
+	o.oauth.add(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -121,35 +125,9 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 		return o, err
 	}
 	if o.name == "" {
-		o.name = deriveName(o.command, o.url)
+		o.name = servername.Derive(o.command, o.url)
 	}
 	return o, nil
-}
-
-// deriveName names a server after its command (the npm package or script
-// it runs, else the program itself) or its URL's host.
-func deriveName(command []string, rawURL string) string {
-	if rawURL != "" {
-		if u, err := url.Parse(rawURL); err == nil && u.Hostname() != "" {
-			return u.Hostname()
-		}
-		return "remote"
-	}
-	name := filepath.Base(command[0])
-	switch strings.TrimSuffix(name, filepath.Ext(name)) {
-	case "npx", "uvx", "node", "python", "python3", "bunx", "deno", "pnpm", "docker":
-		for _, a := range command[1:] {
-			if !strings.HasPrefix(a, "-") && a != "run" && a != "dlx" {
-				name = filepath.Base(a)
-				break
-			}
-		}
-	}
-	name = strings.TrimPrefix(strings.TrimSuffix(name, filepath.Ext(name)), "server-")
-	if name == "" {
-		return "server"
-	}
-	return name
 }
 
 func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -183,16 +161,32 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if o.listen.addr != "" {
 		return runListen(ctx, o, srv, tools, stderr, logger, base)
 	}
+	if o.url != "" {
+		if o.signIn, err = signIn(o, srv, stderr, logger, true); err != nil {
+			logger.Error("bad configuration", "error", err)
+			return exitUsage
+		}
+		defer o.signIn.Close()
+	}
 	dial, err := dialer(o, srv, stderr, logger)
 	if err != nil {
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
 	}
 	session := newSession(o, srv, tools, dial, base)
+	if o.signIn != nil {
+		// A sign-in finished (in any process): load the server again.
+		var watching sync.WaitGroup
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		watching.Go(func() { o.signIn.Watch(watchCtx, 0, session.Retry) })
+		defer watching.Wait()
+		defer stopWatch()
+	}
 	session.Client = middleware.NewStreamConn(stdin, stdout, nil, srv.MaxLineBytes)
 	session.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
 	go tools.Watch(ctx, session.ReevaluateTools)
-	stopStatus := runstatus.Start(ctx, runstatus.Dir(stateDir(o)), o.name, session, logger)
+	defer watchConfig(ctx, o, tools, session.ReevaluateTools, logger)()
+	stopStatus := publishStatus(ctx, o, session, logger)
 	defer stopStatus()
 	logger.Info("relaying", "upstream", upstreamDesc(o))
 	err = session.Run(ctx)
@@ -229,13 +223,16 @@ func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middlew
 }
 
 // loadPolicy reads the config and the state store and returns the server's
-// effective settings (flags applied) and its tool gate.
+// effective settings (flags applied) and its tool gate. A config file that
+// cannot be used is not an error here: the gate then locks every tool and
+// says why (see policyFor), and the server runs with the built-in settings.
 func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config.Server, *gate.Gate, error) {
-	file, err := config.Open(o.configPath, os.Getenv)
+	allow, err := policy.ParseAllowList(o.allowTools)
 	if err != nil {
-		return config.Server{}, nil, err
+		return config.Server{}, nil, fmt.Errorf("--allow-tools: %w", err)
 	}
-	srv := file.Server(o.name)
+	file, fileErr := config.Open(o.configPath, os.Getenv)
+	srv := file.Server(o.name) // the built-in settings when file is nil
 	if o.discoveryTool != "" {
 		srv.DiscoveryTool = o.discoveryTool
 	}
@@ -253,24 +250,11 @@ func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config
 	if o.readyTimeout > 0 {
 		srv.ReadyTimeout = o.readyTimeout
 	}
-	allow, err := policy.ParseAllowList(o.allowTools)
-	if err != nil {
-		return srv, nil, fmt.Errorf("--allow-tools: %w", err)
-	}
-	eval, err := policy.NewEvaluator(policy.Options{
-		ServerDisabled: !srv.Enabled,
-		Rules:          srv.Tools,
-		Allow:          allow,
-		Approval:       srv.Approval,
-	})
-	if err != nil {
-		return srv, nil, fmt.Errorf("%s: servers.%s: %w", file.Path, o.name, err)
-	}
 	dir, err := config.StateDir(o.stateDir, os.Getenv)
 	if err != nil {
 		return srv, nil, err
 	}
-	g := gate.New(o.name, eval, state.Open(dir, logger), logger)
+	g := gate.New(o.name, policyFor(file, fileErr, o.name, allow, logger), state.Open(dir, logger), logger)
 	g.Reload(ctx)
 	return srv, g, nil
 }
@@ -298,6 +282,9 @@ func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 			return nil, err
 		}
 		remote := upstream.Remote{URL: endpoint, Header: header, Logger: logger, MaxMessageBytes: srv.MaxLineBytes}
+		if o.signIn != nil {
+			remote.WrapTransport = o.signIn.WrapTransport
+		}
 		return func(ctx context.Context) (middleware.Conn, error) {
 			return upstream.DialRemote(ctx, remote)
 		}, nil

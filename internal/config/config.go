@@ -104,6 +104,8 @@ type Server struct {
 	Discovery DiscoveryMode
 	// MaxLineBytes is the largest JSON-RPC line relayed (`max_line_bytes`).
 	MaxLineBytes int
+	// OAuth is how mcpwrap signs in to a remote server (`oauth`).
+	OAuth OAuth
 }
 
 // Default returns the built-in configuration of a server the file does not
@@ -223,6 +225,7 @@ type layer struct {
 	discoveryTool *string
 	discovery     *DiscoveryMode
 	maxLineBytes  *int
+	oauth         oauthLayer
 }
 
 type retryLayer struct {
@@ -248,6 +251,7 @@ func (l *layer) applyTo(s *Server) {
 	set(&s.DiscoveryTool, l.discoveryTool)
 	set(&s.Discovery, l.discovery)
 	set(&s.MaxLineBytes, l.maxLineBytes)
+	l.oauth.applyTo(&s.OAuth)
 }
 
 func set[T any](dst, src *T) {

@@ -103,3 +103,20 @@ func ShellWord(name string) string {
 	}
 	return "'" + strings.ReplaceAll(name, "'", `'\''`) + "'"
 }
+
+// ConfigErrorRemediation is the remediation of every tool while the
+// operator's config cannot be used: err, which names the file and where in
+// it the problem is, and the promise that fixing it is enough.
+func ConfigErrorRemediation(err error) string {
+	return "mcpwrap's config file has an error: " + err.Error() + "; fix it and the tools will appear."
+}
+
+// ConfigErrorRejection is the text a tools/call is answered with while the
+// operator's config cannot be used (see ConfigErrorRemediation).
+func ConfigErrorRejection(err error, discoveryTool string) string {
+	if discoveryTool == "" {
+		discoveryTool = DefaultDiscoveryTool
+	}
+	return NotCallable + " " + ConfigErrorRemediation(err) +
+		" Call " + discoveryTool + " with include_disabled:true to see locked tools and remediation."
+}

@@ -46,10 +46,16 @@ func Dir(stateDir string) string { return filepath.Join(stateDir, DirName) }
 
 // Status is what one running sidecar publishes about itself.
 type Status struct {
-	Server    string    `json:"server"`
-	PID       int       `json:"pid"`
-	StartedAt time.Time `json:"started_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Server string `json:"server"`
+	PID    int    `json:"pid"`
+	// Upstream describes the wrapped server without secrets, as
+	// "npx @modelcontextprotocol/server-filesystem" or "https://host".
+	Upstream string `json:"upstream,omitempty"`
+	// UpstreamDigest fingerprints the whole command line or URL, so that
+	// two sidecars can tell whether they wrap the same server.
+	UpstreamDigest string    `json:"upstream_digest,omitempty"`
+	StartedAt      time.Time `json:"started_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
 	// Status is the upstream's load class: "available", "transient",
 	// "permanent" or "denied".
 	Status string `json:"status"`
@@ -115,6 +121,8 @@ type Publisher struct {
 	Dir    string // the status directory; see [Dir]
 	Server string // the server's --name
 	Source Source
+	// Upstream and UpstreamDigest are published as they are; see Status.
+	Upstream, UpstreamDigest string
 	// PID names the file and is published; zero means os.Getpid().
 	PID int
 	// Interval is how often Source is read; zero means [DefaultInterval].
@@ -173,6 +181,7 @@ func (p *Publisher) Run(ctx context.Context) {
 	for {
 		cur := snapshot(p.Source)
 		cur.Server, cur.PID, cur.StartedAt = p.Server, p.pid(), started
+		cur.Upstream, cur.UpstreamDigest = p.Upstream, p.UpstreamDigest
 		now := p.now().UTC()
 		if !written || !sameState(cur, last) || now.Sub(last.UpdatedAt) >= refresh {
 			cur.UpdatedAt = now
@@ -209,9 +218,13 @@ const tempInfix = ".tmp-"
 // or stop is called. stop returns once the status file is removed, so that
 // a sidecar can call it right before it exits.
 func Start(ctx context.Context, dir, server string, src Source, logger *slog.Logger) (stop func()) {
+	return StartPublisher(ctx, &Publisher{Dir: dir, Server: server, Source: src, Logger: logger})
+}
+
+// StartPublisher runs p in the background as [Start] does.
+func StartPublisher(ctx context.Context, p *Publisher) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	p := &Publisher{Dir: dir, Server: server, Source: src, Logger: logger}
 	go func() {
 		defer close(done)
 		p.Run(ctx)
@@ -266,6 +279,19 @@ func List(dir string, alive func(pid int) bool) ([]Status, error) {
 		return cmp.Or(strings.Compare(a.Server, b.Server), cmp.Compare(a.PID, b.PID))
 	})
 	return out, nil
+}
+
+// NameClashes returns the running sidecars in list that use server's name
+// for another upstream than the one digest fingerprints. Sidecars that
+// published no digest are left out: nothing says they differ.
+func NameClashes(list []Status, server, digest string) []Status {
+	var out []Status
+	for _, s := range list {
+		if s.Server == server && s.UpstreamDigest != "" && s.UpstreamDigest != digest {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // parseName reads the pid out of a status file's name, <pid>.json, or out
