@@ -3,6 +3,8 @@ package middleware
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,8 +34,10 @@ const (
 )
 
 // ownIDPrefix starts the id of every request the sidecar sends itself. Its
-// ids are JSON strings with this prefix; a client request using the prefix
-// is refused, so the two id spaces never collide.
+// ids are JSON strings "mcpwrap-NONCE-SEQ", where NONCE is random per
+// Session: a client request using this Session's "mcpwrap-NONCE-" is
+// refused, so the two id spaces never collide, while the ids of another
+// mcpwrap in front of this one (whose nonce differs) pass like any other.
 const ownIDPrefix = "mcpwrap-"
 
 // ErrNotReady is returned by [Session.Call] while no upstream is ready.
@@ -110,10 +114,11 @@ type Session struct {
 	// afterFunc arms the ready timeout; tests replace time.AfterFunc.
 	afterFunc func(time.Duration, func()) interface{ Stop() bool }
 
-	once sync.Once
-	log  *slog.Logger
-	seq  atomic.Uint64
-	kick chan struct{} // wakes the supervisor for a reconnect on use
+	once  sync.Once
+	log   *slog.Logger
+	ownID string // this Session's own-id prefix: ownIDPrefix, its nonce and "-"
+	seq   atomic.Uint64
+	kick  chan struct{} // wakes the supervisor for a reconnect on use
 
 	mu         sync.Mutex
 	ctx        context.Context // Run's, for the sidecar's own background requests
@@ -209,6 +214,7 @@ func (s *Session) init() {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.ownID = newOwnIDPrefix()
 	s.reqs = make(map[string]inflight)
 	s.own = make(map[string]*ownCall)
 	s.subs = make(map[string]struct{})
@@ -429,8 +435,8 @@ func (s *Session) pumpClient(ctx context.Context) error {
 }
 
 func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Envelope) {
-	if isOwnID(env.ID) {
-		s.replyError(env.ID, codeInvalidRequest, "Invalid Request: ids starting with "+strconv.Quote(ownIDPrefix)+" are reserved by mcpwrap")
+	if s.isOwnID(env.ID) {
+		s.replyError(env.ID, codeInvalidRequest, s.errOwnID())
 		return
 	}
 	switch env.Method {
@@ -593,8 +599,8 @@ func (s *Session) clientBatch(msg []byte) {
 			reason = "mcpwrap does not relay " + env.Method + " inside a batch; send it on its own"
 		}
 		if env.Kind == framing.Request {
-			if isOwnID(env.ID) && reason == "" {
-				reason = "Invalid Request: ids starting with " + strconv.Quote(ownIDPrefix) + " are reserved by mcpwrap"
+			if s.isOwnID(env.ID) && reason == "" {
+				reason = s.errOwnID()
 			}
 			reqs = append(reqs, env)
 		}
@@ -666,7 +672,7 @@ func (s *Session) pumpUpstream(l *link) {
 				case env.ID == nil:
 				case env.Method != "": // the upstream's own request: it must not wait forever
 					s.writeUpstream(l, errorResponse(env.ID, codeInternalError, fmt.Sprintf("the request of %d bytes exceeds the %d-byte message limit of mcpwrap (max_line_bytes); dropped", e.Size, e.Limit), nil))
-				case isOwnID(env.ID):
+				case s.isOwnID(env.ID):
 					s.deliverOwnReply(env.ID, ownReply{err: errors.New(reason)})
 				case s.untrack(env.ID) != "":
 					s.replyError(env.ID, codeInternalError, reason)
@@ -689,7 +695,7 @@ func (s *Session) pumpUpstream(l *link) {
 		}
 		switch env.Kind {
 		case framing.Response:
-			if isOwnID(env.ID) {
+			if s.isOwnID(env.ID) {
 				s.deliverOwn(msg, env, err)
 				continue
 			}
@@ -777,7 +783,7 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 		}
 		switch env.Kind {
 		case framing.Response:
-			if isOwnID(env.ID) {
+			if s.isOwnID(env.ID) {
 				s.deliverOwn(e, env, err)
 				changed = true
 				continue
@@ -907,7 +913,7 @@ func (s *Session) Call(ctx context.Context, method string, params any) (json.Raw
 // request sends an own request on link l and waits for the reply, the
 // link's death or ctx.
 func (s *Session) request(ctx context.Context, l *link, method string, params any) ownReply {
-	id := strconv.Quote(ownIDPrefix + strconv.FormatUint(s.seq.Add(1), 10))
+	id := strconv.Quote(s.ownID + strconv.FormatUint(s.seq.Add(1), 10))
 	var rawParams json.RawMessage
 	switch p := params.(type) {
 	case nil:
@@ -990,10 +996,24 @@ func (s *Session) deliverOwnReply(id []byte, r ownReply) {
 	}
 }
 
-// isOwnID reports whether id is in the sidecar's own id space, however it
+// isOwnID reports whether id is in this Session's own id space, however it
 // is spelled.
-func isOwnID(id []byte) bool {
-	return strings.HasPrefix(framing.IDKey(id), "s"+ownIDPrefix)
+func (s *Session) isOwnID(id []byte) bool {
+	return strings.HasPrefix(framing.IDKey(id), "s"+s.ownID)
+}
+
+// errOwnID is why a client request using the own id space is refused.
+func (s *Session) errOwnID() string {
+	return "Invalid Request: ids starting with " + strconv.Quote(s.ownID) + " are reserved by this mcpwrap"
+}
+
+// newOwnIDPrefix returns a fresh own-id prefix: ownIDPrefix, a random
+// nonce and "-". Two Sessions (such as two mcpwraps in a chain) get
+// different ones, so neither refuses the other's requests.
+func newOwnIDPrefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return ownIDPrefix + base64.RawURLEncoding.EncodeToString(b[:]) + "-"
 }
 
 // printable shortens a stray line for a log record.
