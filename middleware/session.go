@@ -110,8 +110,16 @@ type Session struct {
 	// DrainTimeout bounds the wait for in-flight requests when the client
 	// goes away or Run's context is done. Zero means [DefaultDrainTimeout].
 	DrainTimeout time.Duration
+	// CallTimeout bounds the wait for the upstream's answer to a client
+	// request. Past it the sidecar answers the request itself (an isError
+	// result for tools/call, a JSON-RPC error otherwise), sends the upstream
+	// notifications/cancelled for it and frees its id; a late answer is
+	// dropped. A progress notification from the upstream for the request
+	// (its _meta.progressToken) restarts the bound. Zero means no bound.
+	CallTimeout time.Duration
 
-	// afterFunc arms the ready timeout; tests replace time.AfterFunc.
+	// afterFunc arms the ready timeout and the call timeouts; tests replace
+	// time.AfterFunc.
 	afterFunc func(time.Duration, func()) interface{ Stop() bool }
 
 	once  sync.Once
@@ -125,15 +133,19 @@ type Session struct {
 	up         *link           // the current upstream connection, nil between connections
 	status     resilience.Outcome
 	hs         Handshake
-	hsVer      int                 // counts the client's handshake requests
-	hsChanged  chan struct{}       // closed and replaced on each client handshake
-	waiters    []*hsWaiter         // client handshakes awaiting an answer
-	clientView int                 // what the client last learned of availability (view*)
-	reqs       map[string]inflight // the client's requests in flight, by framing.IDKey
-	idle       chan struct{}       // closed while reqs is empty
-	own        map[string]*ownCall // the sidecar's own requests in flight, by framing.IDKey
-	logLevel   json.RawMessage     // the client's last logging/setLevel params
-	subs       map[string]struct{} // URIs the client subscribed to
+	hsVer      int                  // counts the client's handshake requests
+	hsChanged  chan struct{}        // closed and replaced on each client handshake
+	waiters    []*hsWaiter          // client handshakes awaiting an answer
+	clientView int                  // what the client last learned of availability (view*)
+	reqs       map[string]*inflight // the client's requests in flight, by framing.IDKey
+	idle       chan struct{}        // closed while reqs is empty
+	ended      map[string]ended     // requests ended before the upstream answered them, by framing.IDKey
+	progress   map[string]string    // progress token's framing.IDKey -> key in reqs, with CallTimeout
+	timers     int                  // call timers armed or running
+	timersIdle chan struct{}        // closed while timers is zero
+	own        map[string]*ownCall  // the sidecar's own requests in flight, by framing.IDKey
+	logLevel   json.RawMessage      // the client's last logging/setLevel params
+	subs       map[string]struct{}  // URIs the client subscribed to
 
 	// Tool catalog state.
 	catalog      []json.RawMessage
@@ -160,9 +172,15 @@ type Session struct {
 // inflight is a client request forwarded to the upstream and not yet
 // answered.
 type inflight struct {
-	id     []byte // as the client sent it
-	method string
-	link   *link // the connection it was written to
+	id       []byte // as the client sent it
+	key      string // framing.IDKey(id)
+	method   string
+	link     *link  // the connection it was written to
+	progress string // framing.IDKey of its _meta.progressToken; "" when none
+	// With CallTimeout: the timer armed for it, and a count of the timers
+	// armed, so that a superseded one that fires anyway does nothing.
+	timer interface{ Stop() bool }
+	armed int
 }
 
 // link is one connection to the upstream, from dial to death.
@@ -215,7 +233,11 @@ func (s *Session) init() {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.ownID = newOwnIDPrefix()
-	s.reqs = make(map[string]inflight)
+	s.reqs = make(map[string]*inflight)
+	s.ended = make(map[string]ended)
+	s.progress = make(map[string]string)
+	s.timersIdle = make(chan struct{})
+	close(s.timersIdle)
 	s.own = make(map[string]*ownCall)
 	s.subs = make(map[string]struct{})
 	s.hsChanged = make(chan struct{})
@@ -281,6 +303,7 @@ func (s *Session) Run(ctx context.Context) error {
 	gating := s.gatingIdle
 	s.mu.Unlock()
 	s.awaitWriters(gating)
+	s.awaitWriters(s.stopCallTimers())
 	for _, w := range s.takeWaiters("") { // stop their ready timers
 		w.once.Do(func() { close(w.done) })
 	}
@@ -512,6 +535,9 @@ func (s *Session) clientNotification(msg []byte, env framing.Envelope) {
 		s.log.Warn("tools/call sent as a notification; dropped")
 		return
 	}
+	if env.Method == "notifications/cancelled" {
+		s.clientCancelled(env.Params)
+	}
 	s.forward(msg)
 }
 
@@ -674,8 +700,10 @@ func (s *Session) pumpUpstream(l *link) {
 					s.writeUpstream(l, errorResponse(env.ID, codeInternalError, fmt.Sprintf("the request of %d bytes exceeds the %d-byte message limit of mcpwrap (max_line_bytes); dropped", e.Size, e.Limit), nil))
 				case s.isOwnID(env.ID):
 					s.deliverOwnReply(env.ID, ownReply{err: errors.New(reason)})
-				case s.untrack(env.ID) != "":
-					s.replyError(env.ID, codeInternalError, reason)
+				default:
+					if method, late := s.answered(env.ID); method != "" && !late {
+						s.replyError(env.ID, codeInternalError, reason)
+					}
 				}
 				continue
 			}
@@ -699,7 +727,12 @@ func (s *Session) pumpUpstream(l *link) {
 				s.deliverOwn(msg, env, err)
 				continue
 			}
-			switch method := s.untrack(env.ID); {
+			method, late := s.answered(env.ID)
+			if late {
+				s.log.Debug("dropping the upstream's late answer to a request that timed out", "id", string(env.ID))
+				continue
+			}
+			switch {
 			case method != "tools/list" || s.Tools == nil:
 			case ambiguous:
 				// Which result the client reads is unknown: it cannot be filtered.
@@ -716,8 +749,11 @@ func (s *Session) pumpUpstream(l *link) {
 				continue
 			}
 		case framing.Notification:
-			if env.Method == "notifications/tools/list_changed" {
+			switch env.Method {
+			case "notifications/tools/list_changed":
 				s.refreshLater()
+			case "notifications/progress":
+				s.progressed(env.Params)
 			}
 		}
 		if err := s.Client.WriteMessage(msg); err != nil {
@@ -788,7 +824,12 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 				changed = true
 				continue
 			}
-			switch method := s.untrack(env.ID); {
+			method, late := s.answered(env.ID)
+			if late {
+				changed = true
+				continue
+			}
+			switch {
 			case method != "tools/list" || s.Tools == nil:
 			case ambiguous:
 				e, changed = errorResponse(env.ID, codeInternalError, "the upstream's tools/list response is ambiguous; refused: "+err.Error(), nil), true
@@ -823,10 +864,14 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 // are matched to requests by id, so it must be unique.
 func (s *Session) trackReady(envs ...framing.Envelope) (l *link, inUse bool) {
 	keys := make([]string, len(envs))
+	tokens := make([]string, len(envs))
 	for i, env := range envs {
 		keys[i] = framing.IDKey(env.ID)
 		if slices.Contains(keys[:i], keys[i]) {
 			inUse = true
+		}
+		if s.CallTimeout > 0 {
+			tokens[i] = progressToken(env.Params)
 		}
 	}
 	s.mu.Lock()
@@ -847,7 +892,13 @@ func (s *Session) trackReady(envs ...framing.Envelope) (l *link, inUse bool) {
 		if len(s.reqs) == 0 {
 			s.idle = make(chan struct{})
 		}
-		s.reqs[keys[i]] = inflight{id: bytes.Clone(env.ID), method: env.Method, link: l}
+		r := &inflight{id: bytes.Clone(env.ID), key: keys[i], method: env.Method, link: l, progress: tokens[i]}
+		s.reqs[keys[i]] = r
+		delete(s.ended, keys[i]) // a reused id: an answer now is the new request's
+		if r.progress != "" {
+			s.progress[r.progress] = r.key
+		}
+		s.armLocked(r)
 	}
 	return l, false
 }
@@ -865,11 +916,21 @@ func (s *Session) untrack(id []byte) string {
 	if !ok {
 		return ""
 	}
-	delete(s.reqs, key)
+	s.untrackLocked(r)
+	return r.method
+}
+
+// untrackLocked forgets in-flight request r and stops its timer; s.mu
+// must be held.
+func (s *Session) untrackLocked(r *inflight) {
+	delete(s.reqs, r.key)
+	if r.progress != "" && s.progress[r.progress] == r.key {
+		delete(s.progress, r.progress)
+	}
+	s.disarmLocked(r)
 	if len(s.reqs) == 0 {
 		close(s.idle)
 	}
-	return r.method
 }
 
 func (s *Session) inflight() int {
@@ -887,6 +948,11 @@ func (s *Session) failInflight(l *link, reason string) {
 	for _, r := range s.reqs {
 		if r.link == l {
 			ids = append(ids, r.id)
+		}
+	}
+	for key, e := range s.ended {
+		if e.link == l {
+			delete(s.ended, key) // l will never answer them
 		}
 	}
 	s.mu.Unlock()

@@ -42,7 +42,9 @@ type harness struct {
 	cancel     context.CancelFunc
 }
 
-func start(t *testing.T, maxLine int) *harness {
+// start runs a Session (set up further by each of configure) between a
+// client and an upstream peer, through the handshake.
+func start(t *testing.T, maxLine int, configure ...func(*Session)) *harness {
 	t.Helper()
 	h := &harness{logs: &syncBuffer{}, done: make(chan error, 1)}
 	var clientConn, upConn Conn
@@ -50,6 +52,9 @@ func start(t *testing.T, maxLine int) *harness {
 	h.up, upConn = newPeer(t, maxLine)
 	h.session = &Session{Name: "fixture", Client: clientConn, Dial: dialOnce(upConn),
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	for _, c := range configure {
+		c(h.session)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.session.Run(ctx) }()
