@@ -217,11 +217,18 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 		var rpcErr *RPCError
 		switch {
 		case errors.As(r.err, &rpcErr):
-			s.resolveWaiters(hs.Method, r.msg)
 			if hs.Method == "server/discover" {
+				s.resolveWaiters(hs.Method, r.msg)
 				continue // the client falls back to initialize; wait for it
 			}
-			return &resilience.RPCError{Code: rpcErr.Code, Message: rpcErr.Message}
+			err := &resilience.RPCError{Code: rpcErr.Code, Message: rpcErr.Message}
+			if c := s.Retrier.Classifier.Classify(err); !c.Class.Retryable() {
+				// Published before the client learns of the failure, so that
+				// a call it sends next is told this class, not "starting up".
+				s.setStatus(resilience.Outcome{Class: c.Class, Err: c, Attempts: attempt})
+			}
+			s.resolveWaiters(hs.Method, r.msg)
+			return err
 		case r.err != nil:
 			select {
 			case <-l.dead:
