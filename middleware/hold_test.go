@@ -369,3 +369,26 @@ func TestRestartWaitersCountAgainstTheBounds(t *testing.T) {
 	require.NotNil(t, r.Error)
 	assert.Equal(t, "too_many_waiting", r.Error.Data["status"])
 }
+
+// stuckTimer is a backoff.Timer that never fires: a restart stays in its
+// delay.
+type stuckTimer struct{}
+
+func (stuckTimer) Start(time.Duration) {}
+func (stuckTimer) Stop()               {}
+func (stuckTimer) C() <-chan time.Time { return nil }
+func newStuckTimer() backoff.Timer     { return stuckTimer{} }
+
+// TestCrashStatusNamesTheRestart: from the crash on, before the restart's
+// first attempt begins, the status says which restart is under way and
+// counts the attempt it is waiting to make, never zero.
+func TestCrashStatusNamesTheRestart(t *testing.T) {
+	h := startRestartable(t, nil, func(s *Session) { s.Retrier.NewTimer = newStuckTimer })
+	h.crash(t)
+	st := h.session.Status()
+	assert.Equal(t, resilience.Transient, st.Class)
+	assert.Equal(t, 1, st.Restart)
+	assert.Equal(t, 5, st.MaxRestarts)
+	assert.Positive(t, st.Attempts)
+	assert.Contains(t, st.Message(), "is restarting after a crash (restart 1 of 5, attempt 1, retrying in ")
+}
