@@ -106,6 +106,7 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 	s.mu.Lock()
 	if s.status.Class != resilience.Available {
 		s.status.Attempts = attempt // "attempt 1" while the first one runs
+		s.status.RetryIn = 0        // it runs now
 	}
 	s.mu.Unlock()
 	conn, err := s.Dial(ctx)
