@@ -30,7 +30,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// These tests hold mcpwrap to DESIGN §4 from the outside: real upstreams that fail in each
+// These tests hold mcpwrap to docs/DESIGN.md, Resilience, from the outside: real upstreams that fail in each
 // classified way (loopback HTTP servers answering with a status, closed ports, unresolvable
 // hosts, missing commands, children that exit or start slowly, children killed mid-call), and a
 // go-sdk client that must always get an answer it can act on.
@@ -53,7 +53,7 @@ const (
 	// shortReadyTimeout is the --ready-timeout of runs that wait for a transient upstream.
 	shortReadyTimeout = time.Second
 	// handshakeSlack is how much later than its ready timeout a degraded handshake may arrive,
-	// starting mcpwrap included: DESIGN §4 sets the ready timeout below the ~60 s clients wait,
+	// starting mcpwrap included: the ready timeout stays below the ~60 s clients wait,
 	// so the client must not wait much longer than it.
 	handshakeSlack = time.Second
 	// pollEvery is the tick of bounded polls (require.Eventually).
@@ -171,7 +171,8 @@ type loadFailure struct {
 	says []string
 }
 
-// loadFailures are the failure kinds of DESIGN §4's table that a test can provoke on loopback.
+// loadFailures are the failure kinds of the classification table (docs/DESIGN.md, Resilience)
+// that a test can provoke on loopback.
 // Each call returns fresh upstreams (the counters are per call).
 func loadFailures() []loadFailure {
 	denied, gateway, notFound := &atomic.Int32{}, &atomic.Int32{}, &atomic.Int32{}

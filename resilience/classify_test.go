@@ -41,7 +41,8 @@ func dialErr(errno error) error {
 	}}
 }
 
-// TestClassify covers every row of the DESIGN §4 table, and that wrapped
+// TestClassify covers every row of the classification table (docs/DESIGN.md,
+// Resilience), and that wrapped
 // errors are found through errors.Is/As.
 func TestClassify(t *testing.T) {
 	retryRefused := resilience.Classifier{RetryRefused: true}
