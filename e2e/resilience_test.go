@@ -225,15 +225,16 @@ func loadFailures() []loadFailure {
 			name:     "command not found is permanent",
 			upstream: func(*testing.T) []string { return []string{"--", "mcpwrap-e2e-no-such-command"} },
 			class:    "permanent", attempts: 1,
-			says: []string{"failed to load", `cannot start "mcpwrap-e2e-no-such-command": command not found`, "Use a full path", "minimal PATH"},
+			says: []string{"failed to load", `cannot start "mcpwrap-e2e-no-such-command": command not found`, "is not installed"},
 		},
 		{
 			name: "exit before the handshake is permanent",
 			upstream: func(*testing.T) []string {
-				return []string{"--", mcpwrapPath, "demo-server", "--exit-code", "3", "--stderr", earlyExitStderr}
+				return []string{"--", mcpwrapPath, "demo-server", "--exit-code", "3", "--stderr", earlyExitOutput}
 			},
 			class: "permanent", attempts: 1,
-			says: []string{"failed to load", "exited with code 3", strconv.Quote(earlyExitStderr), "Run the command by hand"},
+			says: []string{"failed to load", "exited with code 3", "stderr: " + strconv.Quote(earlyExitStderr) + ".",
+				"Run it by hand to see why it exits: " + mcpwrapPath + " demo-server --exit-code 3 --stderr 'fatal: "},
 		},
 	}
 }
@@ -241,6 +242,10 @@ func loadFailures() []loadFailure {
 // earlyExitStderr is what the upstream that exits during start-up prints: no transient or
 // denial signature, so the exit stays permanent.
 const earlyExitStderr = "fatal: no database configured in /srv/demo/settings.toml"
+
+// earlyExitOutput is all it prints: the line that explains the exit, then lines that do not
+// (a config dump's tail and npm's update notice), which the agent must not be shown instead.
+const earlyExitOutput = earlyExitStderr + "\nconfig was {\n  port: 9443\n}\nnpm notice New major version of npm available! 10.8.2 -> 11.0.0"
 
 // readyTimeoutFor returns the --ready-timeout of a run whose upstream fails with class: short
 // for transient failures, which the handshake waits out, long for the others, which it must not.

@@ -276,11 +276,21 @@ func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 	return func(ctx context.Context) (middleware.Conn, error) {
 		child, err := upstream.StartStdio(ctx, programs.Command(ctx, cmd), srv.MaxLineBytes)
 		if err != nil {
-			return nil, err
+			return nil, notInstalled(ctx, programs, cmd.Path, err)
 		}
 		logger.Info("server started", "pid", child.Pid())
 		return child, nil
 	}, nil
+}
+
+// notInstalled marks a failure to start program as "not installed" when
+// it is on neither mcpwrap's PATH nor the login shell's, so that the
+// agent is not told to use a full path to a program that is nowhere.
+func notInstalled(ctx context.Context, programs *desktop.Resolver, program string, err error) error {
+	if spawn, ok := errors.AsType[*resilience.SpawnError](err); ok && programs.NotInstalled(ctx, program) {
+		spawn.NotInstalled = true
+	}
+	return err
 }
 
 // retryPolicy converts the config's retry settings.

@@ -21,6 +21,7 @@ const TerminateGrace = 500 * time.Millisecond
 // ReadMessage must be called from one goroutine at a time; WriteMessage and
 // Close are safe for concurrent use.
 type Stdio struct {
+	argv []string // the command line, for the "run it by hand" hint
 	proc *Process
 	r    *framing.Reader
 	w    *framing.Writer
@@ -42,6 +43,7 @@ func StartStdio(ctx context.Context, c Command, maxMessageBytes int) (*Stdio, er
 		return nil, err
 	}
 	return &Stdio{
+		argv: append([]string{c.Path}, c.Args...),
 		proc: p,
 		r:    framing.NewReader(p.Stdout(), maxMessageBytes),
 		w:    framing.NewWriter(p.Stdin()),
@@ -64,7 +66,7 @@ func (s *Stdio) ReadMessage() ([]byte, error) {
 	}
 	<-s.proc.Done()
 	st, _ := s.proc.Exit()
-	return nil, &resilience.ExitError{Code: st.Code, Signal: st.Signal, Stderr: st.Stderr}
+	return nil, &resilience.ExitError{Code: st.Code, Signal: st.Signal, Stderr: st.Stderr, Command: s.argv}
 }
 
 // WriteMessage writes one message to the child's stdin.
