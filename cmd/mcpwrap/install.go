@@ -42,7 +42,6 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 		cmd, about = "uninstall", uninstallAbout
 	}
 	fs := flag.NewFlagSet("mcpwrap "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), installUsage, cmd, about, clientconfig.BackupSuffix)
 		fs.PrintDefaults()
@@ -52,20 +51,21 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 	var servers listFlag
 	fs.Var(&servers, "server", "only this server entry; repeatable (default: every entry)")
 	dryRun := fs.Bool("dry-run", false, "print the plan, write nothing")
-	logDir := fs.String("log-dir", "", `install: where each wrapped server logs, in <server>.log (default: <state dir>/logs; "none": to the client's own log of the server's stderr)`)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	logDir := new(string)
+	if !uninstall {
+		fs.StringVar(logDir, "log-dir", "", `where each wrapped server logs, in <server>.log (default: <state dir>/logs; "none": to the client's own log of the server's stderr)`)
+	}
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if errors.Is(err, errHelp) {
 			return exitOK
 		}
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap "+cmd, err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "mcpwrap %s: unexpected arguments %q (name servers with --server)\n", cmd, fs.Args())
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap "+cmd, fmt.Errorf("unexpected arguments %q (name servers with --server)", fs.Args()))
 	}
 	if (*path == "") == (*client == "") {
-		fmt.Fprintf(stderr, "mcpwrap %s: give either --client (claude-desktop, claude-code, cursor or all) or --config-path\n", cmd)
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap "+cmd, errors.New("give either --client (claude-desktop, claude-code, cursor or all) or --config-path"))
 	}
 	opts := clientconfig.Options{Servers: servers}
 	if !uninstall {

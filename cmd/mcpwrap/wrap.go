@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -34,9 +35,10 @@ Usage:
   mcpwrap tools list|enable|disable|approve|diff ...   which tools may be called (see mcpwrap tools --help)
   mcpwrap install|uninstall [--client C]  wrap (or unwrap) the servers of Claude Desktop, Claude Code, Cursor
   mcpwrap doctor [--client C] [SERVER...] load each configured server once; a classified table with fix hints
-  mcpwrap status                         what the running sidecars are doing
+  mcpwrap status                         what the running sidecars and --listen fronts are doing
   mcpwrap demo                           a narrated, self-contained showcase
-  mcpwrap version                        print the version
+  mcpwrap help [COMMAND]                 this help, or a command's
+  mcpwrap version | --version            the version and the commit it was built from
 
 Flags:
 `
@@ -76,10 +78,11 @@ type wrapOptions struct {
 	env map[string]string
 }
 
-func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
+// parseWrapFlags parses the wrap command's arguments. It prints the usage
+// on stdout when asked for it and then returns errHelp.
+func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 	var o wrapOptions
 	fs := flag.NewFlagSet("mcpwrap", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), wrapUsage)
 		fs.PrintDefaults()
@@ -100,7 +103,7 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr")
 	o.listen.addFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return o, err
 	}
 	o.command = fs.Args()
@@ -108,7 +111,6 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	case o.url != "" && len(o.command) > 0:
 		return o, errors.New("give either --url or a command after --, not both")
 	case o.url == "" && len(o.command) == 0:
-		fs.Usage()
 		return o, errors.New("no server: put its command after --, as in: mcpwrap -- npx -y @modelcontextprotocol/server-everything, or give --url")
 	case o.url == "" && (len(o.headers) > 0 || o.transport != ""):
 		return o, errors.New("--header and --transport go with --url")
@@ -118,6 +120,9 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	if err := o.listen.validate(); err != nil {
 		return o, err
 	}
+	if err := checkURL(o.url); err != nil {
+		return o, err
+	}
 	if o.name == "" {
 		o.name = servername.Derive(o.command, o.url)
 	}
@@ -125,13 +130,12 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 }
 
 func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	o, err := parseWrapFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	o, err := parseWrapFlags(args, stdout)
+	if errors.Is(err, errHelp) {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpwrap:", err)
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap", err)
 	}
 	logger, closer, err := newLogger(o.log, stderr)
 	if err != nil {
@@ -333,9 +337,21 @@ func childEnv(extra ...map[string]string) []string {
 	return env // nil: inherit
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+// checkURL refuses a --url that is no http or https URL, unless it names
+// an environment variable, which is checked once expanded.
+func checkURL(raw string) error {
+	if raw == "" || strings.Contains(raw, "${") {
+		return nil
 	}
-	return "(devel)"
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return errors.New("--url: not a URL; want http://HOST/... or https://HOST/...")
+	case u.Scheme != "http" && u.Scheme != "https":
+		// The URL itself is not repeated: it may hold credentials.
+		return fmt.Errorf("--url: scheme %q: want an http:// or https:// URL", u.Scheme)
+	case u.Host == "":
+		return errors.New("--url: no host; want http://HOST/... or https://HOST/...")
+	}
+	return nil
 }
