@@ -34,7 +34,7 @@ func TestCLI(t *testing.T) {
 		{name: "url without a scheme", args: []string{"--url", "localhost:8931/mcp"}, code: exitUsage,
 			stderr: `mcpwrap: --url: scheme "localhost": want an http:// or https:// URL`},
 		{name: "url without a host", args: []string{"--url", "https:///mcp"}, code: exitUsage,
-			stderr: "mcpwrap: --url: no host; want http://HOST/... or https://HOST/..."},
+			stderr: "mcpwrap: --url: no host; want http://HOST/PATH or https://HOST/PATH"},
 		{name: "no server", args: []string{"--name", "x"}, code: exitUsage,
 			stderr: "mcpwrap: no server: put its command after --, as in: mcpwrap -- npx -y @modelcontextprotocol/server-everything, or give --url"},
 		{name: "doctor bad duration", args: []string{"doctor", "--timeout", "10"}, code: exitUsage,

@@ -346,12 +346,12 @@ func checkURL(raw string) error {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		return errors.New("--url: not a URL; want http://HOST/... or https://HOST/...")
+		return errors.New("--url: not a URL; want http://HOST/PATH or https://HOST/PATH")
 	case u.Scheme != "http" && u.Scheme != "https":
 		// The URL itself is not repeated: it may hold credentials.
 		return fmt.Errorf("--url: scheme %q: want an http:// or https:// URL", u.Scheme)
 	case u.Host == "":
-		return errors.New("--url: no host; want http://HOST/... or https://HOST/...")
+		return errors.New("--url: no host; want http://HOST/PATH or https://HOST/PATH")
 	}
 	return nil
 }
