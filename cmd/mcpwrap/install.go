@@ -19,7 +19,8 @@ const installUsage = `Usage: mcpwrap %[1]s (--client C | --config-path FILE) [--
 
 %[2]s
 
-Every file written is backed up first, beside it (FILE%[3]s<time>).
+Every file written is backed up first, beside it (FILE%[3]s<time>,
+mode 0600: it may hold secrets); the 3 newest backups of each file are kept.
 Restart the client afterwards. Exit codes: 0 done, 1 a file could not be
 read or written (or a --server is in no file), 2 bad flags.
 

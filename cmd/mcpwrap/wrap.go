@@ -101,7 +101,7 @@ func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 	fs.IntVar(&o.maxLineBytes, "max-line-bytes", 0, "largest JSON-RPC message accepted, in bytes (default from config, else 64 MiB)")
 	fs.StringVar(&o.log.level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
-	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr")
+	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr; the server's stderr lines go to it too (tagged stream=stderr), as well as to stderr")
 	o.listen.addFlags(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return o, err
@@ -156,10 +156,11 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
 	}
+	childStderr := serverStderr(o.log, stderr, logger)
 	if o.listen.addr != "" {
-		return runListen(ctx, o, srv, tools, stderr, logger, base)
+		return runListen(ctx, o, srv, tools, childStderr, logger, base)
 	}
-	dial, err := dialer(o, srv, stderr, logger)
+	dial, err := dialer(o, srv, childStderr, logger)
 	if err != nil {
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
