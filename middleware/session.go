@@ -100,7 +100,7 @@ type Session struct {
 	// slow to start: it is not killed for being slow.
 	HandshakeTimeout time.Duration
 	// Retrier loads the upstream; nil means a zero [resilience.Retrier]
-	// (DESIGN §4 defaults).
+	// (its default policy: see docs/DESIGN.md, Resilience).
 	Retrier *resilience.Retrier
 	// CrashBudget bounds restarts after crashes; nil means 5 in 5 minutes.
 	CrashBudget *resilience.CrashBudget
