@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
@@ -60,7 +61,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		fresh, err := t.c.refresh(ctx, tok)
 		switch {
 		case errors.Is(err, ErrNoToken):
-			return nil, t.c.loginRequired(ch)
+			return t.afterLogin(req, ch)
 		case err != nil:
 			return nil, err
 		}
@@ -73,7 +74,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case resp.StatusCode == http.StatusUnauthorized && bearerChallenge(resp):
 		ch := newChallenge(req, resp)
 		discard(resp)
-		return nil, t.c.loginRequired(ch)
+		return t.afterLogin(req, ch)
 	case resp.StatusCode == http.StatusForbidden:
 		ch := newChallenge(req, resp)
 		if !ch.stepUp() || !t.stepUpAllowed(ch) {
@@ -82,7 +83,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		discard(resp)
 		if err := t.c.authorize(ctx, ch, t.c.Browser.Open); err != nil {
 			t.c.log.Warn("step-up sign-in failed", "error", safeReason(err))
-			return nil, t.c.loginRequired(ch)
+			_, denied := t.c.loginRequired(ch)
+			return nil, denied
 		}
 		fresh, err := t.c.accessToken(ctx)
 		if err != nil {
@@ -91,6 +93,31 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.resend(req, fresh)
 	}
 	return resp, nil
+}
+
+// afterLogin answers a request the server refused for want of a sign-in:
+// with the server's answer to it sent again, when a sign-in of this Client
+// completes within the grace period, else with the login-required error.
+func (t *transport) afterLogin(req *http.Request, ch challenge) (*http.Response, error) {
+	done, denied := t.c.loginRequired(ch)
+	if done == nil {
+		return nil, denied
+	}
+	timer := time.NewTimer(t.c.grace())
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		return nil, denied
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+	tok, err := t.c.accessToken(req.Context())
+	if err != nil {
+		_, denied = t.c.loginRequired(ch) // says how the sign-in ended
+		return nil, denied
+	}
+	return t.resend(req, tok)
 }
 
 // send sends req with tok (none when empty) on a copy of req.
