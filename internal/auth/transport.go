@@ -68,7 +68,6 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if resp, err = t.resend(req, fresh.AccessToken); err != nil {
 			return nil, err
 		}
-		tok = fresh.AccessToken
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized && bearerChallenge(resp):
