@@ -203,15 +203,12 @@ func discard(resp *http.Response) {
 // Login signs the user in in the foreground (mcpwrap login): it asks the
 // server for its challenge, then runs the flow, calling show with the
 // authorization URL (to print it) before opening the browser, if one may
-// be opened. It waits for the login lock while a sidecar's sign-in runs.
-// It returns ErrNotProtected when the server asks for no sign-in.
+// be opened. It does not wait for a sidecar's sign-in under way (the user
+// may have closed that tab): the first sign-in to complete is stored, and
+// every sidecar picks it up. It returns ErrNotProtected when the server
+// asks for no sign-in.
 func (c *Client) Login(ctx context.Context, show func(url string)) error {
 	c.setup()
-	unlock, err := c.Store.lock(ctx, lockName("login", c.ServerURL))
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	ch, err := c.probe(ctx)
 	if err != nil {
 		return err
