@@ -177,7 +177,11 @@ func (c *Client) State() (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	return Status{SignedIn: true, Expiry: t.Expiry, Refreshable: t.RefreshToken != "", Issuer: t.Issuer}, nil
+	return t.status(), nil
+}
+
+func (t Token) status() Status {
+	return Status{SignedIn: t.AccessToken != "", Expiry: t.Expiry, Refreshable: t.RefreshToken != "", Issuer: t.Issuer}
 }
 
 // Describe renders s for people: "signed in (expires in 52m)", "needs
