@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -181,6 +184,60 @@ func TestTerminationSignalDrainsInFlightCalls(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestListenTerminationSignalDrainsInFlightCalls: in --listen mode too, SIGTERM lets the calls
+// in flight get the upstream's real answers before the sessions' children are stopped.
+func TestListenTerminationSignalDrainsInFlightCalls(t *testing.T) {
+	t.Parallel()
+	const calls, sleepMS = 5, 300
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	srv := startListen(ctx, t, listenOptions{Name: "fixture"}, fixtureCommand(t, fixtureStubborn)...)
+	started := make(chan any, calls)
+	client := newClient(&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		started <- req.Params.ProgressToken
+	}})
+	cs, err := connectHTTP(ctx, t, client, &mcp.StreamableClientTransport{Endpoint: srv.URL})
+	require.NoError(t, err)
+	child := fixturePIDOf(ctx, t, cs)
+
+	answers := make(chan string, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			params := &mcp.CallToolParams{Name: fixtureSleepTool, Arguments: fixtureSleepArgs{MS: sleepMS}}
+			params.SetProgressToken(fmt.Sprintf("call-%d", i))
+			res, err := cs.CallTool(ctx, params)
+			switch {
+			case err != nil:
+				answers <- "error: " + err.Error()
+			case len(res.Content) != 1:
+				answers <- fmt.Sprintf("unexpected result: %+v", res)
+			default:
+				text, _ := res.Content[0].(*mcp.TextContent)
+				answers <- fmt.Sprintf("isError=%v %q", res.IsError, text.Text)
+			}
+		})
+	}
+	for range calls { // every call has reached the upstream
+		select {
+		case <-started:
+		case <-ctx.Done():
+			require.FailNow(t, "the calls did not start")
+		}
+	}
+
+	srv.Stop(t) // SIGTERM, then a clean exit
+	wg.Wait()
+	close(answers)
+	want := fmt.Sprintf("isError=false %q", fmt.Sprintf("slept %d ms", sleepMS))
+	var got []string
+	for a := range answers {
+		got = append(got, a)
+	}
+	assert.Equal(t, slices.Repeat([]string{want}, calls), got, "each call got the upstream's answer")
+	assert.True(t, waitExited(t, child, orphanGrace), "the session's child outlived mcpwrap's shutdown")
 }
 
 // startWrappedUpstream starts `mcpwrap -- upstream`, completes the handshake (so the upstream

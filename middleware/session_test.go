@@ -42,7 +42,9 @@ type harness struct {
 	cancel     context.CancelFunc
 }
 
-func start(t *testing.T, maxLine int) *harness {
+// start runs a Session (set up further by each of configure) between a
+// client and an upstream peer, through the handshake.
+func start(t *testing.T, maxLine int, configure ...func(*Session)) *harness {
 	t.Helper()
 	h := &harness{logs: &syncBuffer{}, done: make(chan error, 1)}
 	var clientConn, upConn Conn
@@ -50,6 +52,9 @@ func start(t *testing.T, maxLine int) *harness {
 	h.up, upConn = newPeer(t, maxLine)
 	h.session = &Session{Name: "fixture", Client: clientConn, Dial: dialOnce(upConn),
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	for _, c := range configure {
+		c(h.session)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.session.Run(ctx) }()
@@ -60,28 +65,37 @@ func start(t *testing.T, maxLine int) *harness {
 
 func TestSessionRejectsBadClientInput(t *testing.T) {
 	tests := []struct {
-		name     string
-		line     string
-		wantCode int
-		wantID   string
+		name        string
+		line        string
+		wantCode    int
+		wantID      string
+		wantRelayed bool
 	}{
 		{name: "not JSON", line: "hello there", wantCode: -32700, wantID: "null"},
 		{name: "truncated object", line: `{"jsonrpc":"2.0","id":1,"method":"ping"`, wantCode: -32700, wantID: "null"},
 		{name: "bad nested value", line: `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":tru}}`, wantCode: -32700, wantID: "null"},
 		{name: "neither request nor response", line: `{"jsonrpc":"2.0","id":4}`, wantCode: -32600, wantID: "4"},
-		{name: "reserved id prefix", line: `{"jsonrpc":"2.0","id":"mcpwrap-1","method":"ping"}`, wantCode: -32600, wantID: `"mcpwrap-1"`},
+		{name: "reserved id prefix", line: `{"jsonrpc":"2.0","id":"OWN1","method":"ping"}`, wantCode: -32600, wantID: `"OWN1"`},
+		{name: "another mcpwrap's own id passes", line: `{"jsonrpc":"2.0","id":"mcpwrap-x-1","method":"ping"}`, wantRelayed: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := start(t, 0)
-			h.client.send(tt.line + "\n")
+			own := strings.NewReplacer("OWN", h.session.ownID) // this Session's own-id prefix
+			h.client.send(own.Replace(tt.line) + "\n")
+			if tt.wantRelayed {
+				assert.Equal(t, tt.line, string(h.up.next()))
+				h.up.send(`{"jsonrpc":"2.0","id":"mcpwrap-x-1","result":{}}` + "\n")
+				assert.Equal(t, `{"jsonrpc":"2.0","id":"mcpwrap-x-1","result":{}}`, string(h.client.next()), "answered, not taken for an own reply")
+				return
+			}
 			var resp struct {
 				ID    json.RawMessage `json:"id"`
 				Error RPCError        `json:"error"`
 			}
 			require.NoError(t, json.Unmarshal(h.client.next(), &resp))
 			assert.Equal(t, tt.wantCode, resp.Error.Code)
-			assert.Equal(t, tt.wantID, string(resp.ID))
+			assert.Equal(t, own.Replace(tt.wantID), string(resp.ID))
 
 			// The session goes on: the next good message is relayed.
 			h.client.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n")

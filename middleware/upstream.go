@@ -106,6 +106,7 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 	s.mu.Lock()
 	if s.status.Class != resilience.Available {
 		s.status.Attempts = attempt // "attempt 1" while the first one runs
+		s.status.RetryIn = 0        // it runs now
 	}
 	s.mu.Unlock()
 	conn, err := s.Dial(ctx)
@@ -217,11 +218,18 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 		var rpcErr *RPCError
 		switch {
 		case errors.As(r.err, &rpcErr):
-			s.resolveWaiters(hs.Method, r.msg)
 			if hs.Method == "server/discover" {
+				s.resolveWaiters(hs.Method, r.msg)
 				continue // the client falls back to initialize; wait for it
 			}
-			return &resilience.RPCError{Code: rpcErr.Code, Message: rpcErr.Message}
+			err := &resilience.RPCError{Code: rpcErr.Code, Message: rpcErr.Message}
+			if c := s.Retrier.Classifier.Classify(err); !c.Class.Retryable() {
+				// Published before the client learns of the failure, so that
+				// a call it sends next is told this class, not "starting up".
+				s.setStatus(resilience.Outcome{Class: c.Class, Err: c, Attempts: attempt})
+			}
+			s.resolveWaiters(hs.Method, r.msg)
+			return err
 		case r.err != nil:
 			select {
 			case <-l.dead:

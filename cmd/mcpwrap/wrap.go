@@ -69,6 +69,7 @@ type wrapOptions struct {
 	transport     string
 	headers       headerFlags
 	readyTimeout  time.Duration
+	callTimeout   *time.Duration // nil: from config
 	maxLineBytes  int
 	log           logOptions
 	command       []string
@@ -100,6 +101,14 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	fs.StringVar(&o.transport, "transport", "", "the remote's transport as the client config named it (http or sse); a hint: mcpwrap detects it anyway")
 	fs.Var(&o.headers, "header", "'K: V' header for --url, repeatable; V may reference ${ENV}")
 	fs.DurationVar(&o.readyTimeout, "ready-timeout", 0, "how long the client's handshake waits for the server before mcpwrap answers it (default from config, else 30s)")
+	fs.Func("call-timeout", "answer and cancel a request the server has not answered within this duration; 0 means never (default from config, else 0)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("%q: want a duration such as 2m, or 0 for none", v)
+		}
+		o.callTimeout = &d
+		return nil
+	})
 	fs.IntVar(&o.maxLineBytes, "max-line-bytes", 0, "largest JSON-RPC message accepted, in bytes (default from config, else 64 MiB)")
 	fs.StringVar(&o.log.level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
@@ -210,6 +219,7 @@ func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middlew
 		DiscoveryTool: srv.DiscoveryTool,
 		Discovery:     string(srv.Discovery),
 		ReadyTimeout:  srv.ReadyTimeout,
+		CallTimeout:   srv.CallTimeout,
 		Retrier: &resilience.Retrier{
 			Policy:     retryPolicy(srv.Retry),
 			Classifier: resilience.Classifier{RetryRefused: srv.RetryRefused},
@@ -249,6 +259,9 @@ func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config
 	}
 	if o.readyTimeout > 0 {
 		srv.ReadyTimeout = o.readyTimeout
+	}
+	if o.callTimeout != nil {
+		srv.CallTimeout = *o.callTimeout
 	}
 	dir, err := config.StateDir(o.stateDir, os.Getenv)
 	if err != nil {
