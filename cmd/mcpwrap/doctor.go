@@ -129,6 +129,9 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		err = doctor.WriteJSON(stdout, results)
 	} else {
 		err = doctor.WriteTable(stdout, results)
+		if dir, derr := config.StateDir(d.stateDir, os.Getenv); derr == nil {
+			writeSignIns(stdout, dir, time.Now())
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpwrap doctor:", err)

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/demo"
 	"github.com/mcpwrap/mcpwrap/internal/testserver"
 	"github.com/mcpwrap/mcpwrap/internal/toolscli"
 	"github.com/mcpwrap/mcpwrap/internal/upstream"
@@ -60,6 +61,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runLogin(ctx, args[0], args[1:], stdout, stderr)
 		case "install", "uninstall":
 			return runInstall(args[1:], args[0] == "uninstall", stdout, stderr)
+		case "demo-browser": // hidden: the demo's headless stand-in for a browser
+			return demo.Browse(args[1:], stderr)
 		case "demo-server": // hidden: the built-in server the demo and tests wrap
 			return testserver.Main(args[1:], stdin, stdout, stderr)
 		case "version":

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/auth"
 	"github.com/mcpwrap/mcpwrap/internal/clientconfig"
@@ -230,4 +233,37 @@ func entryURL(name string) (foundEntry, error) {
 		}
 	}
 	return foundEntry{}, fmt.Errorf("no remote server %q in the client configs; give its --url", name)
+}
+
+// writeSignIns prints the user's stored sign-ins (never a token) for
+// status and doctor; nothing when there are none.
+func writeSignIns(w io.Writer, stateDir string, now time.Time) {
+	store, err := auth.OpenStore(stateDir, os.Getenv, nil)
+	if err != nil {
+		return
+	}
+	list, err := store.SignIns()
+	if err != nil {
+		fmt.Fprintf(w, "\nSign-ins: cannot read %s: %v\n", store.Where(), err)
+		return
+	}
+	if len(list) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nSign-ins (in %s):\n", store.Where())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, s := range list {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", displayURL(s.ServerURL), s.Status.Issuer, s.Status.Describe(now))
+	}
+	_ = tw.Flush()
+}
+
+// displayURL shows a server URL without what may carry a credential (user
+// info, query, fragment).
+func displayURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }

@@ -62,6 +62,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		err = writeStatusJSON(stdout, list)
 	} else {
 		err = writeStatusTable(stdout, list, time.Now())
+		writeSignIns(stdout, state, time.Now())
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpwrap status:", err)

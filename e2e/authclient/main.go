@@ -9,7 +9,8 @@
 // Environment: MCPWRAP_BIN (the binary under test), MCP_CONFORMANCE_CONTEXT
 // (client_id and client_secret for pre-registration), AUTHCLIENT_STATE_DIR
 // (mcpwrap's state directory; a fresh one when empty), AUTHCLIENT_BROWSER_LOG
-// (a file each browse appends a line to).
+// (a file each browse appends a line to), AUTHCLIENT_BROWSE_NOOP (browse
+// only logs: a user who ignores the tab).
 package main
 
 import (
@@ -56,6 +57,9 @@ func browse(url string) error {
 		}
 		fmt.Fprintln(f, "open")
 		f.Close()
+	}
+	if os.Getenv("AUTHCLIENT_BROWSE_NOOP") != "" {
+		return nil // a user who ignores the tab
 	}
 	resp, err := http.Get(url)
 	if err != nil {

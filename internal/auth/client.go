@@ -16,6 +16,8 @@ const (
 	// DefaultLoginTimeout bounds a sign-in started by a sidecar: the user
 	// has this long to finish it in the browser.
 	DefaultLoginTimeout = 5 * time.Minute
+	// DefaultLoginGrace is the default [Client.LoginGrace].
+	DefaultLoginGrace = 3 * time.Second
 	// expirySkew refreshes a token this long before it expires.
 	expirySkew = 30 * time.Second
 )
@@ -47,6 +49,12 @@ type Client struct {
 	// LoginTimeout bounds a background sign-in; 0 means
 	// [DefaultLoginTimeout].
 	LoginTimeout time.Duration
+	// LoginGrace is how long a request that started (or found) a sign-in
+	// waits for it before it is answered "sign-in required": a browser
+	// already signed in to the authorization server comes back at once,
+	// and then nobody needs to be told anything. 0 means
+	// [DefaultLoginGrace].
+	LoginGrace time.Duration
 
 	init    sync.Once
 	log     *slog.Logger
@@ -56,10 +64,11 @@ type Client struct {
 	changed chan struct{} // a background sign-in ended
 
 	mu        sync.Mutex
-	tok       *Token // cached; nil until read
-	opened    bool   // the background sign-in was started (once per process)
-	loginErr  error  // how the last background sign-in failed, or nil
-	loggingIn bool   // a background sign-in is under way
+	tok       *Token          // cached; nil until read
+	opened    bool            // the background sign-in was started (once per process)
+	loginErr  error           // how the last background sign-in failed, or nil
+	loggingIn bool            // a background sign-in is under way
+	loginDone <-chan struct{} // closed when the background sign-in ended
 }
 
 func (c *Client) setup() {
@@ -168,7 +177,11 @@ func (c *Client) State() (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	return Status{SignedIn: true, Expiry: t.Expiry, Refreshable: t.RefreshToken != "", Issuer: t.Issuer}, nil
+	return t.status(), nil
+}
+
+func (t Token) status() Status {
+	return Status{SignedIn: t.AccessToken != "", Expiry: t.Expiry, Refreshable: t.RefreshToken != "", Issuer: t.Issuer}
 }
 
 // Describe renders s for people: "signed in (expires in 52m)", "needs
@@ -197,14 +210,15 @@ func expiresIn(t Token) string {
 
 // loginRequired decides what the agent is told about a server that wants
 // a sign-in, starting the background sign-in if this is the Client's first
-// chance to, and returns the denied error to report.
-func (c *Client) loginRequired(ch challenge) error {
+// chance to, and returns the denied error to report, and, while a sign-in
+// of this Client runs, a channel closed when it ends.
+func (c *Client) loginRequired(ch challenge) (<-chan struct{}, error) {
 	c.mu.Lock()
 	start := c.AutoLogin && !c.opened && c.Browser != nil && !c.Browser.Disabled()
 	if start {
 		c.opened = true
 	}
-	running, lastErr := c.loggingIn, c.loginErr
+	running, lastErr, done := c.loggingIn, c.loginErr, c.loginDone
 	c.mu.Unlock()
 
 	login := "run `mcpwrap login " + c.Name + "`"
@@ -216,7 +230,8 @@ func (c *Client) loginRequired(ch challenge) error {
 			hint = "A sign-in is under way in another window; finish it in the browser, or " + login
 			break
 		}
-		c.startLogin(ch, unlock)
+		done = c.startLogin(ch, unlock)
+		running = true
 		hint = "A browser window has been opened; or " + login
 	case running:
 		hint = "A browser window has been opened; or " + login
@@ -225,16 +240,28 @@ func (c *Client) loginRequired(ch challenge) error {
 	default:
 		hint = "To sign in, " + login
 	}
-	return &resilience.Error{Class: resilience.Denied, Code: resilience.CodeLoginRequired,
+	denied := &resilience.Error{Class: resilience.Denied, Code: resilience.CodeLoginRequired,
 		Reason: "sign-in required", Hint: hint, Err: ErrNoToken}
+	if !running {
+		done = nil
+	}
+	return done, denied
+}
+
+func (c *Client) grace() time.Duration {
+	if c.LoginGrace > 0 {
+		return c.LoginGrace
+	}
+	return DefaultLoginGrace
 }
 
 // startLogin runs a sign-in in the background, holding the login lock
 // (released by unlock) so that other processes wait for it instead of
 // opening another tab.
-func (c *Client) startLogin(ch challenge, unlock func()) {
+func (c *Client) startLogin(ch challenge, unlock func()) <-chan struct{} {
+	done := make(chan struct{})
 	c.mu.Lock()
-	c.loggingIn = true
+	c.loggingIn, c.loginDone = true, done
 	c.mu.Unlock()
 	timeout := c.LoginTimeout
 	if timeout <= 0 {
@@ -256,11 +283,13 @@ func (c *Client) startLogin(ch challenge, unlock func()) {
 		c.mu.Lock()
 		c.loggingIn, c.loginErr = false, err
 		c.mu.Unlock()
+		close(done)
 		select {
 		case c.changed <- struct{}{}:
 		default:
 		}
 	}()
+	return done
 }
 
 // safeReason is err's text for messages. The package's errors carry no

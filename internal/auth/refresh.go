@@ -40,10 +40,16 @@ func (c *Client) refresh(ctx context.Context, stale string) (*Token, error) {
 	if t.RefreshToken == "" {
 		return nil, ErrNoToken
 	}
+	style := oauth2.AuthStyle(t.AuthStyle)
+	if style == oauth2.AuthStyleAutoDetect && t.ClientSecret == "" {
+		// A public client has no secret to place: auto-detection would
+		// only send a failed refresh twice.
+		style = oauth2.AuthStyleInParams
+	}
 	cfg := &oauth2.Config{
 		ClientID:     t.ClientID,
 		ClientSecret: t.ClientSecret,
-		Endpoint:     oauth2.Endpoint{TokenURL: t.TokenURL, AuthStyle: oauth2.AuthStyle(t.AuthStyle)},
+		Endpoint:     oauth2.Endpoint{TokenURL: t.TokenURL, AuthStyle: style},
 		Scopes:       t.Scopes,
 	}
 	hc := &http.Client{Transport: &resourceParam{base: c.transport(), tokenURL: t.TokenURL, resource: t.Resource}}

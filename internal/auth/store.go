@@ -228,6 +228,25 @@ func (s *Store) Forget(ctx context.Context, serverURL string) (bool, error) {
 	return found, err
 }
 
+// SignIn is one stored sign-in as status and doctor show it: no token.
+type SignIn struct {
+	ServerURL string
+	Status    Status
+}
+
+// SignIns lists the stored sign-ins, in the order they were made.
+func (s *Store) SignIns() ([]SignIn, error) {
+	d, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SignIn, 0, len(d.Tokens))
+	for _, t := range d.Tokens {
+		out = append(out, SignIn{ServerURL: t.ServerURL, Status: t.status()})
+	}
+	return out, nil
+}
+
 // Registration returns the stored registration for serverURL and
 // redirectURL, if any.
 func (s *Store) Registration(serverURL, redirectURL string) (Registration, bool, error) {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
@@ -60,20 +61,19 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		fresh, err := t.c.refresh(ctx, tok)
 		switch {
 		case errors.Is(err, ErrNoToken):
-			return nil, t.c.loginRequired(ch)
+			return t.afterLogin(req, ch)
 		case err != nil:
 			return nil, err
 		}
 		if resp, err = t.resend(req, fresh.AccessToken); err != nil {
 			return nil, err
 		}
-		tok = fresh.AccessToken
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized && bearerChallenge(resp):
 		ch := newChallenge(req, resp)
 		discard(resp)
-		return nil, t.c.loginRequired(ch)
+		return t.afterLogin(req, ch)
 	case resp.StatusCode == http.StatusForbidden:
 		ch := newChallenge(req, resp)
 		if !ch.stepUp() || !t.stepUpAllowed(ch) {
@@ -82,7 +82,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		discard(resp)
 		if err := t.c.authorize(ctx, ch, t.c.Browser.Open); err != nil {
 			t.c.log.Warn("step-up sign-in failed", "error", safeReason(err))
-			return nil, t.c.loginRequired(ch)
+			_, denied := t.c.loginRequired(ch)
+			return nil, denied
 		}
 		fresh, err := t.c.accessToken(ctx)
 		if err != nil {
@@ -91,6 +92,31 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.resend(req, fresh)
 	}
 	return resp, nil
+}
+
+// afterLogin answers a request the server refused for want of a sign-in:
+// with the server's answer to it sent again, when a sign-in of this Client
+// completes within the grace period, else with the login-required error.
+func (t *transport) afterLogin(req *http.Request, ch challenge) (*http.Response, error) {
+	done, denied := t.c.loginRequired(ch)
+	if done == nil {
+		return nil, denied
+	}
+	timer := time.NewTimer(t.c.grace())
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		return nil, denied
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+	tok, err := t.c.accessToken(req.Context())
+	if err != nil {
+		_, denied = t.c.loginRequired(ch) // says how the sign-in ended
+		return nil, denied
+	}
+	return t.resend(req, tok)
 }
 
 // send sends req with tok (none when empty) on a copy of req.
@@ -177,15 +203,12 @@ func discard(resp *http.Response) {
 // Login signs the user in in the foreground (mcpwrap login): it asks the
 // server for its challenge, then runs the flow, calling show with the
 // authorization URL (to print it) before opening the browser, if one may
-// be opened. It waits for the login lock while a sidecar's sign-in runs.
-// It returns ErrNotProtected when the server asks for no sign-in.
+// be opened. It does not wait for a sidecar's sign-in under way (the user
+// may have closed that tab): the first sign-in to complete is stored, and
+// every sidecar picks it up. It returns ErrNotProtected when the server
+// asks for no sign-in.
 func (c *Client) Login(ctx context.Context, show func(url string)) error {
 	c.setup()
-	unlock, err := c.Store.lock(ctx, lockName("login", c.ServerURL))
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	ch, err := c.probe(ctx)
 	if err != nil {
 		return err
