@@ -1026,6 +1026,9 @@ func (s *Session) request(ctx context.Context, l *link, method string, params an
 		}
 		rawParams = b
 	}
+	if method != "initialize" && method != "server/discover" {
+		rawParams = s.withClientMeta(rawParams)
+	}
 	msg, err := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
