@@ -36,7 +36,7 @@ import (
 const (
 	DefaultMaxSessions  = 100
 	DefaultIdleTimeout  = 10 * time.Minute
-	DefaultMaxBodyBytes = 64 << 20
+	DefaultMaxBodyBytes = middleware.DefaultMaxMessageBytes // a body holds one message, or a batch of them
 )
 
 // Header names of the transport.

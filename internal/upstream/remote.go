@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/middleware"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -43,9 +44,9 @@ type Remote struct {
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
-	// MaxMessageBytes bounds one message from the server. Zero means 64 MiB.
-	// A larger message is dropped and reported by ReadMessage with an error
-	// wrapping [framing.ErrLineTooLong].
+	// MaxMessageBytes bounds one message from the server. Zero means
+	// [middleware.DefaultMaxMessageBytes]. A larger message is dropped and
+	// reported by ReadMessage with a [*middleware.MessageTooLargeError].
 	MaxMessageBytes int
 }
 
@@ -211,7 +212,7 @@ func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
 		paramHeaders: make(map[string][]paramBinding),
 	}
 	if c.max <= 0 {
-		c.max = framing.DefaultMaxLineBytes
+		c.max = middleware.DefaultMaxMessageBytes
 	}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	return c, nil
@@ -255,7 +256,7 @@ func (c *RemoteConn) ProtocolVersion() string {
 }
 
 // ReadMessage returns the next message from the server, without framing.
-// An error wrapping [framing.ErrLineTooLong] reports one dropped message;
+// A [*middleware.MessageTooLargeError] reports one dropped message;
 // any other error ends the connection: the first contact's failure, a lost
 // session (wrapping mcp.ErrSessionMissing), a stream that could not be
 // kept, or [ErrRemoteClosed].
@@ -378,7 +379,7 @@ func (c *RemoteConn) deliverRaw(raw []byte, pending pendingCalls) bool {
 // the request it answered, which the relay then answers with an error.
 func (c *RemoteConn) deliverTooLong(e *framing.LineTooLongError, pending pendingCalls) bool {
 	c.settle(e.Head, pending)
-	return c.deliver(nil, e)
+	return c.deliver(nil, tooLarge(e))
 }
 
 // deliver hands one message, or a per-message error, to ReadMessage. It

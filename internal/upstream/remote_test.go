@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/middleware"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -617,9 +618,11 @@ func TestRemoteOversizedMessageIsDropped(t *testing.T) {
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"m"}`)
 
 	err = p.readErr()
-	tooLong, ok := errors.AsType[*framing.LineTooLongError](err)
-	require.True(t, ok, "want a LineTooLongError, got %v", err)
+	require.ErrorIs(t, err, middleware.ErrMessageTooLarge)
+	tooLong, ok := errors.AsType[*middleware.MessageTooLargeError](err)
+	require.True(t, ok, "want a MessageTooLargeError, got %v", err)
 	assert.Equal(t, int64(len(big)), tooLong.Size)
+	assert.Equal(t, 100, tooLong.Limit)
 	assert.True(t, strings.HasPrefix(big, string(tooLong.Head)))
 	_, m := p.next()
 	assert.Equal(t, "1", string(m.ID), "the stream goes on after a dropped message")
