@@ -85,7 +85,7 @@ type Session struct {
 	DiscoveryTool string
 	// Discovery is [DiscoveryAuto] (the default when ""), [DiscoveryAlways]
 	// or [DiscoveryNever].
-	Discovery string
+	Discovery DiscoveryMode
 	// CatalogSeen, when set, is called with every full catalog loaded from
 	// the upstream (to record it, or to set an approval baseline). It must
 	// not call back into the Session.
