@@ -34,6 +34,9 @@ type Error struct {
 	// Hint says how to fix it, as a sentence without a trailing period, or
 	// is empty when there is nothing to fix (transient failures).
 	Hint string
+	// Code is a machine-readable reason, sent to the agent as
+	// `_meta.reason`, or empty. See [CodeLoginRequired].
+	Code string
 	// RetryAfter is a delay the upstream asked for (HTTP Retry-After), or
 	// zero. The retrier waits at least this long before the next attempt.
 	RetryAfter time.Duration

@@ -81,6 +81,9 @@ func (b *CrashBudget) now() time.Time {
 	return time.Now()
 }
 
+// Limit returns how many restarts the budget allows within its window.
+func (b *CrashBudget) Limit() int { return b.restarts() }
+
 // Recent returns how many crashes fall within the window, as of the last
 // call to Crash.
 func (b *CrashBudget) Recent() int {

@@ -28,6 +28,15 @@ var (
 	ErrCrashLoop = errors.New("crash loop")
 )
 
+// Codes of an [Error], for failures that need their own words.
+const (
+	// CodeLoginRequired marks a remote server that wants the user to sign
+	// in (OAuth): class [Denied], never retried automatically. The Error's
+	// Hint says what is being done about it (a browser window opened) and
+	// how the user signs in.
+	CodeLoginRequired = "login_required"
+)
+
 // maxBodyBytes bounds how much of an error response body
 // [NewHTTPStatusError] keeps: enough for a gateway's signature, never a
 // whole page.

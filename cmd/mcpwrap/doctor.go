@@ -170,6 +170,14 @@ func doctorTarget(ctx context.Context, d doctorOptions, e doctor.Entry, client s
 		t.Err = fmt.Errorf("%w: %v", resilience.ErrConfig, err)
 		return t
 	}
+	if o.url != "" {
+		// The stored sign-in is used; a server that wants one is reported
+		// as "sign-in required", without opening a browser.
+		if o.signIn, err = signIn(o, srv, childStderr, logger, false); err != nil {
+			t.Err = fmt.Errorf("%w: %v", resilience.ErrConfig, err)
+			return t
+		}
+	}
 	dial, err := dialer(o, srv, childStderr, logger)
 	if err != nil {
 		t.Err = err

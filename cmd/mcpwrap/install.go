@@ -30,7 +30,11 @@ Flags:
 const installAbout = `Puts mcpwrap in front of the MCP servers of Claude Desktop, Claude Code or
 Cursor: each stdio entry runs "mcpwrap --name NAME -- COMMAND ARGS..." and
 each remote entry "mcpwrap --name NAME --url '${VAR}'", its URL and header
-values moved into the entry's env (no secret on a command line). Entries
+values moved into the entry's env (no secret on a command line). A remote
+entry without an Authorization header signs in through mcpwrap (the plan
+says so: run "mcpwrap login NAME" once). Entries running mcp-remote become
+native --url entries with their options mapped, unless --keep-mcp-remote or
+an option mcpwrap cannot carry over keeps them stdio children. Entries
 already wrapped are left alone.`
 
 const uninstallAbout = `Restores the MCP server entries that mcpwrap install wrapped, exactly as
@@ -52,8 +56,10 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 	var servers listFlag
 	fs.Var(&servers, "server", "only this server entry; repeatable (default: every entry)")
 	dryRun := fs.Bool("dry-run", false, "print the plan, write nothing")
+	var keepMCPRemote *bool
 	logDir := new(string)
 	if !uninstall {
+		keepMCPRemote = fs.Bool("keep-mcp-remote", false, "keep entries that run mcp-remote as stdio children instead of converting them to native --url entries")
 		fs.StringVar(logDir, "log-dir", "", `where each wrapped server logs, in <server>.log (default: <state dir>/logs; "none": to the client's own log of the server's stderr)`)
 	}
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -76,6 +82,7 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 			return exitError
 		}
 		opts.Mcpwrap = self
+		opts.KeepMCPRemote = *keepMCPRemote
 		if opts.LogDir, err = installLogDir(*logDir); err != nil {
 			fmt.Fprintf(stderr, "mcpwrap %s: %v\n", cmd, err)
 			return exitUsage

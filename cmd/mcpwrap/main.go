@@ -56,6 +56,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runDoctor(ctx, args[1:], stdout, stderr)
 		case "status":
 			return runStatus(args[1:], stdout, stderr)
+		case "login", "logout":
+			return runLogin(ctx, args[0], args[1:], stdout, stderr)
 		case "install", "uninstall":
 			return runInstall(args[1:], args[0] == "uninstall", stdout, stderr)
 		case "demo-server": // hidden: the built-in server the demo and tests wrap
@@ -73,7 +75,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // commands are the subcommands `mcpwrap help COMMAND` knows; each prints
 // its usage when given --help.
-var commands = []string{"tools", "doctor", "status", "install", "uninstall", "demo", "version"}
+var commands = []string{"tools", "doctor", "status", "install", "uninstall", "login", "logout", "demo", "version"}
 
 // runHelp is `mcpwrap help [COMMAND]`: the usage of mcpwrap or of one
 // subcommand, on stdout.

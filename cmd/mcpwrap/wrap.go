@@ -12,8 +12,10 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/auth"
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/desktop"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
@@ -33,6 +35,7 @@ Usage:
   mcpwrap [flags] --url URL              wrap a remote (streamable HTTP or SSE) server
   mcpwrap --listen ADDR [flags] -- COMMAND [ARGS...]   serve it over streamable HTTP at http://ADDR/mcp (also with --url)
   mcpwrap tools list|enable|disable|approve|diff ...   which tools may be called (see mcpwrap tools --help)
+  mcpwrap login|logout NAME [--url URL]  sign in to (or forget) a remote server that asks for it (OAuth)
   mcpwrap install|uninstall [--client C]  wrap (or unwrap) the servers of Claude Desktop, Claude Code, Cursor
   mcpwrap doctor [--client C] [SERVER...] load each configured server once; a classified table with fix hints
   mcpwrap status                         what the running sidecars and --listen fronts are doing
@@ -68,10 +71,13 @@ type wrapOptions struct {
 	transport     string
 	headers       headerFlags
 	readyTimeout  time.Duration
+	callTimeout   *time.Duration // nil: from config
 	maxLineBytes  int
 	log           logOptions
 	command       []string
 	listen        listenOptions // --listen and its companions: serve HTTP instead of stdio
+	oauth         oauthFlags    // --oauth-*: how a --url server is signed in to
+	signIn        *auth.Client  // the --url server's OAuth client; nil: none
 	// env is what the client adds to mcpwrap's environment for this server
 	// (its config entry's env), shadowing mcpwrap's own. The wrap command
 	// already runs with it; doctor, which reads client configs, sets it.
@@ -98,11 +104,20 @@ func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 	fs.StringVar(&o.transport, "transport", "", "the remote's transport as the client config named it (http or sse); a hint: mcpwrap detects it anyway")
 	fs.Var(&o.headers, "header", "'K: V' header for --url, repeatable; V may reference ${ENV}")
 	fs.DurationVar(&o.readyTimeout, "ready-timeout", 0, "how long the client's handshake waits for the server before mcpwrap answers it (default from config, else 30s)")
+	fs.Func("call-timeout", "answer and cancel a request the server has not answered within this duration; 0 means never (default from config, else 0)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("%q: want a duration such as 2m, or 0 for none", v)
+		}
+		o.callTimeout = &d
+		return nil
+	})
 	fs.IntVar(&o.maxLineBytes, "max-line-bytes", 0, "largest JSON-RPC message accepted, in bytes (default from config, else 64 MiB)")
 	fs.StringVar(&o.log.level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr; the server's stderr lines go to it too (tagged stream=stderr), as well as to stderr")
 	o.listen.addFlags(fs)
+	o.oauth.add(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return o, err
 	}
@@ -160,12 +175,27 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if o.listen.addr != "" {
 		return runListen(ctx, o, srv, tools, childStderr, logger, base)
 	}
+	if o.url != "" {
+		if o.signIn, err = signIn(o, srv, stderr, logger, true); err != nil {
+			logger.Error("bad configuration", "error", err)
+			return exitUsage
+		}
+		defer o.signIn.Close()
+	}
 	dial, err := dialer(o, srv, childStderr, logger)
 	if err != nil {
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
 	}
 	session := newSession(o, srv, tools, dial, base)
+	if o.signIn != nil {
+		// A sign-in finished (in any process): load the server again.
+		var watching sync.WaitGroup
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		watching.Go(func() { o.signIn.Watch(watchCtx, 0, session.Retry) })
+		defer watching.Wait()
+		defer stopWatch()
+	}
 	session.Client = middleware.NewStreamConn(stdin, stdout, nil, srv.MaxLineBytes)
 	session.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
 	go tools.Watch(ctx, session.ReevaluateTools)
@@ -194,6 +224,7 @@ func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middlew
 		DiscoveryTool: srv.DiscoveryTool,
 		Discovery:     string(srv.Discovery),
 		ReadyTimeout:  srv.ReadyTimeout,
+		CallTimeout:   srv.CallTimeout,
 		Retrier: &resilience.Retrier{
 			Policy:     retryPolicy(srv.Retry),
 			Classifier: resilience.Classifier{RetryRefused: srv.RetryRefused},
@@ -234,6 +265,9 @@ func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config
 	if o.readyTimeout > 0 {
 		srv.ReadyTimeout = o.readyTimeout
 	}
+	if o.callTimeout != nil {
+		srv.CallTimeout = *o.callTimeout
+	}
 	dir, err := config.StateDir(o.stateDir, os.Getenv)
 	if err != nil {
 		return srv, nil, err
@@ -266,6 +300,9 @@ func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 			return nil, err
 		}
 		remote := upstream.Remote{URL: endpoint, Header: header, Logger: logger, MaxMessageBytes: srv.MaxLineBytes}
+		if o.signIn != nil {
+			remote.WrapTransport = o.signIn.WrapTransport
+		}
 		return func(ctx context.Context) (middleware.Conn, error) {
 			return upstream.DialRemote(ctx, remote)
 		}, nil

@@ -31,6 +31,9 @@ type fakeUpstream struct {
 	// holdInit, when set, makes initialize wait for release (a slow
 	// server start), signalling hung.
 	holdInit atomic.Bool
+	// modern, when set, serves the 2026-07-28 protocol too: server/discover
+	// and subscriptions/listen (acknowledged, then held open).
+	modern atomic.Bool
 }
 
 func newFakeUpstream() *fakeUpstream {
@@ -160,6 +163,14 @@ func (fc *fakeConn) handle(id json.RawMessage, method string, params json.RawMes
 			}
 		}
 		fc.reply(id, `{"protocolVersion":"`+p.ProtocolVersion+`","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"fake","version":"1"}}`)
+	case "server/discover":
+		if !fc.up.modern.Load() {
+			fc.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, id))
+			return
+		}
+		fc.reply(id, `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}}}`)
+	case "subscriptions/listen":
+		fc.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":%s}}}`, id))
 	case "ping":
 		fc.reply(id, `{}`)
 	case "tools/list":

@@ -73,6 +73,11 @@ func (e *Evaluator) ConfigErr() error { return e.configErr }
 // have no status: leave them out of listings, counts and discovery.
 func (e *Evaluator) InScope(name string) bool { return e.allow.Allows(name) }
 
+// inScope is InScope for a parsed tool: a refused one has no name the
+// allow-list could judge, and is kept in scope so that it is counted (as
+// disabled_unknown) rather than silently dropped.
+func (e *Evaluator) inScope(t Tool) bool { return t.Refused || e.allow.Allows(t.Name) }
+
 // ConfigAllows reports whether operator policy turns the tool on, ignoring
 // the server switch, the allow-list and user state. The CLI uses it to refuse
 // `mcpwrap tools enable` on a config-denied tool.
@@ -99,8 +104,8 @@ func (e *Evaluator) user(user UserState, userErr error) (UserState, bool) {
 }
 
 func (e *Evaluator) facts(t Tool, user UserState, baseline bool, userErr error) Facts {
-	f := Facts{ServerEnabled: e.serverEnabled, StoreErr: userErr, ConfigErr: e.configErr}
-	if !f.ServerEnabled || f.ConfigErr != nil {
+	f := Facts{ServerEnabled: e.serverEnabled, StoreErr: userErr, ConfigErr: e.configErr, Refused: t.Refused}
+	if !f.ServerEnabled || f.ConfigErr != nil || f.Refused {
 		return f
 	}
 	if f.ConfigAllowed = e.rules.allows(t.Name, t.ReadOnly); !f.ConfigAllowed || userErr != nil {
@@ -118,10 +123,10 @@ func (e *Evaluator) facts(t Tool, user UserState, baseline bool, userErr error) 
 }
 
 // Status returns the status of one tool, for gating a tools/call; inScope is
-// false (and s meaningless) when the allow-list excludes the tool. See Facts
-// for user and userErr.
+// false (and s meaningless) when the allow-list excludes the tool. A refused
+// tool is always in scope. See Facts for user and userErr.
 func (e *Evaluator) Status(t Tool, user UserState, userErr error) (s Status, inScope bool) {
-	if !e.InScope(t.Name) {
+	if !e.inScope(t) {
 		return "", false
 	}
 	return Classify(e.Facts(t, user, userErr)), true
@@ -159,7 +164,7 @@ func (e *Evaluator) Evaluate(catalog []Tool, user UserState, userErr error) Eval
 			e.serverEnabled && len(catalog) > 0,
 	}
 	for i, t := range catalog {
-		if !e.allow.Allows(t.Name) {
+		if !e.inScope(t) {
 			continue
 		}
 		s := Classify(e.facts(t, user, baseline, userErr))

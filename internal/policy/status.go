@@ -38,10 +38,14 @@ var ErrInvalid = errors.New("invalid tool policy")
 
 // invalidError is an error message that matches ErrInvalid without repeating
 // its text, so callers can embed it in their own positioned messages.
-type invalidError struct{ msg string }
+type invalidError struct {
+	msg string
+	err error // the cause, if any
+}
 
 func (e *invalidError) Error() string        { return e.msg }
 func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
+func (e *invalidError) Unwrap() error        { return e.err }
 
 // Facts is everything the classifier needs to know about one in-scope tool.
 // The zero Facts describe a tool of a disabled server, so a forgotten field
@@ -52,6 +56,9 @@ type Facts struct {
 	ConfigErr error
 	// ServerEnabled is false when the server is `enabled: false` in config.
 	ServerEnabled bool
+	// Refused reports that the tool's definition is ambiguous or malformed
+	// (see Tool.Refused): nothing else about it can be trusted.
+	Refused bool
 	// ConfigAllowed reports whether operator policy lets the tool be on.
 	ConfigAllowed bool
 	// UserDisabled reports whether the user disabled the tool in the state store.
@@ -64,8 +71,10 @@ type Facts struct {
 }
 
 // Classify returns the status of a tool from its facts. Precedence, first
-// match wins: (config unusable) disabled_unknown, server_disabled, disabled_by_config, then (state store
-// unreadable) disabled_unknown, disabled_by_user, pending_approval, callable.
+// match wins: (config unusable) disabled_unknown, server_disabled, then
+// (refused definition) disabled_unknown, disabled_by_config, then (state
+// store unreadable) disabled_unknown, disabled_by_user, pending_approval,
+// callable.
 // Anything indeterminate, such as an unknown approval state, is
 // disabled_unknown: the function is total and fails closed.
 func Classify(f Facts) Status {
@@ -75,6 +84,9 @@ func Classify(f Facts) Status {
 		return DisabledUnknown
 	case !f.ServerEnabled:
 		return ServerDisabled
+	case f.Refused:
+		// No trusted name, so no rule, toggle or approval applies to it.
+		return DisabledUnknown
 	case !f.ConfigAllowed:
 		return DisabledByConfig
 	case f.StoreErr != nil:
