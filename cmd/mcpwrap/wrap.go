@@ -53,10 +53,11 @@ const exitCodesHelp = `
 Exit codes:
   0  clean shutdown (the client closed stdin, or SIGINT/SIGTERM)
   1  the session ended with an error (for example, reading the client's stdin failed)
-  2  bad flags, configuration or arguments
-  3  mcpwrap tools enable: refused by operator policy
+  2  bad flags or arguments
 A server that fails while the client is connected never ends the session:
-the agent is told what is wrong instead.
+the agent is told what is wrong instead. Neither does a config file with an
+error: every tool stays locked, and the agent is told to fix the file.
+Each command's exit codes are in its help: mcpwrap help COMMAND.
 `
 
 // wrapOptions are the flags of the wrap command.
