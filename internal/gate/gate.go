@@ -143,8 +143,9 @@ func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
 	ev := g.eval.Evaluate(tools, g.user, g.errUse)
 	g.mu.RUnlock()
 	out := make([]middleware.Availability, len(raws))
+	pinned := g.eval.Approval() != policy.ApprovalOff
 	for _, e := range ev.Entries {
-		a := middleware.Availability{InScope: true}
+		a := middleware.Availability{InScope: true, Pinned: pinned}
 		if e.Status.Locked() {
 			a.Status = string(e.Status)
 		}
