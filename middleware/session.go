@@ -137,12 +137,12 @@ type Session struct {
 	catalogKnown bool
 	visible      string // the visible tool set the client last learned
 	visibleKnown bool
-	locked       int                // locked tools in the catalog
-	walkLocked   int                // locked tools on the pages of the client's current tools/list walk
-	catalogSums  map[uint64]int     // hashes of the catalog's definitions (to spot changed ones cheaply) to a position
-	merges       int                // catalog updates from the client's tools/list pages (notePage)
-	catalogLoads singleflight.Group // one catalog load at a time, shared by its callers
-	reevaluating sync.Mutex         // serialises reevaluate; taken before mu
+	locked       int                 // locked tools in the catalog
+	walkLocked   int                 // locked tools on the pages of the client's current tools/list walk
+	catalogSums  definitionPositions // hashes of the catalog's definitions, to spot changed ones cheaply
+	merges       int                 // catalog updates from the client's tools/list pages (notePage)
+	catalogLoads singleflight.Group  // one catalog load at a time, shared by its callers
+	reevaluating sync.Mutex          // serialises reevaluate; taken before mu
 	refreshing   bool
 	stale        bool // a refresh was asked for while one was running
 	stats        Stats

@@ -532,7 +532,7 @@ func (s *Session) loadCatalog(ctx context.Context) ([]json.RawMessage, error) {
 // replaces are never modified, as views of them may be in use.
 func (s *Session) setCatalogLocked(all []json.RawMessage) {
 	index := new(tooldef.Index)
-	sums := make(map[uint64]int, len(all))
+	sums := make(definitionPositions, len(all))
 	for i, t := range all {
 		d, err := tooldef.Identify(t)
 		index.Add(t, d, err)
@@ -540,6 +540,10 @@ func (s *Session) setCatalogLocked(all []json.RawMessage) {
 	}
 	s.catalog, s.catalogIndex, s.catalogSums, s.catalogKnown = all, index, sums, true
 }
+
+// definitionPositions maps the hash (under catalogSeed) of each definition
+// of the catalog to its position.
+type definitionPositions map[uint64]int
 
 // catalogSeed keys the hashes that spot a changed definition.
 var catalogSeed = maphash.MakeSeed()
