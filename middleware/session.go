@@ -134,6 +134,7 @@ type Session struct {
 	// Tool catalog state.
 	catalog      []json.RawMessage
 	catalogIndex *tooldef.Index // the catalog's names, read by the one tool-definition parser
+	identities   identities     // definitions as tooldef read them; has its own lock
 	catalogKnown bool
 	visible      string // the visible tool set the client last learned
 	visibleKnown bool

@@ -9,6 +9,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -470,6 +471,7 @@ func (s *Session) loadAndKeepCatalog(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		s.identities.warm(all)
 		s.mu.Lock()
 		stale := s.merges != merges
 		if !stale {
@@ -532,13 +534,58 @@ func (s *Session) loadCatalog(ctx context.Context) ([]json.RawMessage, error) {
 // replaces are never modified, as views of them may be in use.
 func (s *Session) setCatalogLocked(all []json.RawMessage) {
 	index := new(tooldef.Index)
+	index.Grow(len(all))
 	sums := make(definitionPositions, len(all))
 	for i, t := range all {
-		d, err := tooldef.Identify(t)
+		sum := maphash.Bytes(catalogSeed, t)
+		d, err := s.identities.read(sum, t)
 		index.Add(t, d, err)
-		sums[maphash.Bytes(catalogSeed, t)] = i
+		sums[sum] = i
 	}
 	s.catalog, s.catalogIndex, s.catalogSums, s.catalogKnown = all, index, sums, true
+}
+
+// identities caches what tooldef read from tool definitions, by their hash
+// under catalogSeed, so that each definition is read once rather than on
+// every tools/list page. It holds at most maxIdentities entries. It is safe
+// for concurrent use; its lock is never held while taking another.
+type identities struct {
+	mu sync.Mutex
+	m  map[uint64]identity
+}
+
+type identity struct {
+	def tooldef.Def
+	err error
+}
+
+// maxIdentities bounds the identities cache; past it, it starts afresh.
+const maxIdentities = 1 << 16
+
+// read returns what tooldef.Identify reads from raw, whose hash is sum.
+func (c *identities) read(sum uint64, raw []byte) (tooldef.Def, error) {
+	c.mu.Lock()
+	id, ok := c.m[sum]
+	c.mu.Unlock()
+	if ok {
+		return id.def, id.err
+	}
+	d, err := tooldef.Identify(raw)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxIdentities {
+		c.m = make(map[uint64]identity)
+	}
+	c.m[sum] = identity{d, err}
+	c.mu.Unlock()
+	return d, err
+}
+
+// warm reads the definitions the cache lacks, so that a caller holding
+// s.mu afterwards does not read them under it.
+func (c *identities) warm(all []json.RawMessage) {
+	for _, t := range all {
+		c.read(maphash.Bytes(catalogSeed, t), t)
+	}
 }
 
 // definitionPositions maps the hash (under catalogSeed) of each definition
@@ -558,7 +605,7 @@ var catalogSeed = maphash.MakeSeed()
 func (s *Session) notePage(page [][]byte) (trusted []bool) {
 	all, trusted, changed := s.mergePage(page)
 	if trusted == nil {
-		return pageTrust(page)
+		return s.pageTrust(page)
 	}
 	if !changed {
 		return trusted
@@ -572,10 +619,11 @@ func (s *Session) notePage(page [][]byte) (trusted []bool) {
 }
 
 // pageTrust is notePage's verdict on a page when no catalog is loaded.
-func pageTrust(page [][]byte) []bool {
+func (s *Session) pageTrust(page [][]byte) []bool {
 	var index tooldef.Index
+	index.Grow(len(page))
 	for _, t := range page {
-		d, err := tooldef.Identify(t)
+		d, err := s.identities.read(maphash.Bytes(catalogSeed, t), t)
 		index.Add(t, d, err)
 	}
 	trusted := make([]bool, len(page))
@@ -606,7 +654,7 @@ func (s *Session) mergePage(page [][]byte) ([]json.RawMessage, []bool, bool) {
 		// A changed definition replaces the one trusted under its name;
 		// anything else, refused definitions included, is added, so that
 		// every name it claims is refused.
-		if d, err := tooldef.Identify(t); err == nil {
+		if d, err := s.identities.read(sums[k], t); err == nil {
 			if i, ok, _ := s.catalogIndex.Lookup(d.Name); ok {
 				all[i] = bytes.Clone(t)
 				continue

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -361,6 +362,16 @@ type Index struct {
 	shown []string       // the name to show for each definition (see Shown)
 	descs []string       // the description of each accepted definition
 	pos   map[string]int // each claimed name: its one accepted claimant, or -1
+}
+
+// Grow makes room for n more definitions.
+func (x *Index) Grow(n int) {
+	if x.pos == nil {
+		x.pos = make(map[string]int, n)
+	}
+	x.names = slices.Grow(x.names, n)
+	x.shown = slices.Grow(x.shown, n)
+	x.descs = slices.Grow(x.descs, n)
 }
 
 // Add appends the definition raw, read as d and err by Parse or Identify.
