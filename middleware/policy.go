@@ -11,6 +11,13 @@ type Availability struct {
 	// Status is "" for a callable tool, else the one reason it is locked,
 	// such as "disabled_by_config" or "pending_approval".
 	Status string
+	// Pinned reports that the tool may only be called once its definition
+	// is approved (approval is on for its server). A tool the upstream does
+	// not list has no definition to approve, so a call to it is answered as
+	// one to an unknown tool and never forwarded when the policy's verdict
+	// on its bare name is Pinned. When false, the zero value, such a call
+	// is forwarded if that verdict is callable, and the upstream answers it.
+	Pinned bool
 }
 
 // Callable reports whether the tool may be called.

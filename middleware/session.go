@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -159,14 +160,14 @@ type Session struct {
 
 	// Tool catalog state.
 	catalog      []json.RawMessage
-	catalogNames []string
-	catalogIndex map[string]int
+	catalogIndex *tooldef.Index // the catalog's names, read by the one tool-definition parser
+	identities   identities     // definitions as tooldef read them; has its own lock
 	catalogKnown bool
 	visible      string // the visible tool set the client last learned
 	visibleKnown bool
 	locked       int                 // locked tools in the catalog
 	walkLocked   int                 // locked tools on the pages of the client's current tools/list walk
-	catalogSums  map[uint64]struct{} // hashes of the catalog's definitions, to spot changed ones cheaply
+	catalogSums  definitionPositions // hashes of the catalog's definitions, to spot changed ones cheaply
 	merges       int                 // catalog updates from the client's tools/list pages (notePage)
 	catalogLoads singleflight.Group  // one catalog load at a time, shared by its callers
 	reevaluating sync.Mutex          // serialises reevaluate; taken before mu

@@ -42,6 +42,7 @@ type Options struct {
 	Record        string        // append every method received, with its params, to this file
 	FlakyFile     string        // counts starts; see FlakyStarts
 	FlakyStarts   int           // the first FlakyStarts starts (counted in FlakyFile) fail transiently
+	RawTools      string        // serve this file's JSON array verbatim as the catalog (see runRaw)
 }
 
 // Main parses args as flags and runs the server on stdin/stdout until stdin
@@ -61,6 +62,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Record, "record", "", "append each method received (and its params) to this file")
 	fs.StringVar(&o.FlakyFile, "flaky-file", "", "file counting starts, for --flaky-starts")
 	fs.IntVar(&o.FlakyStarts, "flaky-starts", 0, "fail the first N starts with a transient error (needs --flaky-file)")
+	fs.StringVar(&o.RawTools, "raw-tools", "", "serve this file's JSON array of tools verbatim, from a minimal line server instead of the SDK")
 	fs.StringVar(&o.Description, "echo-description", "Echoes its text argument back.", "description of the echo tool")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -98,6 +100,9 @@ func Run(ctx context.Context, o Options, stdin io.Reader, stdout, stderr io.Writ
 	}
 	if o.Banner != "" {
 		fmt.Fprintln(stdout, o.Banner)
+	}
+	if o.RawTools != "" {
+		return runRaw(o, stdin, stdout)
 	}
 	err := New(o).Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if o.IgnoreEOF {
