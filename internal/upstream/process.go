@@ -5,7 +5,9 @@
 // group, passes its stderr through while keeping the last lines for
 // diagnosis, captures how it exited, and makes sure the whole group is gone
 // when mcpwrap stops, even when mcpwrap is killed with SIGKILL (on Linux,
-// through a guardian process: see [RunGuardianIfRequested]).
+// through a guardian process that also finds descendants which left the
+// group: see [RunGuardianIfRequested]). A [Stdio] child that closes its
+// stdin or stdout is stopped as crashed.
 package upstream
 
 import (
