@@ -1,4 +1,4 @@
-// Package config loads mcpwrap's config file (DESIGN §7) and resolves where
+// Package config loads mcpwrap's config file and resolves where
 // the config file and the state directory live.
 //
 // The file is one JSON object: a `defaults` block every server inherits and
@@ -65,7 +65,7 @@ type Retry struct {
 	MaxElapsed time.Duration
 }
 
-// DefaultRetry returns the built-in retry settings of DESIGN §4: 250 ms
+// DefaultRetry returns the built-in retry settings: 250 ms
 // initial, ×2, jitter 0.5, 5 s cap, 6 attempts or 30 s.
 func DefaultRetry() Retry {
 	return Retry{
@@ -92,6 +92,10 @@ type Server struct {
 	// ReadyTimeout is how long the client's handshake waits for the upstream
 	// before mcpwrap answers it in degraded mode (`ready_timeout`).
 	ReadyTimeout time.Duration
+	// CallTimeout bounds the wait for the upstream's answer to a request;
+	// past it mcpwrap answers and cancels the request (`call_timeout`).
+	// Zero, the default, means no bound.
+	CallTimeout time.Duration
 	// Retry is the backoff while loading the upstream (`retry`).
 	Retry Retry
 	// RetryRefused makes "connection refused" transient (`retry_refused`).
@@ -104,6 +108,8 @@ type Server struct {
 	Discovery DiscoveryMode
 	// MaxLineBytes is the largest JSON-RPC line relayed (`max_line_bytes`).
 	MaxLineBytes int
+	// OAuth is how mcpwrap signs in to a remote server (`oauth`).
+	OAuth OAuth
 }
 
 // Default returns the built-in configuration of a server the file does not
@@ -217,12 +223,14 @@ type layer struct {
 	overrides     map[string]bool
 	approval      *policy.ApprovalMode
 	readyTimeout  *time.Duration
+	callTimeout   *time.Duration
 	retry         retryLayer
 	retryRefused  *bool
 	env           map[string]string
 	discoveryTool *string
 	discovery     *DiscoveryMode
 	maxLineBytes  *int
+	oauth         oauthLayer
 }
 
 type retryLayer struct {
@@ -237,6 +245,7 @@ func (l *layer) applyTo(s *Server) {
 	s.Tools.Overrides = merge(s.Tools.Overrides, l.overrides)
 	set(&s.Approval, l.approval)
 	set(&s.ReadyTimeout, l.readyTimeout)
+	set(&s.CallTimeout, l.callTimeout)
 	set(&s.Retry.Initial, l.retry.initial)
 	set(&s.Retry.MaxInterval, l.retry.maxInterval)
 	set(&s.Retry.Multiplier, l.retry.multiplier)
@@ -248,6 +257,7 @@ func (l *layer) applyTo(s *Server) {
 	set(&s.DiscoveryTool, l.discoveryTool)
 	set(&s.Discovery, l.discovery)
 	set(&s.MaxLineBytes, l.maxLineBytes)
+	l.oauth.applyTo(&s.OAuth)
 }
 
 func set[T any](dst, src *T) {
