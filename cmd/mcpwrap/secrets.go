@@ -8,8 +8,10 @@ package main
 // remote's authorization) adds its variable here.
 func secretEnvNames(o wrapOptions) []string {
 	var names []string
-	if o.listen.tokenEnv != "" {
-		names = append(names, o.listen.tokenEnv)
+	for _, name := range []string{o.listen.tokenEnv, o.oauth.clientSecretEnv} {
+		if name != "" {
+			names = append(names, name)
+		}
 	}
 	return names
 }
