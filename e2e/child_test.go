@@ -281,3 +281,45 @@ func TestSetsidGrandchildDiesWithMcpwrap(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardianHoldsNoChildPipe: on Linux the server runs under a guardian (mcpwrap re-executed);
+// the guardian must hold neither the server's stdin nor its stdout, or a server closing either
+// would go unnoticed.
+func TestGuardianHoldsNoChildPipe(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	s := startLineSession(ctx, t, mcpwrapEnv(t, `{}`), mcpwrapPath, wrapArgs("pipes", mcpwrapPath, "demo-server")...)
+	requireResult(t, s.Initialize(ctx, t))
+
+	var guardian, child int
+	for _, pid := range descendants(t, s.proc.Cmd.Process.Pid) {
+		if strings.HasPrefix(command(pid), "mcpwrap-guardian ") {
+			guardian = pid
+		}
+	}
+	require.NotZero(t, guardian, "no guardian below mcpwrap")
+	for _, pid := range descendants(t, guardian) {
+		child = pid
+	}
+	require.NotZero(t, child, "no server below the guardian")
+
+	fds := func(pid int) map[string]string {
+		dir := fmt.Sprintf("/proc/%d/fd", pid)
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		links := map[string]string{}
+		for _, e := range entries {
+			if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil {
+				links[e.Name()] = target
+			}
+		}
+		return links
+	}
+	server := fds(child)
+	require.True(t, strings.HasPrefix(server["0"], "pipe:") && strings.HasPrefix(server["1"], "pipe:"), "the server's stdio: %v", server)
+	for fd, target := range fds(guardian) {
+		assert.NotEqual(t, server["0"], target, "the guardian's fd %s is the server's stdin", fd)
+		assert.NotEqual(t, server["1"], target, "the guardian's fd %s is the server's stdout", fd)
+	}
+}
