@@ -27,12 +27,17 @@ const (
 	// fixtureStubborn ignores SIGTERM, SIGINT and stdin EOF: only SIGKILL (or fixtureLifetime)
 	// ends it.
 	fixtureStubborn = "stubborn"
+	// fixturePipeCloser is a raw line server that closes its stdin or stdout on request and runs
+	// on (see runPipeCloser).
+	fixturePipeCloser = "pipe-closer"
 )
 
 const (
 	fixtureBannerLine = "e2e fixture banner: this line is not JSON-RPC"
 	// fixturePIDTool answers with the fixture's pid (text, and structured as {"pid": N}).
 	fixturePIDTool = "fixture_pid"
+	// fixtureEnvTool answers with the fixture's environment (structured as {"env": [...]}).
+	fixtureEnvTool = "fixture_env"
 	// fixtureLifetime bounds how long a stubborn fixture outlives its stdin, so that a broken
 	// mcpwrap cannot leak it forever.
 	fixtureLifetime = 2 * time.Minute
@@ -50,12 +55,14 @@ func fixtureCommand(t testing.TB, mode string) []string {
 func runFixture(args []string) int {
 	fs := flag.NewFlagSet(fixtureArg, flag.ContinueOnError)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		fmt.Fprintf(os.Stderr, "usage: %s {%s|%s}\n", fixtureArg, fixtureBanner, fixtureStubborn)
+		fmt.Fprintf(os.Stderr, "usage: %s {%s|%s|%s}\n", fixtureArg, fixtureBanner, fixtureStubborn, fixturePipeCloser)
 		return 2
 	}
 	mode := fs.Arg(0)
 
 	switch mode {
+	case fixturePipeCloser:
+		return runPipeCloser()
 	case fixtureBanner:
 		fmt.Println(fixtureBannerLine)
 	case fixtureStubborn:
@@ -74,6 +81,10 @@ func runFixture(args []string) int {
 				Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(pid)}},
 			}, fixturePID{PID: pid}, nil
 		})
+	mcp.AddTool(server, &mcp.Tool{Name: fixtureEnvTool, Description: "Reports the fixture's environment."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, fixtureEnv, error) {
+			return &mcp.CallToolResult{}, fixtureEnv{Env: os.Environ()}, nil
+		})
 	addSleepTool(server)
 	err := server.Run(context.Background(), &mcp.StdioTransport{})
 	fmt.Fprintf(os.Stderr, "%s %s: stdin closed: %v\n", fixtureArg, mode, err)
@@ -87,6 +98,11 @@ func runFixture(args []string) int {
 // fixturePID is the structured result of fixturePIDTool.
 type fixturePID struct {
 	PID int `json:"pid"`
+}
+
+// fixtureEnv is the structured result of fixtureEnvTool.
+type fixtureEnv struct {
+	Env []string `json:"env"`
 }
 
 // fixtureSleepTool answers after sleeping the given milliseconds ({"ms": N}), with the text

@@ -315,6 +315,7 @@ func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 		Stderr: stderr,
 		Logger: logger,
 	}
+	cmd.HideEnv = secretEnvNames(o)
 	programs := &desktop.Resolver{Logger: logger} // GUI apps' minimal PATH, Windows .cmd scripts
 	return func(ctx context.Context) (middleware.Conn, error) {
 		child, err := upstream.StartStdio(ctx, programs.Command(ctx, cmd), srv.MaxLineBytes)
