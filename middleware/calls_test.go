@@ -205,3 +205,19 @@ func TestClientCancellationFreesTheID(t *testing.T) {
 		t.Fatal("shutdown waits for a cancelled request")
 	}
 }
+
+// TestObjectIDReencodedByTheUpstreamEndsItsRequest: ids are matched by
+// JSON value, so an object id the upstream answers with its members in
+// another order (as Go's encoding/json re-encodes one) still ends the
+// request: the id is free again.
+func TestObjectIDReencodedByTheUpstreamEndsItsRequest(t *testing.T) {
+	h := start(t, 0)
+	req := `{"jsonrpc":"2.0","id":{"b":1,"a":[1.0]},"method":"ping"}`
+	h.client.send(req + "\n")
+	require.Equal(t, req, string(h.up.next()))
+	h.up.send(`{"jsonrpc":"2.0","id":{"a":[1],"b":1},"result":{}}` + "\n")
+	require.Equal(t, `{"jsonrpc":"2.0","id":{"a":[1],"b":1},"result":{}}`, string(h.client.next()))
+
+	h.client.send(req + "\n")
+	assert.Equal(t, req, string(h.up.next()), "not refused as an id in flight")
+}

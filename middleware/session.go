@@ -608,8 +608,13 @@ func (s *Session) clientBatch(msg []byte) {
 	for _, e := range elems {
 		env, err := framing.Peek(e)
 		if err != nil {
-			if errors.Is(err, framing.ErrAmbiguous) && reason == "" {
-				reason = "Invalid Request: " + err.Error()
+			if errors.Is(err, framing.ErrAmbiguous) {
+				if reason == "" {
+					reason = "Invalid Request: " + err.Error()
+				}
+				if env.Kind == framing.Request {
+					reqs = append(reqs, env) // answered too; with id null when "id" is what is ambiguous
+				}
 			}
 			continue
 		}

@@ -239,6 +239,10 @@ func TestSessionBatches(t *testing.T) {
 		{name: "a tools/call cannot slip past the gate", batch: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"locked"}}]`,
 			wantIDs: []string{"1", `"c"`}},
 		{name: "tools/list is not rewritten inside a batch", batch: `[{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`, wantIDs: []string{"2"}},
+		{name: "an ambiguous element is answered with the others", batch: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping","Method":"tools/call"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`,
+			wantIDs: []string{"1", "2", "3"}},
+		{name: "an element with an ambiguous id is answered with id null", batch: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"id":4,"method":"ping"}]`,
+			wantIDs: []string{"1", "null"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -121,6 +122,13 @@ func TestIDKey(t *testing.T) {
 		{name: "different strings", a: `"a"`, b: `"b"`, same: false},
 		{name: "different numbers", a: `1.5`, b: `1`, same: false},
 		{name: "null", a: `null`, b: `null`, same: true},
+		{name: "object re-encoded with sorted members", a: `{"b":1,"a":"x"}`, b: `{"a":"x","b":1}`, same: true},
+		{name: "object with whitespace", a: `{ "a" : [ 1 , 2 ] }`, b: `{"a":[1,2]}`, same: true},
+		{name: "object with re-encoded scalars", a: `{"a\u002db":1.0,"c":"\/"}`, b: `{"c":"/","a-b":1}`, same: true},
+		{name: "nested object", a: `[{"y":null,"x":true}]`, b: `[{"x":true,"y":null}]`, same: true},
+		{name: "different objects", a: `{"a":1}`, b: `{"a":2}`, same: false},
+		{name: "array order matters", a: `[1,2]`, b: `[2,1]`, same: false},
+		{name: "object and string differ", a: `{"a":1}`, b: `"{\"a\":1}"`, same: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,6 +178,76 @@ func TestPeek(t *testing.T) {
 }
 
 // seedGolden adds every message of the middleware's golden transcript to f.
+// FuzzIDKey checks that an id keeps its key when a peer re-encodes it the
+// way Go's encoding/json does (numbers as float64, objects sorted, strings
+// re-escaped), and that ids of different values get different keys.
+func FuzzIDKey(f *testing.F) {
+	for _, s := range []string{`1`, `1.0`, `"a\/b"`, `{"b":1,"a":[2,"x"]}`, `[{"k":-0}]`, `null`, `{"a":1,"a":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		IDKey(raw)                 // must not panic on anything
+		raw = bytes.TrimSpace(raw) // as Peek hands ids over
+		key := IDKey(raw)
+		var v any
+		// Invalid UTF-8 is replaced when re-encoded, a value changed, not
+		// re-spelled; encoding/json keeps only the last of duplicate members.
+		if len(raw) == 0 || !utf8.Valid(raw) || json.Unmarshal(raw, &v) != nil || hasDuplicateMember(raw) {
+			return
+		}
+		again, err := json.Marshal(v)
+		if err != nil {
+			return
+		}
+		require.Equal(t, key, IDKey(again), "re-encoded %s as %s", raw, again)
+	})
+}
+
+// hasDuplicateMember reports whether some object in the JSON value raw
+// repeats a member name (encoding/json keeps the last, IDKey both).
+func hasDuplicateMember(raw []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	type frame struct {
+		object bool
+		seen   map[string]bool
+		key    bool // the next string token is a member name
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.key {
+			if name, ok := tok.(string); ok {
+				if top.seen[name] {
+					return true
+				}
+				top.seen[name] = true
+				top.key = false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, seen: map[string]bool{}, key: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].key = true // a value ended
+		}
+	}
+}
+
 func seedGolden(f *testing.F) {
 	f.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "middleware", "testdata", "passthrough.jsonl"))
