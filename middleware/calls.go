@@ -21,6 +21,7 @@ const maxEnded = 4096
 // ended is a request that left the in-flight table before the upstream
 // answered it.
 type ended struct {
+	id     []byte // as the client sent it
 	method string
 	link   *link
 	// drop is set when the sidecar answered it (it timed out): the
@@ -40,25 +41,26 @@ func (s *Session) endLocked(r *inflight, drop bool) {
 			break
 		}
 	}
-	s.ended[r.key] = ended{method: r.method, link: r.link, drop: drop}
+	s.ended[r.key] = ended{id: r.id, method: r.method, link: r.link, drop: drop}
 }
 
 // answered ends the client request the upstream's response with id
-// answers and returns its method ("" when none is known). late reports an
-// answer to a request the sidecar already answered, which must be dropped.
-func (s *Session) answered(id []byte) (method string, late bool) {
+// answers and returns its method ("" when none is known) and its id as the
+// client spelled it. late reports an answer to a request the sidecar
+// already answered, which must be dropped.
+func (s *Session) answered(id []byte) (method string, clientID []byte, late bool) {
 	key := framing.IDKey(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, ok := s.reqs[key]; ok {
 		s.untrackLocked(r)
-		return r.method, false
+		return r.method, r.id, false
 	}
 	if e, ok := s.ended[key]; ok {
 		delete(s.ended, key)
-		return e.method, e.drop
+		return e.method, e.id, e.drop
 	}
-	return "", false
+	return "", nil, false
 }
 
 // armLocked starts r's call timer, when there is a CallTimeout and Run is

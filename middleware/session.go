@@ -413,7 +413,7 @@ func (s *Session) pumpClient(ctx context.Context) error {
 		msg, err := s.Client.ReadMessage()
 		if err != nil {
 			if e, ok := oversize(err); ok {
-				env, _ := framing.Peek(e.Head)
+				env := framing.Envelope{ID: e.ID, Method: e.Method} // found wherever they are in it
 				s.log.Error("client message too large; dropped", "bytes", e.Size, "limit", e.Limit)
 				reason := fmt.Sprintf("message of %d bytes exceeds the %d-byte limit", e.Size, e.Limit)
 				if l := s.takeServerRequest(env); l != nil {
@@ -696,7 +696,7 @@ func (s *Session) pumpUpstream(l *link) {
 		msg, err := l.conn.ReadMessage()
 		if err != nil {
 			if e, ok := oversize(err); ok {
-				env, _ := framing.Peek(e.Head)
+				env := framing.Envelope{ID: e.ID, Method: e.Method} // found wherever they are in it
 				s.log.Error("upstream message too large; dropped", "bytes", e.Size, "limit", e.Limit)
 				reason := fmt.Sprintf("the upstream's response of %d bytes exceeds the %d-byte message limit (max_line_bytes); dropped", e.Size, e.Limit)
 				switch {
@@ -706,8 +706,8 @@ func (s *Session) pumpUpstream(l *link) {
 				case s.isOwnID(env.ID):
 					s.deliverOwnReply(env.ID, ownReply{err: errors.New(reason)})
 				default:
-					if method, late := s.answered(env.ID); method != "" && !late {
-						s.replyError(env.ID, codeInternalError, reason)
+					if method, id, late := s.answered(env.ID); method != "" && !late {
+						s.replyError(id, codeInternalError, reason)
 					}
 				}
 				continue
@@ -732,7 +732,7 @@ func (s *Session) pumpUpstream(l *link) {
 				s.deliverOwn(msg, env, err)
 				continue
 			}
-			method, late := s.answered(env.ID)
+			method, _, late := s.answered(env.ID)
 			if late {
 				s.log.Debug("dropping the upstream's late answer to a request that timed out", "id", string(env.ID))
 				continue
@@ -829,7 +829,7 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 				changed = true
 				continue
 			}
-			method, late := s.answered(env.ID)
+			method, _, late := s.answered(env.ID)
 			if late {
 				changed = true
 				continue

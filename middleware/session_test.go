@@ -131,6 +131,39 @@ func TestSessionOversizedMessages(t *testing.T) {
 	assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/ok"}`, string(h.client.next()))
 }
 
+// TestOversizedMessagesAreAnsweredWithTheirIDWhereverItIs: the id of a
+// message too large to relay may come after its payload, past the head the
+// reader keeps; it is still found, in both directions, so that nothing
+// waits forever.
+func TestOversizedMessagesAreAnsweredWithTheirIDWhereverItIs(t *testing.T) {
+	h := start(t, 1024)
+	big := strings.Repeat("a", 8<<10)
+	var resp struct {
+		ID    json.RawMessage `json:"id"`
+		Error RPCError        `json:"error"`
+	}
+
+	// From the client: its request is refused under its own id.
+	h.client.send(`{"jsonrpc":"2.0","method":"tools/call","params":{"x":"` + big + `"},"id":"c-1"}` + "\n")
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, `"c-1"`, string(resp.ID))
+	assert.Equal(t, codeInvalidRequest, resp.Error.Code)
+
+	// From the upstream: the request it answers gets an error instead.
+	h.client.send(`{"jsonrpc":"2.0","id":{"k":1},"method":"resources/read"}` + "\n")
+	h.up.next()
+	h.up.send(`{"jsonrpc":"2.0","result":{"contents":"` + big + `"},"id":{"k":1.0}}` + "\n")
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, `{"k":1}`, string(resp.ID), "as the client spelled it")
+	assert.Equal(t, codeInternalError, resp.Error.Code)
+
+	// An upstream request too large to relay is refused back to it.
+	h.up.send(`{"jsonrpc":"2.0","params":{"x":"` + big + `"},"method":"sampling/createMessage","id":"s-1"}` + "\n")
+	require.NoError(t, json.Unmarshal(h.up.next(), &resp))
+	assert.Equal(t, `"s-1"`, string(resp.ID))
+	assert.Equal(t, codeInternalError, resp.Error.Code)
+}
+
 func TestSessionMovesNonJSONUpstreamLinesToLogs(t *testing.T) {
 	h := start(t, 0)
 	h.up.send("Server listening on stdio\n")

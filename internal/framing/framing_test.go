@@ -71,6 +71,38 @@ func TestLineTooLongErrorKeepsSizeAndHead(t *testing.T) {
 	assert.Equal(t, "sampling/createMessage", env.Method, "so is the method: it was a request")
 }
 
+func TestLineTooLongErrorFindsTheIDAnywhere(t *testing.T) {
+	big := strings.Repeat("z", 300<<10)
+	tests := []struct {
+		name   string
+		line   string
+		id     string
+		method string
+	}{
+		{name: "id first", line: `{"id":1,"result":"` + big + `"}`, id: "1"},
+		{name: "id after the payload", line: `{"jsonrpc":"2.0","result":{"text":"` + big + `"},"id":"late"}`, id: `"late"`},
+		{name: "request with id and method last", line: `{"params":{"x":"` + big + `"},"id":{"a":[1,2]} ,"method":"sampling/createMessage"}`, id: `{"a":[1,2]}`, method: "sampling/createMessage"},
+		{name: "nested ids are not the id", line: `{"result":{"id":99,"items":[{"id":98}],"s":"\"id\":97` + big + `"},"id":7}`, id: "7"},
+		{name: "escaped member name", line: `{"result":"` + big + `","\u0069d":8}`, id: "8"},
+		{name: "spaces around the id", line: `{"result":"` + big + `", "id" :  9 }`, id: "9"},
+		{name: "duplicate id", line: `{"id":1,"result":"` + big + `","id":2}`},
+		{name: "id in another case", line: `{"id":1,"result":"` + big + `","ID":2}`},
+		{name: "duplicate method", line: `{"id":3,"method":"a","params":"` + big + `","method":"b"}`, id: "3"},
+		{name: "a batch has no id", line: `[{"id":1,"result":"` + big + `"}]`},
+		{name: "an id too long to keep", line: `{"result":0,"id":"` + big + `"}`},
+		{name: "truncated at EOF after the id", line: `{"id":4,"result":"` + big, id: "4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewReader(strings.NewReader(tt.line+"\nnext\n"), 1<<10).Read()
+			var e *LineTooLongError
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, tt.id, string(e.ID))
+			assert.Equal(t, tt.method, e.Method)
+		})
+	}
+}
+
 func TestWriterWritesWholeLines(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
@@ -353,6 +385,13 @@ func FuzzReader(f *testing.F) {
 			require.Less(t, i, len(want))
 			if errors.Is(err, ErrLineTooLong) {
 				require.Greater(t, len(want[i]), max)
+				var e *LineTooLongError
+				require.ErrorAs(t, err, &e)
+				// The id found while skipping is the one Peek reads in the whole line.
+				if env, perr := Peek(want[i]); perr == nil && json.Valid(want[i]) && len(env.ID) <= maxScannedValue {
+					require.Equal(t, string(env.ID), string(e.ID), "id of %q", want[i])
+					require.Equal(t, env.Method, e.Method, "method of %q", want[i])
+				}
 				continue
 			}
 			require.NoError(t, err)
@@ -409,4 +448,24 @@ func TestMembersSplit(t *testing.T) {
 		assert.Equal(t, string(members[i].Value), string(plain[i].Value))
 		assert.Nil(t, plain[i].Elements)
 	}
+}
+
+// FuzzEnvScanner checks the scanner that recovers the id of an oversized
+// line against Peek, fed in two pieces split anywhere: on every valid,
+// unambiguous object it finds the same id and method.
+func FuzzEnvScanner(f *testing.F) {
+	seedGolden(f)
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var s envScanner
+		half := len(line) / 3
+		s.write(line[:half])
+		s.write(line[half:])
+		id, method := s.result() // must not panic on anything
+		env, err := Peek(line)
+		if err != nil || !json.Valid(line) || len(env.ID) > maxScannedValue {
+			return
+		}
+		require.Equal(t, string(env.ID), string(id))
+		require.Equal(t, env.Method, method)
+	})
 }
