@@ -30,13 +30,13 @@ type envScanner struct {
 type scanState uint8
 
 const (
-	scanStart scanState = iota // before the object's '{'
-	scanName                   // between members, expecting a name or '}'
-	scanInName                 // inside a member name
-	scanColon                  // after a name, expecting ':'
-	scanValueStart             // after ':', expecting a value
-	scanValue                  // inside a value
-	scanDone                   // after the object, or not an object
+	scanStart      scanState = iota // before the object's '{'
+	scanName                        // between members, expecting a name or '}'
+	scanInName                      // inside a member name
+	scanColon                       // after a name, expecting ':'
+	scanValueStart                  // after ':', expecting a value
+	scanValue                       // inside a value
+	scanDone                        // after the object, or not an object
 )
 
 // write scans the next piece of the line.
