@@ -66,7 +66,7 @@ func (s *Session) answered(id []byte) (method string, clientID []byte, late bool
 // armLocked starts r's call timer, when there is a CallTimeout and Run is
 // not returning; s.mu must be held.
 func (s *Session) armLocked(r *inflight) {
-	if s.CallTimeout <= 0 || s.stopping {
+	if s.CallTimeout <= 0 || s.stopping || openEnded(r.method) {
 		return
 	}
 	if s.timers == 0 {
@@ -147,6 +147,14 @@ func (s *Session) expire(r *inflight, armed int) {
 	}
 	data, _ := json.Marshal(meta)
 	s.replyErrorData(r.id, codeRequestTimeout, fmt.Sprintf("Request timed out: server '%s' did not answer %s within %s (call_timeout); cancelled", s.Name, r.method, s.CallTimeout), data)
+}
+
+// openEnded reports whether a request of method stays unanswered by
+// design for as long as the client wants it: the 2026-07-28 protocol's
+// subscriptions/listen carries the server's notifications until the
+// client cancels it. No call timeout applies to it.
+func openEnded(method string) bool {
+	return method == "subscriptions/listen"
 }
 
 // progressed restarts the call timer of the request whose progress token

@@ -143,13 +143,27 @@ func TestCallTimeoutAnswersOnceAndCancelsUpstream(t *testing.T) {
 	}
 }
 
-func TestCallTimeoutIsNotArmedWithoutOne(t *testing.T) {
-	clock := &fakeClock{}
-	h := start(t, 0, func(s *Session) { s.afterFunc = clock.afterFunc })
-	base := clock.armed() // the ready timeout's
-	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
-	h.up.next()
-	assert.Equal(t, base, clock.armed())
+func TestCallTimeoutIsNotArmed(t *testing.T) {
+	tests := []struct {
+		name      string
+		configure func(*fakeClock) func(*Session)
+		request   string
+	}{
+		{name: "without a call timeout", request: `{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+			configure: func(c *fakeClock) func(*Session) { return func(s *Session) { s.afterFunc = c.afterFunc } }},
+		{name: "for subscriptions/listen, open by design", request: `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{}}`,
+			configure: withCallTimeout},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := &fakeClock{}
+			h := start(t, 0, tt.configure(clock))
+			base := clock.armed() // the ready timeout's
+			h.client.send(tt.request + "\n")
+			h.up.next()
+			assert.Equal(t, base, clock.armed())
+		})
+	}
 }
 
 func TestProgressRestartsTheCallTimer(t *testing.T) {
