@@ -100,7 +100,7 @@ type Session struct {
 	// slow to start: it is not killed for being slow.
 	HandshakeTimeout time.Duration
 	// Retrier loads the upstream; nil means a zero [resilience.Retrier]
-	// (DESIGN §4 defaults).
+	// (its default policy: see docs/DESIGN.md, Resilience).
 	Retrier *resilience.Retrier
 	// CrashBudget bounds restarts after crashes; nil means 5 in 5 minutes.
 	CrashBudget *resilience.CrashBudget
@@ -110,6 +110,16 @@ type Session struct {
 	// DrainTimeout bounds the wait for in-flight requests when the client
 	// goes away or Run's context is done. Zero means [DefaultDrainTimeout].
 	DrainTimeout time.Duration
+	// MaxHeldRequests bounds the client requests held at once while they
+	// wait: calls to a tool not known yet waiting for the tool catalog,
+	// handshakes waiting for the upstream, requests waiting for an upstream
+	// that restarts after a crash. Past it a request is answered at once
+	// with a retryable error (an isError result for tools/call). Zero means
+	// [DefaultMaxHeldRequests].
+	MaxHeldRequests int
+	// MaxHeldBytes bounds the total size of the requests held, as
+	// MaxHeldRequests bounds their number. Zero means [DefaultMaxHeldBytes].
+	MaxHeldBytes int
 	// CallTimeout bounds the wait for the upstream's answer to a client
 	// request. Past it the sidecar answers the request itself (an isError
 	// result for tools/call, a JSON-RPC error otherwise), sends the upstream
@@ -167,6 +177,11 @@ type Session struct {
 	gating     int           // calls being judged off the client pump
 	gatingIdle chan struct{} // closed while gating is zero
 	stopping   bool          // Run is returning: no new gating
+
+	held           int           // client requests held (see hold)
+	heldBytes      int           // their size
+	restarting     bool          // the upstream is being restarted after a crash: requests wait for it
+	restartChanged chan struct{} // closed and replaced when restarting changes
 }
 
 // inflight is a client request forwarded to the upstream and not yet
@@ -245,6 +260,7 @@ func (s *Session) init() {
 	close(s.idle)
 	s.gatingIdle = make(chan struct{})
 	close(s.gatingIdle)
+	s.restartChanged = make(chan struct{})
 	s.kick = make(chan struct{}, 1)
 	s.ctx = context.Background()
 	s.status = resilience.Outcome{Server: s.Name, Class: resilience.Transient}
@@ -267,11 +283,18 @@ func (s *Session) init() {
 
 // Run relays messages until the client goes away or ctx is done, then waits
 // up to DrainTimeout for in-flight requests, closes the upstream and
-// returns. It returns nil when the client closed its side; an upstream that
-// fails never ends the session.
+// returns. Either way it shuts down alike: while the drain lasts the upstream
+// keeps running and its answers still reach the client, and a request the
+// drain leaves unanswered is answered with an error. It returns nil when
+// the client closed its side or ctx is done; an upstream that fails never
+// ends the session.
 func (s *Session) Run(ctx context.Context) error {
 	s.once.Do(s.init)
-	ctx, cancel := context.WithCancel(ctx)
+	done := ctx.Done()
+	// The relay's own context outlives ctx by the drain: cancelling ctx
+	// (SIGTERM, SIGINT) must not stop the upstream before its in-flight
+	// answers are relayed, exactly as when the client closes its side.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	s.mu.Lock()
 	s.ctx = ctx
@@ -292,12 +315,15 @@ func (s *Session) Run(ctx context.Context) error {
 			err = nil
 		}
 		s.log.Debug("client closed its side; draining")
-	case <-ctx.Done():
+	case <-done:
 		s.log.Debug("shutting down; draining")
 	}
 	s.drain()
 	cancel()
 	s.awaitWriters(supervised)
+	// The upstream is closed and its reader gone: what is still in flight
+	// will never be answered by it.
+	s.failInflight(nil, "the session ended before the request was answered")
 	s.mu.Lock()
 	s.stopping = true
 	gating := s.gatingIdle
@@ -305,7 +331,7 @@ func (s *Session) Run(ctx context.Context) error {
 	s.awaitWriters(gating)
 	s.awaitWriters(s.stopCallTimers())
 	for _, w := range s.takeWaiters("") { // stop their ready timers
-		w.once.Do(func() { close(w.done) })
+		w.once.Do(func() { s.endWaiter(w) })
 	}
 	return err
 }
@@ -490,14 +516,22 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 		s.mu.Unlock()
 	}
 	if s.readyLink() == nil {
-		s.answerUnready(ctx, env)
+		s.awaitUpstream(ctx, msg, env, false)
 		return
 	}
+	s.relayRequest(ctx, msg, env, false)
+}
+
+// relayRequest gates a client's tools/call, or sends any other request to
+// the ready upstream. held says msg is kept (see keep); relayRequest
+// releases it.
+func (s *Session) relayRequest(ctx context.Context, msg []byte, env framing.Envelope, held bool) {
 	if env.Method == "tools/call" && s.Tools != nil {
-		s.gateCall(ctx, msg, env)
+		s.gateCall(ctx, msg, env, held)
 		return
 	}
 	s.send(ctx, msg, env)
+	s.unhold(msg, held)
 }
 
 // send writes a client request to the ready upstream and tracks it until
@@ -944,14 +978,14 @@ func (s *Session) inflight() int {
 	return len(s.reqs)
 }
 
-// failInflight answers every client request in flight on link l with an
-// error. l must no longer be the current link, so that no request is
-// tracked on it afterwards.
+// failInflight answers every client request in flight on link l (on any
+// link when l is nil) with an error. l must no longer be the current link,
+// so that no request is tracked on it afterwards.
 func (s *Session) failInflight(l *link, reason string) {
 	s.mu.Lock()
 	var ids [][]byte
 	for _, r := range s.reqs {
-		if r.link == l {
+		if l == nil || r.link == l {
 			ids = append(ids, r.id)
 		}
 	}
@@ -996,6 +1030,9 @@ func (s *Session) request(ctx context.Context, l *link, method string, params an
 			return ownReply{err: err}
 		}
 		rawParams = b
+	}
+	if method != "initialize" && method != "server/discover" {
+		rawParams = s.withClientMeta(rawParams)
 	}
 	msg, err := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`

@@ -279,24 +279,31 @@ func parseCall(params []byte) (callParams, error) {
 // tool, to locked tools and to out-of-scope tools itself and forwards the
 // rest. A call it cannot judge without loading the catalog is judged off
 // the client pump, so that the client's answers to the upstream's requests
-// (which the upstream may need before it serves tools/list) keep flowing.
-func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope) {
+// (which the upstream may need before it serves tools/list) keep flowing;
+// while it waits it is held (see hold), and refused past the bounds. held
+// says msg is kept already (see keep); gateCall releases it.
+func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope, held bool) {
 	p, err := parseCall(env.Params)
 	if err != nil {
 		s.log.Warn("tools/call refused", "error", err)
 		s.replyError(env.ID, codeInvalidParams, "Invalid params: "+err.Error())
+		s.unhold(msg, held)
 		return
 	}
 	tool, known := s.catalogTool(p.Name)
 	if known || (p.Name == s.discoveryName() && s.catalogLoaded()) {
 		s.judge(ctx, msg, env, p, tool)
+		s.unhold(msg, held)
 		return
 	}
-	msg = bytes.Clone(msg) // it is only valid until the pump reads again
-	env, _ = framing.Peek(msg)
+	msg, env, ok := s.keep(msg, env, held)
+	if !ok {
+		return
+	}
 	p, _ = parseCall(env.Params)
 	if !s.startGating() {
 		s.answerUnready(ctx, env)
+		s.unhold(msg, true)
 		return
 	}
 	// The catalog is not loaded yet, or lacks the tool: it may be new (the
@@ -308,10 +315,11 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 		defer s.doneGating()
 		if err := (<-loaded).Err; err != nil && p.Name != s.discoveryName() {
 			if s.readyLink() == nil {
-				s.answerUnready(ctx, env)
+				s.awaitUpstream(ctx, msg, env, true) // the upstream crashed: wait for its restart
 				return
 			}
 			s.reject(env.ID, p.Name, "disabled_unknown") // fail closed
+			s.unhold(msg, true)
 			return
 		}
 		tool, known := s.catalogTool(p.Name)
@@ -319,6 +327,7 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 			tool = minimalTool(p.Name) // judged by its name alone
 		}
 		s.judge(ctx, msg, env, p, tool)
+		s.unhold(msg, true)
 	}()
 }
 
@@ -453,7 +462,9 @@ func (s *Session) loadCatalog(ctx context.Context) ([]json.RawMessage, error) {
 		}
 		res, err := s.Call(ctx, "tools/list", params)
 		if err != nil {
-			s.log.Warn("cannot load the tool catalog", "error", err)
+			if ctx.Err() == nil { // not a shutdown
+				s.log.Warn("cannot load the tool catalog", "error", err)
+			}
 			return nil, err
 		}
 		var r struct {

@@ -24,6 +24,9 @@ func (s *Session) supervise(ctx context.Context) {
 	r.OnRetry = s.setStatus
 	for {
 		out := r.Load(ctx, s.Name, s.loadOnce)
+		s.mu.Lock()
+		s.setRestartingLocked(false) // the requests waiting for a restart go on, or are answered
+		s.mu.Unlock()
 		if out.Class == resilience.Transient && ctx.Err() == nil {
 			s.setStatus(out)
 			out = r.Background(ctx, out, s.loadOnce)
@@ -60,14 +63,19 @@ func (s *Session) supervise(ctx context.Context) {
 		// The status changes with the link, so that no call in between is
 		// told the upstream is available.
 		loop := s.CrashBudget.Crash(crash)
-		delay := r.RestartDelay(s.CrashBudget.Recent())
-		status := resilience.Outcome{Server: s.Name, Class: resilience.Transient, Err: resilience.Classify(crash), RetryIn: delay}
+		restart := s.CrashBudget.Recent()
+		delay := r.RestartDelay(restart)
+		// Attempt 1 of the restart is under way (its delay is part of it).
+		status := resilience.Outcome{Server: s.Name, Class: resilience.Transient, Err: resilience.Classify(crash),
+			Attempts: 1, RetryIn: delay, Restart: restart, MaxRestarts: s.CrashBudget.Limit()}
 		if loop != nil {
 			status = resilience.Outcome{Server: s.Name, Class: resilience.Permanent, Err: resilience.Classify(loop), Attempts: out.Attempts}
 		}
 		tell := s.publishStatus(status) // first: a call now finds the link dead or gone, never "available"
 		s.mu.Lock()
 		s.up = nil
+		// With the link gone, in one step: a request finds the link, or waits for the restart.
+		s.setRestartingLocked(loop == nil)
 		s.mu.Unlock()
 		l.conn.Close()                                                 // its pipes, its process group, its remote session
 		s.failInflight(l, "upstream restarted; request not completed") // before the news, as they were asked first
@@ -98,6 +106,7 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 	s.mu.Lock()
 	if s.status.Class != resilience.Available {
 		s.status.Attempts = attempt // "attempt 1" while the first one runs
+		s.status.RetryIn = 0        // it runs now
 	}
 	s.mu.Unlock()
 	conn, err := s.Dial(ctx)
@@ -278,6 +287,9 @@ func (s *Session) replay(ctx context.Context, l *link, method string, params any
 // client gets the upstream's answer, or the sidecar's own when the upstream
 // is not ready within ReadyTimeout.
 func (s *Session) clientHandshake(env framing.Envelope) {
+	if !s.hold(env, len(env.ID)) { // a waiter keeps its id
+		return
+	}
 	w := &hsWaiter{id: bytes.Clone(env.ID), method: env.Method, done: make(chan struct{})}
 	s.mu.Lock()
 	s.hs = Handshake{Method: env.Method, Params: bytes.Clone(env.Params), Initialized: s.hs.Initialized}
@@ -293,7 +305,7 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 	case ready:
 		// A handshake on a ready upstream (a client starting over): relay it.
 		go func() {
-			r := s.request(s.runCtx(), l, env.Method, env.Params)
+			r := s.request(s.runCtx(), l, env.Method, json.RawMessage(env.Params))
 			if r.msg != nil {
 				s.resolveWaiters(env.Method, r.msg)
 			} else {
@@ -303,11 +315,7 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 	case degraded || (status.Class != resilience.Transient && status.Attempts > 0):
 		s.answerDegraded(w) // known not to come soon: do not make the client wait
 	default:
-		timeout := s.ReadyTimeout
-		if timeout <= 0 {
-			timeout = DefaultReadyTimeout
-		}
-		t := s.afterFunc(timeout, func() { s.answerDegraded(w) })
+		t := s.afterFunc(s.readyTimeout(), func() { s.answerDegraded(w) })
 		go func() { <-w.done; t.Stop() }()
 	}
 }
@@ -321,7 +329,7 @@ func (s *Session) resolveWaiters(method string, msg []byte) {
 	}
 	for _, w := range s.takeWaiters(method) {
 		w.once.Do(func() {
-			close(w.done)
+			s.endWaiter(w)
 			if env.Result != nil {
 				s.mu.Lock()
 				s.clientView = viewAvailable
@@ -350,6 +358,13 @@ func (s *Session) takeWaiters(method string) []*hsWaiter {
 	return taken
 }
 
+// endWaiter marks the handshake waiter w answered and releases its hold;
+// call it once, under w.once.
+func (s *Session) endWaiter(w *hsWaiter) {
+	close(w.done)
+	s.release(len(w.id))
+}
+
 func (s *Session) answerWaitersDegraded() {
 	for _, w := range s.takeWaiters("") {
 		s.answerDegraded(w)
@@ -360,7 +375,7 @@ func (s *Session) answerWaitersDegraded() {
 // session goes on with the discovery tool only, until the upstream is ready.
 func (s *Session) answerDegraded(w *hsWaiter) {
 	w.once.Do(func() {
-		close(w.done)
+		s.endWaiter(w)
 		s.mu.Lock()
 		for i, x := range s.waiters {
 			if x == w {
@@ -375,9 +390,8 @@ func (s *Session) answerDegraded(w *hsWaiter) {
 		s.mu.Unlock()
 		st := s.Status()
 		s.log.Warn("answering the client's handshake without the upstream", "method", w.method, "status", st.Class.String())
-		if w.method != "initialize" {
-			// Stateless clients fall back to initialize on this error.
-			s.replyError(w.id, codeMethodNotFound, "server/discover is not available while the upstream is not ready: "+st.Message())
+		if w.method == "server/discover" {
+			s.reply(w.id, s.degradedDiscover(params, st.Message()))
 			return
 		}
 		var p struct {
@@ -429,7 +443,14 @@ func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 // statusMeta is the machine-readable status of the upstream sent as _meta.
 func statusMeta(o resilience.Outcome) map[string]any {
 	m := o.Meta()
-	return map[string]any{"status": m.Status, "class": m.Class.String(), "attempts": m.Attempts, "retryable": m.Retryable}
+	meta := map[string]any{"status": m.Status, "class": m.Class.String(), "attempts": m.Attempts, "retryable": m.Retryable}
+	if m.Restart > 0 {
+		meta["restart"] = m.Restart
+	}
+	if m.Reason != "" {
+		meta["reason"] = m.Reason
+	}
+	return meta
 }
 
 // reconnectOnUse wakes the supervisor of an upstream that failed
@@ -472,6 +493,10 @@ func (s *Session) publishStatus(o resilience.Outcome) (tell bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.restarting && o.Class == resilience.Transient && o.Restart == 0 {
+		// A retry of the restart's load: it is still that restart.
+		o.Restart, o.MaxRestarts = s.status.Restart, s.status.MaxRestarts
+	}
 	s.status = o
 	tell = s.clientView != viewNone && s.clientView != view
 	if tell {
@@ -486,4 +511,84 @@ func (s *Session) notifyToolsChanged() {
 	if err := s.Client.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)); err != nil {
 		s.log.Debug("cannot notify the client", "error", err)
 	}
+}
+
+// metaProtocolVersion is the _meta key of a 2026-07-28 request's protocol
+// version.
+const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
+// degradedDiscover is the sidecar's own server/discover result (the
+// 2026-07-28 protocol's handshake) while the upstream is not ready: the
+// version the client asked for, the tools capability (the discovery tool,
+// and the real tools announced by list_changed once the upstream is up), the
+// upstream's status as instructions, and a cache lifetime of zero, since
+// all of it changes when the upstream comes.
+func (s *Session) degradedDiscover(params json.RawMessage, instructions string) json.RawMessage {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(params, &p)
+	var version string
+	_ = json.Unmarshal(p.Meta[metaProtocolVersion], &version)
+	if version == "" {
+		version = "2026-07-28"
+	}
+	res, _ := json.Marshal(map[string]any{
+		"resultType":        "complete",
+		"supportedVersions": []string{version},
+		"capabilities":      map[string]any{"tools": map[string]any{"listChanged": true}},
+		"instructions":      instructions,
+		"ttlMs":             0,
+		"cacheScope":        "private",
+		"_meta": map[string]any{
+			"io.modelcontextprotocol/serverInfo": map[string]any{"name": s.Name, "version": "mcpwrap-degraded"},
+		},
+	})
+	return res
+}
+
+// clientMetaKeys are the _meta members with which every 2026-07-28 request
+// describes its client, in place of a handshake.
+var clientMetaKeys = []string{metaProtocolVersion, "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities"}
+
+// withClientMeta returns the params of one of the sidecar's own requests
+// with the client's _meta description added when the client speaks the
+// 2026-07-28 protocol (it opened with server/discover): an upstream of that
+// protocol refuses a request without it, and must see the sidecar's
+// requests as the client's. Params of the session era are returned as
+// they are.
+func (s *Session) withClientMeta(params json.RawMessage) json.RawMessage {
+	s.mu.Lock()
+	hs := s.hs
+	s.mu.Unlock()
+	if hs.Method != "server/discover" {
+		return params
+	}
+	var from struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(hs.Params, &from) != nil || len(from.Meta) == 0 {
+		return params
+	}
+	p := map[string]json.RawMessage{}
+	if len(params) > 0 && json.Unmarshal(params, &p) != nil {
+		return params
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := p["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
+		return params
+	}
+	for _, k := range clientMetaKeys {
+		if v, ok := from.Meta[k]; ok {
+			if _, set := meta[k]; !set {
+				meta[k] = v
+			}
+		}
+	}
+	p["_meta"], _ = json.Marshal(meta)
+	out, err := json.Marshal(p)
+	if err != nil {
+		return params
+	}
+	return out
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Crash budget defaults (DESIGN §4): 5 restarts in 5 minutes.
+// Crash budget defaults: 5 restarts in 5 minutes, then a crash loop.
 const (
 	defaultCrashRestarts = 5
 	defaultCrashWindow   = 5 * time.Minute
@@ -80,6 +80,9 @@ func (b *CrashBudget) now() time.Time {
 	}
 	return time.Now()
 }
+
+// Limit returns how many restarts the budget allows within its window.
+func (b *CrashBudget) Limit() int { return b.restarts() }
 
 // Recent returns how many crashes fall within the window, as of the last
 // call to Crash.

@@ -1,4 +1,4 @@
-// Package config loads mcpwrap's config file (DESIGN §7) and resolves where
+// Package config loads mcpwrap's config file and resolves where
 // the config file and the state directory live.
 //
 // The file is one JSON object: a `defaults` block every server inherits and
@@ -65,7 +65,7 @@ type Retry struct {
 	MaxElapsed time.Duration
 }
 
-// DefaultRetry returns the built-in retry settings of DESIGN §4: 250 ms
+// DefaultRetry returns the built-in retry settings: 250 ms
 // initial, ×2, jitter 0.5, 5 s cap, 6 attempts or 30 s.
 func DefaultRetry() Retry {
 	return Retry{
@@ -108,6 +108,8 @@ type Server struct {
 	Discovery DiscoveryMode
 	// MaxLineBytes is the largest JSON-RPC line relayed (`max_line_bytes`).
 	MaxLineBytes int
+	// OAuth is how mcpwrap signs in to a remote server (`oauth`).
+	OAuth OAuth
 }
 
 // Default returns the built-in configuration of a server the file does not
@@ -228,6 +230,7 @@ type layer struct {
 	discoveryTool *string
 	discovery     *DiscoveryMode
 	maxLineBytes  *int
+	oauth         oauthLayer
 }
 
 type retryLayer struct {
@@ -254,6 +257,7 @@ func (l *layer) applyTo(s *Server) {
 	set(&s.DiscoveryTool, l.discoveryTool)
 	set(&s.Discovery, l.discovery)
 	set(&s.MaxLineBytes, l.maxLineBytes)
+	l.oauth.applyTo(&s.OAuth)
 }
 
 func set[T any](dst, src *T) {
