@@ -107,3 +107,25 @@ func TestMcpwrapBehindMcpwrap(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressKeepsALongCallAlive: a call that outlasts --call-timeout but reports progress more
+// often than that is not cut off: each progress notification restarts the bound.
+func TestProgressKeepsALongCallAlive(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	progressed := make(chan float64, 100)
+	client := newClient(&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		progressed <- req.Params.Progress
+	}})
+	cs := connectWrapped(ctx, t, client, wrapOptions{Name: "slow", Config: transparentConfig,
+		Flags: []string{"--call-timeout", "2s"}}, mcpwrapPath, "demo-server")
+
+	params := &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{"ms": 4000, "progress_ms": 250}}
+	params.SetProgressToken("long-job")
+	res, err := cs.CallTool(ctx, params)
+	require.NoError(t, err)
+	assert.False(t, res.IsError, contentText(res.Content))
+	assert.Equal(t, "waited", contentText(res.Content))
+	assert.NotEmpty(t, progressed, "the progress reached the client")
+}
