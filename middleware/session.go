@@ -990,7 +990,7 @@ func (s *Session) failInflight(l *link, reason string) {
 		}
 	}
 	for key, e := range s.ended {
-		if e.link == l {
+		if l == nil || e.link == l {
 			delete(s.ended, key) // l will never answer them
 		}
 	}
