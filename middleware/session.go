@@ -440,7 +440,7 @@ func (s *Session) pumpClient(ctx context.Context) error {
 		msg, err := s.Client.ReadMessage()
 		if err != nil {
 			if e, ok := oversize(err); ok {
-				env, _ := framing.Peek(e.Head)
+				env := framing.Envelope{ID: e.ID, Method: e.Method} // found wherever they are in it
 				s.log.Error("client message too large; dropped", "bytes", e.Size, "limit", e.Limit)
 				reason := fmt.Sprintf("message of %d bytes exceeds the %d-byte limit", e.Size, e.Limit)
 				if l := s.takeServerRequest(env); l != nil {
@@ -643,8 +643,13 @@ func (s *Session) clientBatch(msg []byte) {
 	for _, e := range elems {
 		env, err := framing.Peek(e)
 		if err != nil {
-			if errors.Is(err, framing.ErrAmbiguous) && reason == "" {
-				reason = "Invalid Request: " + err.Error()
+			if errors.Is(err, framing.ErrAmbiguous) {
+				if reason == "" {
+					reason = "Invalid Request: " + err.Error()
+				}
+				if env.Kind == framing.Request {
+					reqs = append(reqs, env) // answered too; with id null when "id" is what is ambiguous
+				}
 			}
 			continue
 		}
@@ -726,7 +731,7 @@ func (s *Session) pumpUpstream(l *link) {
 		msg, err := l.conn.ReadMessage()
 		if err != nil {
 			if e, ok := oversize(err); ok {
-				env, _ := framing.Peek(e.Head)
+				env := framing.Envelope{ID: e.ID, Method: e.Method} // found wherever they are in it
 				s.log.Error("upstream message too large; dropped", "bytes", e.Size, "limit", e.Limit)
 				reason := fmt.Sprintf("the upstream's response of %d bytes exceeds the %d-byte message limit (max_line_bytes); dropped", e.Size, e.Limit)
 				switch {
@@ -736,8 +741,8 @@ func (s *Session) pumpUpstream(l *link) {
 				case s.isOwnID(env.ID):
 					s.deliverOwnReply(env.ID, ownReply{err: errors.New(reason)})
 				default:
-					if method, late := s.answered(env.ID); method != "" && !late {
-						s.replyError(env.ID, codeInternalError, reason)
+					if method, id, late := s.answered(env.ID); method != "" && !late {
+						s.replyError(id, codeInternalError, reason)
 					}
 				}
 				continue
@@ -762,7 +767,7 @@ func (s *Session) pumpUpstream(l *link) {
 				s.deliverOwn(msg, env, err)
 				continue
 			}
-			method, late := s.answered(env.ID)
+			method, _, late := s.answered(env.ID)
 			if late {
 				s.log.Debug("dropping the upstream's late answer to a request that timed out", "id", string(env.ID))
 				continue
@@ -859,7 +864,7 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 				changed = true
 				continue
 			}
-			method, late := s.answered(env.ID)
+			method, _, late := s.answered(env.ID)
 			if late {
 				changed = true
 				continue
@@ -986,7 +991,7 @@ func (s *Session) failInflight(l *link, reason string) {
 		}
 	}
 	for key, e := range s.ended {
-		if e.link == l {
+		if l == nil || e.link == l {
 			delete(s.ended, key) // l will never answer them
 		}
 	}

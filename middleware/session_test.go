@@ -131,6 +131,39 @@ func TestSessionOversizedMessages(t *testing.T) {
 	assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/ok"}`, string(h.client.next()))
 }
 
+// TestOversizedMessagesAreAnsweredWithTheirIDWhereverItIs: the id of a
+// message too large to relay may come after its payload, past the head the
+// reader keeps; it is still found, in both directions, so that nothing
+// waits forever.
+func TestOversizedMessagesAreAnsweredWithTheirIDWhereverItIs(t *testing.T) {
+	h := start(t, 1024)
+	big := strings.Repeat("a", 8<<10)
+	var resp struct {
+		ID    json.RawMessage `json:"id"`
+		Error RPCError        `json:"error"`
+	}
+
+	// From the client: its request is refused under its own id.
+	h.client.send(`{"jsonrpc":"2.0","method":"tools/call","params":{"x":"` + big + `"},"id":"c-1"}` + "\n")
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, `"c-1"`, string(resp.ID))
+	assert.Equal(t, codeInvalidRequest, resp.Error.Code)
+
+	// From the upstream: the request it answers gets an error instead.
+	h.client.send(`{"jsonrpc":"2.0","id":{"k":1},"method":"resources/read"}` + "\n")
+	h.up.next()
+	h.up.send(`{"jsonrpc":"2.0","result":{"contents":"` + big + `"},"id":{"k":1.0}}` + "\n")
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, `{"k":1}`, string(resp.ID), "as the client spelled it")
+	assert.Equal(t, codeInternalError, resp.Error.Code)
+
+	// An upstream request too large to relay is refused back to it.
+	h.up.send(`{"jsonrpc":"2.0","params":{"x":"` + big + `"},"method":"sampling/createMessage","id":"s-1"}` + "\n")
+	require.NoError(t, json.Unmarshal(h.up.next(), &resp))
+	assert.Equal(t, `"s-1"`, string(resp.ID))
+	assert.Equal(t, codeInternalError, resp.Error.Code)
+}
+
 func TestSessionMovesNonJSONUpstreamLinesToLogs(t *testing.T) {
 	h := start(t, 0)
 	h.up.send("Server listening on stdio\n")
@@ -239,6 +272,10 @@ func TestSessionBatches(t *testing.T) {
 		{name: "a tools/call cannot slip past the gate", batch: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"locked"}}]`,
 			wantIDs: []string{"1", `"c"`}},
 		{name: "tools/list is not rewritten inside a batch", batch: `[{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`, wantIDs: []string{"2"}},
+		{name: "an ambiguous element is answered with the others", batch: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping","Method":"tools/call"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`,
+			wantIDs: []string{"1", "2", "3"}},
+		{name: "an element with an ambiguous id is answered with id null", batch: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"id":4,"method":"ping"}]`,
+			wantIDs: []string{"1", "null"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

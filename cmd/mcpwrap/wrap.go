@@ -107,8 +107,12 @@ func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 	fs.DurationVar(&o.readyTimeout, "ready-timeout", 0, "how long the client's handshake waits for the server before mcpwrap answers it (default from config, else 30s)")
 	fs.Func("call-timeout", "answer and cancel a request the server has not answered within this duration; 0 means never (default from config, else 0)", func(v string) error {
 		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return fmt.Errorf("%q: want a duration such as 2m, or 0 for none", v)
+		switch {
+		case err != nil && v != "0":
+			var kind flag.Getter = new(durationKind)
+			return errors.New(badValue(kind, v, err))
+		case d < 0:
+			return fmt.Errorf("%q is negative; 0 means no timeout", v)
 		}
 		o.callTimeout = &d
 		return nil
@@ -395,3 +399,11 @@ func checkURL(raw string) error {
 	}
 	return nil
 }
+
+// durationKind tells badValue that --call-timeout takes a duration, so it
+// words a bad value like every other duration flag's.
+type durationKind struct{}
+
+func (*durationKind) String() string   { return "" }
+func (*durationKind) Set(string) error { return nil }
+func (*durationKind) Get() any         { return time.Duration(0) }
