@@ -106,7 +106,12 @@ func (s *Session) unhold(msg []byte, held bool) {
 // or past that bound, the request is answered with the upstream's status.
 // held says msg is already kept (see keep); awaitUpstream releases it.
 func (s *Session) awaitUpstream(ctx context.Context, msg []byte, env framing.Envelope, held bool) {
-	if s.answeredUnready(env) || !s.isRestarting() {
+	ready, restarting := s.upstreamReady()
+	switch {
+	case ready: // it became ready since the caller looked
+		s.relayRequest(ctx, msg, env, held)
+		return
+	case !restarting || s.answeredUnready(env):
 		s.answerUnready(ctx, env)
 		s.unhold(msg, held)
 		return
@@ -145,12 +150,14 @@ func (s *Session) answeredUnready(env framing.Envelope) bool {
 	return false
 }
 
-// isRestarting reports whether the upstream is being restarted after a
-// crash.
-func (s *Session) isRestarting() bool {
+// upstreamReady reports, as of one instant, whether an upstream is ready
+// and whether one is being restarted after a crash. An upstream becomes
+// ready before its restart is marked done, so a request never finds
+// neither in between.
+func (s *Session) upstreamReady() (ready, restarting bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.restarting
+	return s.up != nil && s.up.ready, s.restarting
 }
 
 // awaitRestart waits until an upstream is ready, the restart under way
@@ -162,9 +169,9 @@ func (s *Session) awaitRestart(ctx context.Context) bool {
 	defer t.Stop()
 	for {
 		s.mu.Lock()
-		ready := s.up != nil && s.up.ready
-		restarting, changed := s.restarting, s.restartChanged
+		changed := s.restartChanged
 		s.mu.Unlock()
+		ready, restarting := s.upstreamReady()
 		switch {
 		case ready:
 			return true

@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -127,6 +128,22 @@ func startRestartable(t *testing.T, policy ToolPolicy, configure func(*Session))
 		Retrier:   &resilience.Retrier{NewTimer: newInstantTimer},
 		afterFunc: h.timers.afterFunc,
 	}
+	logs := &syncBuffer{}
+	h.session.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+			for {
+				select {
+				case m := <-h.client.recv:
+					t.Logf("client got %s", m)
+					continue
+				default:
+				}
+				break
+			}
+		}
+	})
 	if configure != nil {
 		configure(h.session)
 	}

@@ -216,6 +216,9 @@ func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middlew
 		DiscoveryTool: srv.DiscoveryTool,
 		Discovery:     string(srv.Discovery),
 		ReadyTimeout:  srv.ReadyTimeout,
+
+		MaxHeldRequests: srv.MaxHeldRequests,
+		MaxHeldBytes:    srv.MaxHeldBytes,
 		Retrier: &resilience.Retrier{
 			Policy:     retryPolicy(srv.Retry),
 			Classifier: resilience.Classifier{RetryRefused: srv.RetryRefused},
