@@ -409,3 +409,21 @@ func TestCrashStatusNamesTheRestart(t *testing.T) {
 	assert.Positive(t, st.Attempts)
 	assert.Contains(t, st.Message(), "is restarting after a crash (restart 1 of 5, attempt 1, retrying in ")
 }
+
+// TestRememberedSubscriptionsAreBounded: the URIs the client subscribes to
+// are kept for replay to a restarted upstream, within the held bounds;
+// past them a subscription is still relayed, but not remembered.
+func TestRememberedSubscriptionsAreBounded(t *testing.T) {
+	h := startRestartable(t, nil, func(s *Session) { s.MaxHeldRequests = 2 })
+	for i, uri := range []string{"x://a", "x://b", "x://c", "x://a"} {
+		req := `{"jsonrpc":"2.0","id":` + string(rune('1'+i)) + `,"method":"resources/subscribe","params":{"uri":"` + uri + `"}}`
+		h.client.send(req + "\n")
+		assert.Equal(t, req, string(h.ups[0].next()), "relayed")
+	}
+	h.client.send(`{"jsonrpc":"2.0","id":9,"method":"resources/unsubscribe","params":{"uri":"x://b"}}` + "\n")
+	h.ups[0].next()
+	h.session.mu.Lock()
+	defer h.session.mu.Unlock()
+	assert.Equal(t, map[string]struct{}{"x://a": {}}, h.session.subs)
+	assert.Equal(t, len("x://a"), h.session.subsBytes)
+}
