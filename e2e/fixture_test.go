@@ -145,10 +145,39 @@ func newFixtureServer() *mcp.Server {
 				Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(pid)}},
 			}, fixturePID{PID: pid}, nil
 		})
+	addSleepTool(server)
 	return server
 }
 
 // fixturePID is the structured result of fixturePIDTool.
 type fixturePID struct {
 	PID int `json:"pid"`
+}
+
+// fixtureSleepTool answers after sleeping the given milliseconds ({"ms": N}), with the text
+// "slept N ms". When the call carries a progress token it first sends one progress
+// notification, so that a test knows the call has reached the fixture.
+const fixtureSleepTool = "fixture_sleep"
+
+// fixtureSleepArgs are fixtureSleepTool's arguments.
+type fixtureSleepArgs struct {
+	MS int `json:"ms"`
+}
+
+// addSleepTool adds fixtureSleepTool to server.
+func addSleepTool(server *mcp.Server) {
+	mcp.AddTool(server, &mcp.Tool{Name: fixtureSleepTool, Description: "Sleeps, then answers."},
+		func(ctx context.Context, req *mcp.CallToolRequest, args fixtureSleepArgs) (*mcp.CallToolResult, any, error) {
+			if token := req.Params.GetProgressToken(); token != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Message: "sleeping"})
+			}
+			select {
+			case <-time.After(time.Duration(args.MS) * time.Millisecond):
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+			return &mcp.CallToolResult{
+				Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("slept %d ms", args.MS)}},
+			}, nil, nil
+		})
 }

@@ -149,6 +149,11 @@ func (s *Session) discover(ctx context.Context, rawArgs json.RawMessage) json.Ra
 	} else if len(res.Tools) == 0 && lockedMatches > 0 {
 		res.Notice = fmt.Sprintf("%d matching tool(s) exist but are locked; call again with include_disabled:true for details and remediation.", lockedMatches)
 	}
+	if n, ok := s.policy().(PolicyNotifier); ok {
+		if notice := n.Notice(); notice != "" {
+			res.Notice = strings.TrimSpace(notice + " " + res.Notice)
+		}
+	}
 	body, _ := json.Marshal(res)
 	out, _ := json.Marshal(map[string]any{
 		"content":           []any{map[string]any{"type": "text", "text": string(body)}},

@@ -30,6 +30,14 @@ type ToolPolicy interface {
 	Rejection(status, tool, discoveryTool string) string
 }
 
+// A PolicyNotifier is a [ToolPolicy] that may have something to say about
+// every tool at once, such as "the operator's config file has an error".
+// When Notice returns a non-empty text, every answer of the discovery tool
+// carries it in its notice. Notice must be safe for concurrent use.
+type PolicyNotifier interface {
+	Notice() string
+}
+
 // UpstreamState is the upstream's load status as the agent is told it.
 type UpstreamState struct {
 	Status   string // "available", "transient", "permanent" or "denied"

@@ -177,11 +177,12 @@ func TestReviewBatchRequestsAreAnsweredWhenTheUpstreamDies(t *testing.T) {
 // answered, or it answers (poisons) a concurrent own request of the sidecar.
 func TestReviewClientIDCannotReachTheOwnIDSpace(t *testing.T) {
 	h := start(t, 0)
-	h.client.send(`{"jsonrpc":"2.0","id":"mcpwrap\u002d999","method":"ping"}` + "\n")
+	escaped := strings.Replace(h.session.ownID, "-", `\u002d`, 1)
+	h.client.send(`{"jsonrpc":"2.0","id":"` + escaped + `999","method":"ping"}` + "\n")
 	select {
 	case msg := <-h.up.recv:
 		// A normalising upstream answers with the decoded id.
-		h.up.send(`{"jsonrpc":"2.0","id":"mcpwrap-999","result":{}}` + "\n")
+		h.up.send(`{"jsonrpc":"2.0","id":"` + h.session.ownID + `999","result":{}}` + "\n")
 		_ = msg
 		h.up.send(`{"jsonrpc":"2.0","method":"notifications/marker"}` + "\n")
 		got := h.client.next()

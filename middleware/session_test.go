@@ -42,7 +42,9 @@ type harness struct {
 	cancel     context.CancelFunc
 }
 
-func start(t *testing.T, maxLine int) *harness {
+// start runs a Session (set up further by each of configure) between a
+// client and an upstream peer, through the handshake.
+func start(t *testing.T, maxLine int, configure ...func(*Session)) *harness {
 	t.Helper()
 	h := &harness{logs: &syncBuffer{}, done: make(chan error, 1)}
 	var clientConn, upConn Conn
@@ -50,6 +52,9 @@ func start(t *testing.T, maxLine int) *harness {
 	h.up, upConn = newPeer(t, maxLine)
 	h.session = &Session{Name: "fixture", Client: clientConn, Dial: dialOnce(upConn),
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	for _, c := range configure {
+		c(h.session)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.session.Run(ctx) }()
@@ -60,28 +65,37 @@ func start(t *testing.T, maxLine int) *harness {
 
 func TestSessionRejectsBadClientInput(t *testing.T) {
 	tests := []struct {
-		name     string
-		line     string
-		wantCode int
-		wantID   string
+		name        string
+		line        string
+		wantCode    int
+		wantID      string
+		wantRelayed bool
 	}{
 		{name: "not JSON", line: "hello there", wantCode: -32700, wantID: "null"},
 		{name: "truncated object", line: `{"jsonrpc":"2.0","id":1,"method":"ping"`, wantCode: -32700, wantID: "null"},
 		{name: "bad nested value", line: `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":tru}}`, wantCode: -32700, wantID: "null"},
 		{name: "neither request nor response", line: `{"jsonrpc":"2.0","id":4}`, wantCode: -32600, wantID: "4"},
-		{name: "reserved id prefix", line: `{"jsonrpc":"2.0","id":"mcpwrap-1","method":"ping"}`, wantCode: -32600, wantID: `"mcpwrap-1"`},
+		{name: "reserved id prefix", line: `{"jsonrpc":"2.0","id":"OWN1","method":"ping"}`, wantCode: -32600, wantID: `"OWN1"`},
+		{name: "another mcpwrap's own id passes", line: `{"jsonrpc":"2.0","id":"mcpwrap-x-1","method":"ping"}`, wantRelayed: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := start(t, 0)
-			h.client.send(tt.line + "\n")
+			own := strings.NewReplacer("OWN", h.session.ownID) // this Session's own-id prefix
+			h.client.send(own.Replace(tt.line) + "\n")
+			if tt.wantRelayed {
+				assert.Equal(t, tt.line, string(h.up.next()))
+				h.up.send(`{"jsonrpc":"2.0","id":"mcpwrap-x-1","result":{}}` + "\n")
+				assert.Equal(t, `{"jsonrpc":"2.0","id":"mcpwrap-x-1","result":{}}`, string(h.client.next()), "answered, not taken for an own reply")
+				return
+			}
 			var resp struct {
 				ID    json.RawMessage `json:"id"`
 				Error RPCError        `json:"error"`
 			}
 			require.NoError(t, json.Unmarshal(h.client.next(), &resp))
 			assert.Equal(t, tt.wantCode, resp.Error.Code)
-			assert.Equal(t, tt.wantID, string(resp.ID))
+			assert.Equal(t, own.Replace(tt.wantID), string(resp.ID))
 
 			// The session goes on: the next good message is relayed.
 			h.client.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n")
@@ -252,7 +266,8 @@ func TestSessionBatches(t *testing.T) {
 }
 
 // TestDegradedHandshakeWaitsOnce: a client that opens with server/discover
-// and falls back to initialize (go-sdk v1.8 does) waits for the upstream
+// gets the sidecar's own discover result, explaining the upstream's status;
+// one that then falls back to initialize anyway waits for the upstream
 // once, not once per handshake, so it stays under its own timeout.
 func TestDegradedHandshakeWaitsOnce(t *testing.T) {
 	client, clientConn := newPeer(t, 0)
@@ -268,7 +283,7 @@ func TestDegradedHandshakeWaitsOnce(t *testing.T) {
 	defer cancel()
 	go s.Run(ctx)
 
-	client.send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}` + "\n")
+	client.send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}` + "\n")
 	up.next() // the upstream got it, and never answers
 	var resp struct {
 		ID     json.RawMessage `json:"id"`
@@ -276,8 +291,26 @@ func TestDegradedHandshakeWaitsOnce(t *testing.T) {
 		Result json.RawMessage `json:"result"`
 	}
 	require.NoError(t, json.Unmarshal(client.next(), &resp))
-	require.NotNil(t, resp.Error, "a degraded server/discover is refused, so the client falls back")
-	assert.Equal(t, codeMethodNotFound, resp.Error.Code)
+	require.Nil(t, resp.Error, "a degraded server/discover is answered by the sidecar")
+	var res struct {
+		SupportedVersions []string `json:"supportedVersions"`
+		Instructions      string   `json:"instructions"`
+		TTLMs             *int     `json:"ttlMs"`
+		Capabilities      struct {
+			Tools struct {
+				ListChanged bool `json:"listChanged"`
+			} `json:"tools"`
+		} `json:"capabilities"`
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	require.NoError(t, json.Unmarshal(resp.Result, &res))
+	assert.Equal(t, []string{"2026-07-28"}, res.SupportedVersions)
+	assert.Contains(t, res.Instructions, "slow", "the upstream's status, naming it")
+	assert.True(t, res.Capabilities.Tools.ListChanged)
+	require.NotNil(t, res.TTLMs)
+	assert.Zero(t, *res.TTLMs, "nothing of a degraded answer may be cached")
+	assert.Contains(t, string(res.Meta["io.modelcontextprotocol/serverInfo"]), "mcpwrap-degraded")
+	resp.Result = nil
 
 	client.send(clientInitialize + "\n")
 	resp.Error = nil
@@ -295,4 +328,59 @@ func TestStatusBeforeRunIsTransient(t *testing.T) {
 	s := &Session{Name: "x"}
 	assert.Equal(t, resilience.Transient, s.Status().Class)
 	assert.Equal(t, Stats{}, s.Stats())
+}
+
+// TestHandshakeOnAReadyUpstreamKeepsItsParams: a client that opens again
+// (a second initialize, or another stateless client's server/discover on a
+// shared session) has its params relayed as JSON, not re-encoded.
+func TestHandshakeOnAReadyUpstreamKeepsItsParams(t *testing.T) {
+	h := start(t, 0)
+	h.client.send(`{"jsonrpc":"2.0","id":5,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}` + "\n")
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	for req.Method != "server/discover" {
+		require.NoError(t, json.Unmarshal(h.up.next(), &req))
+	}
+	assert.JSONEq(t, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, string(req.Params))
+	h.up.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"supportedVersions":["2026-07-28"]}}` + "\n")
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":5,"result":{"supportedVersions":["2026-07-28"]}}`, string(h.client.next()))
+}
+
+// TestOwnRequestsCarryTheClientMeta: in the 2026-07-28 protocol every
+// request describes its client in _meta; the sidecar's own requests (a
+// catalog load, a ping) describe the client that opened with
+// server/discover, so that the upstream takes them.
+func TestOwnRequestsCarryTheClientMeta(t *testing.T) {
+	client, clientConn := newPeer(t, 0)
+	up, upConn := newPeer(t, 0)
+	s := &Session{Name: "modern", Client: clientConn, Dial: dialOnce(upConn)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+
+	const meta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"roots":{}}}`
+	client.send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":` + meta + `}}` + "\n")
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	require.NoError(t, json.Unmarshal(up.next(), &req))
+	require.Equal(t, "server/discover", req.Method)
+	up.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}` + "\n")
+	client.next()
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Call(ctx, "tools/list", map[string]any{"cursor": "c1"})
+		done <- err
+	}()
+	require.NoError(t, json.Unmarshal(up.next(), &req))
+	assert.Equal(t, "tools/list", req.Method)
+	assert.JSONEq(t, `{"cursor":"c1","_meta":`+meta+`}`, string(req.Params))
+	up.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"tools":[]}}` + "\n")
+	require.NoError(t, <-done)
 }

@@ -218,11 +218,18 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 		var rpcErr *RPCError
 		switch {
 		case errors.As(r.err, &rpcErr):
-			s.resolveWaiters(hs.Method, r.msg)
 			if hs.Method == "server/discover" {
+				s.resolveWaiters(hs.Method, r.msg)
 				continue // the client falls back to initialize; wait for it
 			}
-			return &resilience.RPCError{Code: rpcErr.Code, Message: rpcErr.Message}
+			err := &resilience.RPCError{Code: rpcErr.Code, Message: rpcErr.Message}
+			if c := s.Retrier.Classifier.Classify(err); !c.Class.Retryable() {
+				// Published before the client learns of the failure, so that
+				// a call it sends next is told this class, not "starting up".
+				s.setStatus(resilience.Outcome{Class: c.Class, Err: c, Attempts: attempt})
+			}
+			s.resolveWaiters(hs.Method, r.msg)
+			return err
 		case r.err != nil:
 			select {
 			case <-l.dead:
@@ -298,7 +305,7 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 	case ready:
 		// A handshake on a ready upstream (a client starting over): relay it.
 		go func() {
-			r := s.request(s.runCtx(), l, env.Method, env.Params)
+			r := s.request(s.runCtx(), l, env.Method, json.RawMessage(env.Params))
 			if r.msg != nil {
 				s.resolveWaiters(env.Method, r.msg)
 			} else {
@@ -383,9 +390,8 @@ func (s *Session) answerDegraded(w *hsWaiter) {
 		s.mu.Unlock()
 		st := s.Status()
 		s.log.Warn("answering the client's handshake without the upstream", "method", w.method, "status", st.Class.String())
-		if w.method != "initialize" {
-			// Stateless clients fall back to initialize on this error.
-			s.replyError(w.id, codeMethodNotFound, "server/discover is not available while the upstream is not ready: "+st.Message())
+		if w.method == "server/discover" {
+			s.reply(w.id, s.degradedDiscover(params, st.Message()))
 			return
 		}
 		var p struct {
@@ -440,6 +446,9 @@ func statusMeta(o resilience.Outcome) map[string]any {
 	meta := map[string]any{"status": m.Status, "class": m.Class.String(), "attempts": m.Attempts, "retryable": m.Retryable}
 	if m.Restart > 0 {
 		meta["restart"] = m.Restart
+	}
+	if m.Reason != "" {
+		meta["reason"] = m.Reason
 	}
 	return meta
 }
@@ -502,4 +511,84 @@ func (s *Session) notifyToolsChanged() {
 	if err := s.Client.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)); err != nil {
 		s.log.Debug("cannot notify the client", "error", err)
 	}
+}
+
+// metaProtocolVersion is the _meta key of a 2026-07-28 request's protocol
+// version.
+const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
+// degradedDiscover is the sidecar's own server/discover result (the
+// 2026-07-28 protocol's handshake) while the upstream is not ready: the
+// version the client asked for, the tools capability (the discovery tool,
+// and the real tools announced by list_changed once the upstream is up), the
+// upstream's status as instructions, and a cache lifetime of zero, since
+// all of it changes when the upstream comes.
+func (s *Session) degradedDiscover(params json.RawMessage, instructions string) json.RawMessage {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(params, &p)
+	var version string
+	_ = json.Unmarshal(p.Meta[metaProtocolVersion], &version)
+	if version == "" {
+		version = "2026-07-28"
+	}
+	res, _ := json.Marshal(map[string]any{
+		"resultType":        "complete",
+		"supportedVersions": []string{version},
+		"capabilities":      map[string]any{"tools": map[string]any{"listChanged": true}},
+		"instructions":      instructions,
+		"ttlMs":             0,
+		"cacheScope":        "private",
+		"_meta": map[string]any{
+			"io.modelcontextprotocol/serverInfo": map[string]any{"name": s.Name, "version": "mcpwrap-degraded"},
+		},
+	})
+	return res
+}
+
+// clientMetaKeys are the _meta members with which every 2026-07-28 request
+// describes its client, in place of a handshake.
+var clientMetaKeys = []string{metaProtocolVersion, "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities"}
+
+// withClientMeta returns the params of one of the sidecar's own requests
+// with the client's _meta description added when the client speaks the
+// 2026-07-28 protocol (it opened with server/discover): an upstream of that
+// protocol refuses a request without it, and must see the sidecar's
+// requests as the client's. Params of the session era are returned as
+// they are.
+func (s *Session) withClientMeta(params json.RawMessage) json.RawMessage {
+	s.mu.Lock()
+	hs := s.hs
+	s.mu.Unlock()
+	if hs.Method != "server/discover" {
+		return params
+	}
+	var from struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(hs.Params, &from) != nil || len(from.Meta) == 0 {
+		return params
+	}
+	p := map[string]json.RawMessage{}
+	if len(params) > 0 && json.Unmarshal(params, &p) != nil {
+		return params
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := p["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
+		return params
+	}
+	for _, k := range clientMetaKeys {
+		if v, ok := from.Meta[k]; ok {
+			if _, set := meta[k]; !set {
+				meta[k] = v
+			}
+		}
+	}
+	p["_meta"], _ = json.Marshal(meta)
+	out, err := json.Marshal(p)
+	if err != nil {
+		return params
+	}
+	return out
 }

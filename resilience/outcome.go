@@ -63,6 +63,10 @@ func (o Outcome) Message() string {
 		return fmt.Sprintf("Server '%s' is still starting up%s; its tools will appear shortly. Retry in a few seconds.",
 			o.Server, o.progress())
 	case Denied:
+		if o.Err != nil && o.Err.Code == CodeLoginRequired {
+			return fmt.Sprintf("Server '%s' needs you to sign in. %s. Its tools will appear once you have signed in.",
+				o.Server, strings.TrimSuffix(o.Err.Hint, "."))
+		}
 		return fmt.Sprintf("Server '%s' denied access (%s). Check the credentials configured for it; retrying will not help.",
 			o.Server, o.reason())
 	default:
@@ -128,6 +132,9 @@ type Meta struct {
 	// Restart is [Outcome.Restart]: which restart after a crash is under
 	// way, omitted when none.
 	Restart int `json:"restart,omitempty"`
+	// Reason is the failure's [Error.Code], such as "login_required", or
+	// empty.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Meta returns the outcome's `_meta` fields.
@@ -138,7 +145,15 @@ func (o Outcome) Meta() Meta {
 		Attempts:  o.Attempts,
 		Retryable: o.Class.Retryable(),
 		Restart:   o.Restart,
+		Reason:    o.code(),
 	}
+}
+
+func (o Outcome) code() string {
+	if o.Err == nil || o.Class == Available {
+		return ""
+	}
+	return o.Err.Code
 }
 
 // formatDuration renders d the way people say it: "250ms", "2s", "1m30s",

@@ -11,7 +11,7 @@ import (
 // RestartDelay returns how long to wait before restarting an upstream after
 // its n-th crash within the crash budget's window (n counts from 1): the
 // delay r.Policy puts before its n-th retry, Initial × Multiplier^(n-1)
-// capped at MaxInterval, jittered. Spaced restarts give a fault that
+// capped at MaxInterval, jittered within that cap. Spaced restarts give a fault that
 // outlives one crash (a backend that restarts too) time to clear before
 // the crash budget is spent.
 func (r *Retrier) RestartDelay(n int) time.Duration {
@@ -21,8 +21,15 @@ func (r *Retrier) RestartDelay(n int) time.Duration {
 		d *= p.Multiplier
 	}
 	d = min(d, float64(p.MaxInterval))
-	spread := p.Jitter * d
-	return time.Duration(d - spread + rand.Float64()*2*spread)
+	return jitter(time.Duration(d), p.MaxInterval, p.Jitter, r.uniform()())
+}
+
+// uniform returns r.Rand, or math/rand/v2's Float64 when nil.
+func (r *Retrier) uniform() func() float64 {
+	if r.Rand != nil {
+		return r.Rand
+	}
+	return rand.Float64
 }
 
 // Sleep waits d on a timer of r.NewTimer (a real one when nil), or until

@@ -42,6 +42,9 @@ type Retrier struct {
 	// Now, if set, is the clock for the elapsed-time budget. Nil means
 	// time.Now.
 	Now func() time.Time
+	// Rand, if set, returns the uniform random numbers in [0, 1) that
+	// jitter delays; tests inject one. Nil means math/rand/v2's Float64.
+	Rand func() float64
 	// Logger receives each retry at info (keys server, attempt, delay_ms,
 	// class, error) and the final outcome: info when available, warn when
 	// still transient, error when permanent or denied. Nil discards.
@@ -52,7 +55,8 @@ type Retrier struct {
 // budget of r.Policy is spent, and returns the outcome. A transient
 // outcome means the budget ran out; pass it to [Retrier.Background] to
 // keep trying slowly. Retry-After delays from the upstream are honoured
-// when longer than the computed delay, within the budget. When ctx is done
+// when longer than the computed delay, up to the background cadence's
+// maximum interval (5 min by default) and within the budget. When ctx is done
 // the outcome of the last attempt is returned.
 func (r *Retrier) Load(ctx context.Context, server string, op Op) Outcome {
 	p := r.Policy.withDefaults(defaultLoadPolicy)
@@ -89,7 +93,11 @@ func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resum
 	if resume {
 		maxAttempts = 0 // background attempts are unbounded from the agent's point of view
 	}
-	sched := newSchedule(p, now)
+	// However long an upstream asks us to wait, the background cadence's
+	// cap is the longest mcpwrap ever waits: a hostile or confused
+	// Retry-After of a day must not park a server for a day.
+	retryAfterCap := r.BackgroundPolicy.withDefaults(defaultBackgroundPolicy).MaxInterval
+	sched := newSchedule(p, now, retryAfterCap, r.uniform())
 	if resume && sched.maxRetries >= 0 {
 		sched.maxRetries++ // the replayed failure consumes one delay
 	}
@@ -151,7 +159,8 @@ func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resum
 	attrs := []any{"server", out.Server, "attempts", attempt, "class", out.Class.String(), "error", out.Err.Reason}
 	switch {
 	case ctx.Err() != nil:
-		log.Info("upstream load stopped", append(attrs, "cause", ctx.Err().Error())...)
+		// Shutting down: nothing failed, so nothing reads like a failure.
+		log.Debug("upstream load stopped: shutting down", "server", out.Server, "attempts", attempt)
 	case out.Class == Transient:
 		log.Warn("upstream still unavailable; retry budget spent", attrs...)
 	default:

@@ -58,3 +58,29 @@ func TestDialerRefusesUnsetURLVariable(t *testing.T) {
 	require.ErrorIs(t, err, upstream.ErrUnsetVariable)
 	require.ErrorIs(t, err, resilience.ErrConfig)
 }
+
+// TestDefaultNames: the default --name comes from what identifies the
+// server, so two servers whose entry point is index.js differ.
+func TestDefaultNames(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "filesystem index.js", args: []string{"--", "node", "e2e/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", "/tmp"}, want: "filesystem"},
+		{name: "memory index.js", args: []string{"--", "node", "e2e/node_modules/@modelcontextprotocol/server-memory/dist/index.js"}, want: "memory"},
+		{name: "npx with a version", args: []string{"--", "npx", "-y", "@modelcontextprotocol/server-everything@2025.9.12"}, want: "everything"},
+		{name: "docker image", args: []string{"--", "docker", "run", "-i", "--rm", "ghcr.io/github/github-mcp-server"}, want: "github"},
+		{name: "url host", args: []string{"--url", "https://mcp.example.com/mcp"}, want: "mcp.example.com"},
+		{name: "--name wins", args: []string{"--name", "notes", "--", "node", "index.js"}, want: "notes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			o, err := parseWrapFlags(tt.args, io.Discard)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, o.name)
+		})
+	}
+}

@@ -34,7 +34,6 @@ type Store interface {
 // concurrent use.
 type Gate struct {
 	server string
-	eval   *policy.Evaluator
 	store  Store
 	log    *slog.Logger
 	now    func() time.Time
@@ -46,9 +45,10 @@ type Gate struct {
 	recording sync.Mutex
 
 	mu      sync.RWMutex
-	user    userState // the server's state as last read
-	errUse  error     // why the store could not be read, if it could not
-	applied uint64    // the number of the read user and errUse came from
+	eval    *policy.Evaluator // replaced by SetEvaluator when the config file changes
+	user    userState         // the server's state as last read
+	errUse  error             // why the store could not be read, if it could not
+	applied uint64            // the number of the read user and errUse came from
 	tools   map[string]policy.Tool
 	// unrecorded is the last catalog seen if it could not be recorded in
 	// the store (nil otherwise), to record once the store can be read.
@@ -153,14 +153,49 @@ func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
 	return out
 }
 
+// SetEvaluator replaces the operator policy, as after the config file
+// changed, and reports whether it differs from the one it replaces (the
+// caller then re-evaluates what the client sees). An evaluator built with
+// a ConfigErr locks every tool until the next one.
+func (g *Gate) SetEvaluator(eval *policy.Evaluator) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	changed := !reflect.DeepEqual(eval, g.eval)
+	g.eval = eval
+	return changed
+}
+
+// ConfigErr returns why the operator's config cannot be used, if it cannot
+// (the evaluator's ConfigErr).
+func (g *Gate) ConfigErr() error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.eval.ConfigErr()
+}
+
 // Remediation implements middleware.ToolPolicy.
 func (g *Gate) Remediation(status, tool string) string {
+	if err := g.ConfigErr(); err != nil && policy.Status(status) == policy.DisabledUnknown {
+		return policy.ConfigErrorRemediation(err)
+	}
 	return policy.RemediationFor(policy.Status(status), g.server, tool)
 }
 
 // Rejection implements middleware.ToolPolicy.
 func (g *Gate) Rejection(status, tool, discoveryTool string) string {
+	if err := g.ConfigErr(); err != nil && policy.Status(status) == policy.DisabledUnknown {
+		return policy.ConfigErrorRejection(err, discoveryTool)
+	}
 	return policy.RejectionText(policy.Status(status), g.server, tool, discoveryTool)
+}
+
+// Notice implements middleware.PolicyNotifier: while the config file
+// cannot be used, every discovery answer says so, whatever it matched.
+func (g *Gate) Notice() string {
+	if err := g.ConfigErr(); err != nil {
+		return policy.ConfigErrorRemediation(err)
+	}
+	return ""
 }
 
 // CatalogSeen records a full catalog loaded from the upstream as the
@@ -201,6 +236,9 @@ func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 	g.tools = cache // what older catalogs defined is no longer evaluated
 	g.mu.Unlock()
 
+	g.mu.RLock()
+	eval := g.eval
+	g.mu.RUnlock()
 	now := g.now().UTC()
 	err := g.store.Update(ctx, func(st *state.State) error {
 		srv := st.Server(g.server)
@@ -215,7 +253,7 @@ func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 		}
 		// Judged by the state being updated, not by the last snapshot,
 		// which may predate the user moving the state file aside.
-		if g.eval.Evaluate(tools, snapshot(srv), nil).RecordBaseline {
+		if eval.Evaluate(tools, snapshot(srv), nil).RecordBaseline {
 			for name, t := range catalog.Tools {
 				srv.Approve(name, state.Approval{ApprovedAt: now, Definition: t.Definition, Hash: t.Hash})
 			}

@@ -320,3 +320,30 @@ func TestGateBaselineJudgedByCurrentStore(t *testing.T) {
 	assert.Len(t, store.st.Server("fs").Approvals, 2, "the catalog is the new baseline")
 	assert.Equal(t, []string{"callable", "callable"}, statuses(g.Evaluate(catalog)))
 }
+
+// TestGateConfigError: an evaluator built on an unusable config locks every
+// tool and every text the agent sees names the config error; the next
+// evaluator unlocks them again.
+func TestGateConfigError(t *testing.T) {
+	errConfig := errors.New("/etc/mcpwrap.json:3:25: unknown key \"servers.fs.tools.defualt\"")
+	broken, err := policy.NewEvaluator(policy.Options{ConfigErr: errConfig})
+	require.NoError(t, err)
+	g := New("fs", broken, &memStore{}, nil)
+	g.Reload(context.Background())
+	catalog := []json.RawMessage{raw("read", "r"), raw("write", "w")}
+
+	assert.Equal(t, []string{"disabled_unknown", "disabled_unknown"}, statuses(g.Evaluate(catalog)))
+	want := "mcpwrap's config file has an error: " + errConfig.Error() + "; fix it and the tools will appear."
+	assert.Equal(t, want, g.Notice())
+	assert.Equal(t, want, g.Remediation("disabled_unknown", ""))
+	assert.Equal(t, "Tool is disabled and not callable. "+want+" Call find with include_disabled:true to see locked tools and remediation.",
+		g.Rejection("disabled_unknown", "read", "find"))
+
+	fixed, err := policy.NewEvaluator(policy.Options{Approval: policy.ApprovalOff})
+	require.NoError(t, err)
+	assert.True(t, g.SetEvaluator(fixed))
+	assert.False(t, g.SetEvaluator(fixed), "the same policy again is no change")
+	assert.Equal(t, []string{"callable", "callable"}, statuses(g.Evaluate(catalog)))
+	assert.Empty(t, g.Notice())
+	assert.Equal(t, policy.RemediationFor(policy.DisabledUnknown, "fs", ""), g.Remediation("disabled_unknown", ""))
+}

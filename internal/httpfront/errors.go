@@ -50,11 +50,11 @@ func writeSessionNotFound(w http.ResponseWriter) {
 	http.Error(w, "Not Found: no such session (it ended, or never existed); open a new one with initialize", http.StatusNotFound)
 }
 
-// writeDiscoverUnsupported answers the 2026-07-28 draft's server/discover,
-// sent without a session: this server serves sessions only, so it lists
-// the versions that open one with initialize, on which clients fall back
-// to it.
-func writeDiscoverUnsupported(w http.ResponseWriter, id []byte, requested string) {
+// writeDiscoverUnsupported answers a 2026-07-28 request that cannot be
+// served without a session (an old client's discover, or any request when
+// the upstream speaks only the session era): it lists the versions that
+// open a session with initialize, on which clients fall back to it.
+func writeDiscoverUnsupported(w http.ResponseWriter, status, code int, id []byte, requested string) {
 	var legacy []string
 	for _, v := range protocolVersions {
 		if v < statelessProtocolVersion {
@@ -63,8 +63,8 @@ func writeDiscoverUnsupported(w http.ResponseWriter, id []byte, requested string
 	}
 	data := mcp.UnsupportedProtocolVersionData{Supported: legacy, Requested: requested}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(errorMessage(id, mcp.CodeUnsupportedProtocolVersion,
+	w.WriteHeader(status)
+	_, _ = w.Write(errorMessage(id, code,
 		"mcpwrap serves MCP sessions: open one with initialize (supported: "+strings.Join(legacy, ", ")+")", data))
 }
 

@@ -31,6 +31,12 @@ type fakeUpstream struct {
 	// holdInit, when set, makes initialize wait for release (a slow
 	// server start), signalling hung.
 	holdInit atomic.Bool
+	// modern, when set, serves the 2026-07-28 protocol too: server/discover
+	// and subscriptions/listen (acknowledged, then held open).
+	modern atomic.Bool
+	// rejectDiscovers counts the server/discover requests still to be
+	// refused with an unsupported-version error offering 2026-07-28.
+	rejectDiscovers atomic.Int32
 }
 
 func newFakeUpstream() *fakeUpstream {
@@ -160,6 +166,18 @@ func (fc *fakeConn) handle(id json.RawMessage, method string, params json.RawMes
 			}
 		}
 		fc.reply(id, `{"protocolVersion":"`+p.ProtocolVersion+`","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"fake","version":"1"}}`)
+	case "server/discover":
+		if !fc.up.modern.Load() {
+			fc.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, id))
+			return
+		}
+		if fc.up.rejectDiscovers.Add(-1) >= 0 {
+			fc.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32022,"message":"unsupported","data":{"supported":["2026-07-28"],"requested":"x"}}}`, id))
+			return
+		}
+		fc.reply(id, `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}}}`)
+	case "subscriptions/listen":
+		fc.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":%s}}}`, id))
 	case "ping":
 		fc.reply(id, `{}`)
 	case "tools/list":

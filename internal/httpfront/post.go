@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 )
 
@@ -46,6 +48,9 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 	created := false
 	if r.Header.Get(HeaderSessionID) == "" {
 		switch {
+		case isStateless(r):
+			s.serveStateless(w, r, msgs, batch, acc)
+			return
 		case !batch && msgs[0].env.Kind == framing.Request && msgs[0].env.Method == "initialize":
 			if ss, err = s.open(); err != nil {
 				writeError(w, http.StatusServiceUnavailable, msgs[0].env.ID, codeServerError, "Service Unavailable: "+err.Error())
@@ -53,7 +58,7 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 			}
 			created = true
 		case !batch && msgs[0].env.Kind == framing.Request && msgs[0].env.Method == "server/discover":
-			writeDiscoverUnsupported(w, msgs[0].env.ID, r.Header.Get(HeaderProtocolVersion))
+			writeDiscoverUnsupported(w, http.StatusOK, mcp.CodeUnsupportedProtocolVersion, msgs[0].env.ID, r.Header.Get(HeaderProtocolVersion))
 			return
 		default:
 			writeError(w, http.StatusBadRequest, nil, codeInvalidRequest,
@@ -124,7 +129,9 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, ss *session, msg
 // answer feeds the POST's messages to the session and answers its requests.
 // It reports false when the client left before its answers.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex *exchange, msgs []incoming) bool {
-	if ex.stream != nil {
+	if ex.stream != nil && (!ss.stateless || ex.listen != nil) {
+		// A stateless request's stream starts with its first event: an
+		// error answered at once is sent with its HTTP status instead.
 		if err := ex.stream.start(); err != nil {
 			ss.unregister(ex)
 			return false
@@ -150,6 +157,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex 
 		if len(unanswered) > 0 {
 			ss.log.Debug("the client left before its requests were answered", "requests", len(unanswered))
 		}
+		if ss.stateless {
+			ss.cancelAbandoned(unanswered)
+		}
 		if ex.stream != nil {
 			ex.stream.close()
 		}
@@ -157,6 +167,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex 
 	}
 	failed := make([][]byte, 0, len(unanswered))
 	for _, id := range unanswered {
+		if orig := ex.orig[idKey(id)]; orig != nil {
+			id = orig
+		}
 		failed = append(failed, errorMessage(id, codeInternalError, "the session ended before the request was answered", nil))
 	}
 	if ex.stream != nil {
@@ -172,7 +185,11 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex 
 		return true
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
+	status := http.StatusOK
+	if code := errorStatus(responses[0]); ss.stateless && code != 0 {
+		status = code
+	}
+	w.WriteHeader(status)
 	if ex.batch {
 		_, _ = w.Write(append(append([]byte{'['}, bytes.Join(responses, []byte{','})...), ']'))
 		return true
@@ -246,6 +263,12 @@ type exchange struct {
 	responses [][]byte          // the answers, when JSON
 	complete  bool              // every request is answered
 	sending   int               // responses taken but not yet written to stream
+
+	// On the stateless session: the client's own ids, by the key of the
+	// ids its requests were rewritten to; and, for a subscriptions/listen
+	// request, what it subscribes to.
+	orig   map[string][]byte
+	listen *subscriptions
 
 	done     chan struct{}
 	doneOnce sync.Once

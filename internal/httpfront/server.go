@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -94,11 +95,14 @@ type Server struct {
 	once sync.Once
 	log  *slog.Logger
 
-	mu       sync.Mutex
-	sessions map[string]*session
-	draining bool
-	calls    int           // POSTs waiting for answers to their requests
-	noCalls  chan struct{} // closed while calls is zero
+	mu        sync.Mutex
+	sessions  map[string]*session
+	stateless *session // serves the 2026-07-28 requests, which have no session; nil until one came
+
+	legacyOnly atomic.Bool // the upstream refused server/discover: it speaks the session era only
+	draining   bool
+	calls      int           // POSTs waiting for answers to their requests
+	noCalls    chan struct{} // closed while calls is zero
 }
 
 func (s *Server) init() {
@@ -159,7 +163,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, nil, codeServerError, "Unauthorized: a valid bearer token is required")
 		return
 	}
-	if v := r.Header.Get(HeaderProtocolVersion); v != "" && !slices.Contains(protocolVersions, v) {
+	// An unknown version that sorts after the sessions' ones is answered
+	// as the 2026-07-28 protocol requires, on the request's own id (see
+	// serveStateless).
+	if v := r.Header.Get(HeaderProtocolVersion); v != "" && !slices.Contains(protocolVersions, v) &&
+		(r.Method != http.MethodPost || r.Header.Get(HeaderSessionID) != "" || v < statelessProtocolVersion) {
 		writeError(w, http.StatusBadRequest, nil, codeInvalidRequest,
 			fmt.Sprintf("Bad Request: unsupported %s %q (supported: %s)", HeaderProtocolVersion, v, strings.Join(protocolVersions, ", ")))
 		return
@@ -343,6 +351,9 @@ func (s *Server) forget(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.sessions, id)
+	if s.stateless != nil && s.stateless.id == id {
+		s.stateless = nil
+	}
 }
 
 // callStarted and callDone count POSTs waiting for answers, which a

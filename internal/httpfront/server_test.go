@@ -218,8 +218,12 @@ func TestHTTPErrors(t *testing.T) {
 			wantStatus: http.StatusBadRequest},
 		{name: "DELETE of an unknown session", req: request{Method: http.MethodDelete, Session: "gone"},
 			wantStatus: http.StatusNotFound},
-		{name: "stateless discover is turned to initialize",
-			req:        request{Body: `{"jsonrpc":"2.0","id":9,"method":"server/discover","params":{}}`, Header: map[string]string{HeaderProtocolVersion: "2026-07-28"}},
+		{name: "discover from an upstream of the session era is turned to initialize",
+			req: request{Body: `{"jsonrpc":"2.0","id":9,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+				Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "server/discover"}},
+			wantStatus: http.StatusNotFound, wantBody: `"id":9,"error":{"code":-32601`}, // the upstream's own answer
+		{name: "legacy discover is turned to initialize",
+			req:        request{Body: `{"jsonrpc":"2.0","id":9,"method":"server/discover","params":{}}`},
 			wantStatus: http.StatusOK, wantBody: `"code":-32022`},
 		{name: "duplicate request id", withSession: true,
 			req:        request{Body: "[" + call(4, "echo", `{}`) + "," + call(4, "echo", `{}`) + "]"},
@@ -538,6 +542,7 @@ func TestGoSDKClient(t *testing.T) {
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL, MaxRetries: -1}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "2025-11-25", cs.InitializeResult().ProtocolVersion, "falls back from server/discover to initialize")
+	waitClosed(t, ts.up.next(t)) // the stateless session's, closed once the upstream refused server/discover
 	fc := ts.up.next(t)
 
 	tools, err := cs.ListTools(ctx, nil)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
@@ -42,6 +43,14 @@ type session struct {
 	ended   chan struct{} // closed when the session ends: no new HTTP work
 	endOnce sync.Once
 	done    chan struct{} // closed when the relay's Run returned
+
+	// The stateless session's (see serveStateless); zero for others.
+	stateless bool
+	seq       atomic.Uint64 // numbers the rewritten request ids
+	ready     chan struct{} // closed once the relay answered the Server's server/discover
+	readyOnce sync.Once
+	refused   bool            // the upstream refused server/discover; set before ready closes
+	discovers map[string]bool // keys of the client server/discover requests in flight
 
 	mu         sync.Mutex
 	calls      map[string]*exchange // request key → the POST waiting for it
@@ -238,8 +247,28 @@ func (ss *session) Close() error {
 }
 
 func (ss *session) route(msg []byte, env framing.Envelope) {
+	if ss.stateless && env.Kind == framing.Response {
+		if isHandshake(env) {
+			ss.discoverAnswered(env, true)
+			return
+		}
+		key := idKey(env.ID)
+		ss.mu.Lock()
+		discover := ss.discovers[key]
+		delete(ss.discovers, key)
+		ss.mu.Unlock()
+		ss.routeResponse(msg, env)
+		if discover {
+			ss.discoverAnswered(env, false)
+		}
+		return
+	}
 	if env.Kind == framing.Response {
 		ss.routeResponse(msg, env)
+		return
+	}
+	if ss.stateless {
+		ss.routeStateless(msg, env)
 		return
 	}
 	var token string
@@ -279,6 +308,9 @@ func (ss *session) routeResponse(msg []byte, env framing.Envelope) {
 	delete(ss.calls, key)
 	delete(ex.pending, key)
 	ex.complete = len(ex.pending) == 0
+	if orig := ex.orig[key]; orig != nil {
+		msg = framing.Splice(msg, env.ID, orig) // the client's own id
+	}
 	if ex.stream == nil {
 		ex.responses = append(ex.responses, bytes.Clone(msg))
 	} else {
@@ -286,7 +318,11 @@ func (ss *session) routeResponse(msg []byte, env framing.Envelope) {
 	}
 	ss.mu.Unlock()
 	if ex.stream != nil {
-		if err := ex.stream.send(msg); err != nil {
+		send := ex.stream.send
+		if status := errorStatus(msg); ss.stateless && status != 0 {
+			send = func(msg []byte) error { return ex.stream.sendStatus(msg, status) }
+		}
+		if err := send(msg); err != nil {
 			ss.log.Debug("cannot deliver a response; the client left", "id", string(env.ID))
 		}
 		ss.mu.Lock()

@@ -52,6 +52,25 @@ func (st *stream) send(msg []byte) error {
 	return st.writeLocked(encodeEvent(msg))
 }
 
+// sendStatus writes msg, a JSON-RPC error, as the whole response with
+// the HTTP status given, when nothing was sent on the stream yet; else as
+// an event, like send.
+func (st *stream) sendStatus(msg []byte, status int) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.started || st.closed {
+		return st.writeLocked(encodeEvent(msg))
+	}
+	st.w.Header().Set("Content-Type", "application/json")
+	st.w.WriteHeader(status)
+	st.started, st.closed = true, true
+	st.gone.Store(true)
+	if _, err := st.w.Write(msg); err != nil {
+		return err
+	}
+	return nil
+}
+
 // comment writes an SSE comment, which clients ignore.
 func (st *stream) comment(text string) error {
 	st.mu.Lock()

@@ -30,7 +30,7 @@ func ParseToolDefault(s string) (ToolDefault, error) {
 	case DefaultAll, DefaultReadOnly, DefaultNone:
 		return d, nil
 	}
-	return "", &invalidError{fmt.Sprintf("unknown tool default %q (want all, read_only or none)", s)}
+	return "", &invalidError{msg: fmt.Sprintf("unknown tool default %q (want all, read_only or none)", s)}
 }
 
 // Rules is the operator policy of one server, as written in the config file.
@@ -83,10 +83,10 @@ func (r *compiledRules) allows(name string, readOnly bool) bool {
 // empty and well-formed for path.Match. The error matches ErrInvalid.
 func ValidatePattern(pattern string) error {
 	if pattern == "" {
-		return &invalidError{"empty tool name pattern"}
+		return &invalidError{msg: "empty tool name pattern"}
 	}
 	if _, err := path.Match(pattern, ""); err != nil {
-		return &invalidError{fmt.Sprintf("malformed tool name pattern %q: %v", pattern, err)}
+		return &invalidError{msg: fmt.Sprintf("malformed tool name pattern %q: %v", pattern, err)}
 	}
 	return nil
 }

@@ -47,9 +47,12 @@ func (c *cli) diff(ctx context.Context, server, tool string) error {
 		fmt.Sprintf("%s approved %s", ref, stamp(approval.ApprovedAt)),
 		fmt.Sprintf("%s current %s", ref, stamp(v.user.Catalog.SeenAt)),
 		script, diffContext)
-	if approval.Hash == current.tool.Hash {
+	switch {
+	case current.refused != nil:
+		fmt.Fprintf(c.stdout, "The current definition is refused (%v): a sidecar never lets the tool be called, and it cannot be approved.\n", current.refused)
+	case approval.Hash == current.tool.Hash:
 		fmt.Fprintln(c.stdout, "Only members the approval does not cover changed (such as annotations or title): the approval still holds.")
-	} else {
+	default:
 		fmt.Fprintf(c.stdout, "To approve the current definition: mcpwrap tools approve %s %s\n", shellWord(server), shellWord(tool))
 	}
 	return nil

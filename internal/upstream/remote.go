@@ -36,6 +36,11 @@ type Remote struct {
 	// client (for example with a Transport whose DialContext is a fake) is
 	// used as is.
 	HTTPClient *http.Client
+	// WrapTransport, when set, wraps the client's transport, for example to
+	// add an OAuth access token to every request. Errors its RoundTripper
+	// returns reach the caller like network errors, so a typed error (a
+	// [resilience.Error]) keeps its classification.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 	// MaxMessageBytes bounds one message from the server. Zero means 64 MiB.
@@ -138,6 +143,11 @@ type RemoteConn struct {
 	// sends it on another stream than the one that ends without it.
 	unanswered map[string]struct{}
 	listening  bool // the standalone GET stream was started
+	// toolLists holds the idKeys of the tools/list requests awaiting a
+	// result, and paramHeaders the tool-designated headers learnt from
+	// those results, by tool name (see remote_params.go).
+	toolLists    map[string]struct{}
+	paramHeaders map[string][]paramBinding
 }
 
 // inbound is one item for ReadMessage: a message or a per-message error.
@@ -176,6 +186,11 @@ func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
 	if client == nil {
 		client = defaultHTTPClient()
 	}
+	if r.WrapTransport != nil {
+		wrapped := *client
+		wrapped.Transport = r.WrapTransport(client.Transport)
+		client = &wrapped
+	}
 	c := &RemoteConn{
 		endpoint: u,
 		logURL:   redactURL(u),
@@ -191,6 +206,9 @@ func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
 		postURL:  u,
 
 		unanswered: make(map[string]struct{}),
+		toolLists:  make(map[string]struct{}),
+
+		paramHeaders: make(map[string][]paramBinding),
 	}
 	if c.max <= 0 {
 		c.max = framing.DefaultMaxLineBytes
@@ -393,6 +411,12 @@ func (c *RemoteConn) settle(msg []byte, pending pendingCalls) {
 	for _, id := range ids {
 		key := idKey(id)
 		delete(c.unanswered, key)
+		if _, ok := c.toolLists[key]; ok {
+			delete(c.toolLists, key)
+			c.mu.Unlock()
+			c.learnTools(msg)
+			c.mu.Lock()
+		}
 		if key != c.initID {
 			continue
 		}
@@ -432,6 +456,9 @@ func (c *RemoteConn) noteOutgoing(out *outbound) {
 	if out.kind == framing.Request && out.method == "initialize" {
 		c.initID = idKey(out.calls[0])
 	}
+	if out.kind == framing.Request && out.method == "tools/list" {
+		c.toolLists[idKey(out.calls[0])] = struct{}{}
+	}
 }
 
 // newRequest builds a request to u with the configured headers and the
@@ -450,6 +477,10 @@ func (c *RemoteConn) newRequest(method string, u *url.URL, out *outbound) (*http
 	}
 	c.mu.Lock()
 	sessionID, version := c.sessionID, c.version
+	var bindings []paramBinding
+	if out != nil && out.kind == framing.Request && out.method == "tools/call" {
+		bindings = c.paramHeaders[out.name]
+	}
 	c.mu.Unlock()
 	if out != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -475,6 +506,9 @@ func (c *RemoteConn) newRequest(method string, u *url.URL, out *outbound) (*http
 		req.Header.Set("Mcp-Method", out.method)
 		if out.name != "" && validHeaderValue(out.name) {
 			req.Header.Set("Mcp-Name", out.name)
+		}
+		if len(bindings) > 0 {
+			setParamHeaders(req.Header, bindings, out.params)
 		}
 	}
 	return req, nil

@@ -1,0 +1,543 @@
+package httpfront
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+)
+
+// The 2026-07-28 protocol has no sessions: every request stands alone,
+// carrying its protocol version (and the client's capabilities) in its
+// _meta and its method (and name) in headers. The Server serves such
+// requests on one shared session of its own, the stateless session: one
+// relay and one upstream (a single child process for a command) for every
+// stateless request of the front. The ids of the requests are rewritten to
+// ids unique on that relay, so that concurrent clients that use the same ids
+// never collide, and mapped back on the answers.
+
+// Header names of the 2026-07-28 transport.
+const (
+	HeaderMethod = "Mcp-Method"
+	HeaderName   = "Mcp-Name"
+)
+
+// JSON-RPC error codes of the 2026-07-28 transport.
+const (
+	codeMethodNotFound             = -32601
+	codeInvalidParams              = -32602
+	codeHeaderMismatch             = -32020
+	codeMissingClientCapabilities  = -32021
+	codeUnsupportedProtocolVersion = -32022
+)
+
+// metaProtocolVersion and its siblings are the _meta keys of a 2026-07-28
+// request that describe its client.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+)
+
+// handshakeID is the id of the server/discover the Server sends on a new
+// stateless session's relay, so that the relay sets up its upstream; no
+// rewritten id (statelessIDPrefix and a number) can equal it.
+const handshakeID = `"httpfront-discover"`
+
+// isStateless reports whether a POST without a session id speaks the
+// 2026-07-28 protocol: its Mcp-Protocol-Version header says so.
+func isStateless(r *http.Request) bool {
+	return r.Header.Get(HeaderProtocolVersion) >= statelessProtocolVersion
+}
+
+// requestFacts are what the transport checks of a 2026-07-28 message.
+type requestFacts struct {
+	metaVersion string          // _meta's protocol version
+	name        string          // tool or prompt name, or resource URI, for Mcp-Name
+	hasName     bool            // the method has one
+	meta        json.RawMessage // the whole _meta
+}
+
+func parseFacts(env framing.Envelope) requestFacts {
+	var p struct {
+		Name string                     `json:"name"`
+		URI  string                     `json:"uri"`
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	var f requestFacts
+	if json.Unmarshal(env.Params, &p) != nil {
+		return f
+	}
+	if raw, ok := p.Meta[metaProtocolVersion]; ok {
+		_ = json.Unmarshal(raw, &f.metaVersion)
+	}
+	if p.Meta != nil {
+		f.meta, _ = json.Marshal(p.Meta)
+	}
+	switch env.Method {
+	case "tools/call", "prompts/get":
+		f.name, f.hasName = p.Name, true
+	case "resources/read":
+		f.name, f.hasName = p.URI, true
+	}
+	return f
+}
+
+// checkStateless validates a 2026-07-28 message against its headers, as the
+// protocol requires of a server: a request's _meta must carry the version
+// of the Mcp-Protocol-Version header, and Mcp-Method (and, for tools/call,
+// prompts/get and resources/read, Mcp-Name) must match the body.
+func checkStateless(h http.Header, m incoming) *postError {
+	if m.env.Kind != framing.Request && m.env.Kind != framing.Notification {
+		return nil
+	}
+	f := parseFacts(m.env)
+	if m.env.Kind == framing.Request {
+		version := h.Get(HeaderProtocolVersion)
+		switch {
+		case f.metaVersion == "":
+			return &postError{id: m.env.ID, code: codeInvalidParams,
+				message: fmt.Sprintf("missing or invalid _meta field %q", metaProtocolVersion)}
+		case f.metaVersion != version:
+			return &postError{id: m.env.ID, code: codeHeaderMismatch,
+				message: fmt.Sprintf("%s header %q does not match request %s %q", HeaderProtocolVersion, version, metaProtocolVersion, f.metaVersion)}
+		}
+	}
+	switch method := h.Get(HeaderMethod); {
+	case method == "":
+		return &postError{id: m.env.ID, code: codeHeaderMismatch, message: "missing required " + HeaderMethod + " header"}
+	case method != m.env.Method:
+		return &postError{id: m.env.ID, code: codeHeaderMismatch,
+			message: fmt.Sprintf("header mismatch: %s header value %q does not match body value %q", HeaderMethod, method, m.env.Method)}
+	}
+	if f.hasName {
+		switch name := h.Get(HeaderName); {
+		case name == "":
+			return &postError{id: m.env.ID, code: codeHeaderMismatch,
+				message: fmt.Sprintf("missing required %s header for method %q", HeaderName, m.env.Method)}
+		case name != f.name:
+			return &postError{id: m.env.ID, code: codeHeaderMismatch,
+				message: fmt.Sprintf("header mismatch: %s header value %q does not match body value %q", HeaderName, name, f.name)}
+		}
+	}
+	return nil
+}
+
+// serveStateless serves a 2026-07-28 POST on the stateless session.
+func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []incoming, batch bool, acc acceptance) {
+	if batch {
+		writeError(w, http.StatusBadRequest, nil, codeInvalidRequest,
+			"Bad Request: protocol version "+r.Header.Get(HeaderProtocolVersion)+" has no JSON-RPC batches")
+		return
+	}
+	m := msgs[0]
+	if v := r.Header.Get(HeaderProtocolVersion); !slices.Contains(protocolVersions, v) {
+		data := mcp.UnsupportedProtocolVersionData{Supported: protocolVersions, Requested: v}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write(errorMessage(m.env.ID, codeUnsupportedProtocolVersion,
+			fmt.Sprintf("protocol version %q is not supported (supported: %s)", v, strings.Join(protocolVersions, ", ")), data))
+		return
+	}
+	if perr := checkStateless(r.Header, m); perr != nil {
+		writeError(w, http.StatusBadRequest, perr.id, perr.code, perr.message)
+		return
+	}
+	if s.legacyOnly.Load() {
+		writeDiscoverUnsupported(w, http.StatusOK, codeUnsupportedProtocolVersion, m.env.ID, r.Header.Get(HeaderProtocolVersion))
+		return
+	}
+	ss, err := s.enterStateless(r, m)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, m.env.ID, codeServerError, "Service Unavailable: "+err.Error())
+		return
+	}
+	defer ss.leave()
+	discover := m.env.Kind == framing.Request && m.env.Method == "server/discover"
+	if !discover { // a client's server/discover sets the upstream up itself
+		select {
+		case <-ss.ready:
+		case <-ss.ended:
+			writeError(w, http.StatusServiceUnavailable, m.env.ID, codeServerError, "Service Unavailable: the server is shutting down")
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if ss.refused {
+		// An upstream of the session era only: the client falls back to
+		// initialize on this answer.
+		writeDiscoverUnsupported(w, http.StatusOK, codeUnsupportedProtocolVersion, m.env.ID, r.Header.Get(HeaderProtocolVersion))
+		return
+	}
+
+	if m.env.Kind != framing.Request {
+		if m.env.Method == "notifications/cancelled" {
+			// Its request id is the client's own, which the relay never
+			// saw; a 2026-07-28 client cancels by closing the request's
+			// stream, which the Server turns into a cancellation.
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		if !ss.deliver(r.Context(), m.msg) {
+			writeError(w, http.StatusServiceUnavailable, nil, codeServerError, "Service Unavailable: the server is shutting down")
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if !s.callStarted() {
+		writeError(w, http.StatusServiceUnavailable, m.env.ID, codeServerError, "Service Unavailable: "+ErrShuttingDown.Error())
+		return
+	}
+	defer s.callDone()
+
+	id := ss.nextID()
+	msg := framing.Splice(m.msg, m.env.ID, id)
+	env, err := framing.Peek(msg)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, m.env.ID, codeInvalidRequest, "Invalid Request: "+err.Error())
+		return
+	}
+	rewritten := []incoming{{msg: msg, env: env}}
+	ex, _ := newExchange(rewritten, false)
+	ex.orig = map[string][]byte{idKey(id): m.env.ID}
+	if discover {
+		ss.mu.Lock()
+		ss.discovers[idKey(id)] = true
+		ss.mu.Unlock()
+	}
+	if env.Method == "subscriptions/listen" {
+		// A listen request has no prompt answer: its stream carries the
+		// notifications it subscribes to until the client closes it.
+		ex.listen = parseSubscriptions(env.Params)
+	}
+	if acc.sse || ex.listen != nil {
+		ex.stream = newStream(w)
+	}
+	ss.register(ex)
+	s.answer(w, r, ss, ex, rewritten)
+}
+
+// enterStateless returns the stateless session, opening it for the first
+// request, with the request counted in progress on it.
+func (s *Server) enterStateless(r *http.Request, first incoming) (*session, error) {
+	for range 2 { // a session ending between lookup and entry is replaced once
+		s.mu.Lock()
+		ss := s.stateless
+		s.mu.Unlock()
+		if ss == nil {
+			var err error
+			if ss, err = s.openStateless(r, first); err != nil {
+				return nil, err
+			}
+		}
+		if ss.enter() {
+			return ss, nil
+		}
+	}
+	return nil, errors.New("the stateless session ended; retry")
+}
+
+// openStateless opens the stateless session (or returns the one another
+// request opened meanwhile) and sends its relay the server/discover that
+// sets up the upstream, with the _meta of the client's first request: its
+// version, identity and capabilities.
+func (s *Server) openStateless(r *http.Request, first incoming) (*session, error) {
+	s.mu.Lock()
+	switch {
+	case s.draining:
+		s.mu.Unlock()
+		return nil, ErrShuttingDown
+	case s.stateless != nil:
+		ss := s.stateless
+		s.mu.Unlock()
+		return ss, nil
+	case len(s.sessions) >= s.maxSessions():
+		s.mu.Unlock()
+		return nil, ErrTooManySessions
+	}
+	id := rand.Text()
+	ss := newSession(s, id)
+	ss.stateless = true
+	ss.ready = make(chan struct{})
+	ss.discovers = make(map[string]bool)
+	ss.log = s.log.With("session", "stateless")
+	ss.relay = s.NewSession(ss, ss.log)
+	s.sessions[id] = ss
+	s.stateless = ss
+	n := len(s.sessions)
+	s.mu.Unlock()
+	ss.log.Info("stateless session opened", "sessions", n)
+	ss.start()
+	if first.env.Kind == framing.Request && first.env.Method == "server/discover" {
+		return ss, nil // the client's own discover sets the upstream up
+	}
+
+	meta := map[string]json.RawMessage{}
+	var full map[string]json.RawMessage
+	if f := parseFacts(first.env); json.Unmarshal(f.meta, &full) == nil {
+		for _, k := range []string{metaProtocolVersion, metaClientInfo, metaClientCapabilities} {
+			if v, ok := full[k]; ok {
+				meta[k] = v
+			}
+		}
+	}
+	if _, ok := meta[metaProtocolVersion]; !ok {
+		meta[metaProtocolVersion], _ = json.Marshal(r.Header.Get(HeaderProtocolVersion))
+	}
+	params, _ := json.Marshal(map[string]any{"_meta": meta})
+	discover := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":"server/discover","params":%s}`, handshakeID, params)
+	if !ss.deliver(ss.ctx, discover) {
+		return nil, ErrShuttingDown
+	}
+	return ss, nil
+}
+
+// statelessIDPrefix starts the ids the stateless session's requests are
+// rewritten to.
+const statelessIDPrefix = "httpfront-"
+
+// nextID returns a fresh request id for the stateless session's relay.
+func (ss *session) nextID() []byte {
+	return strconv.AppendQuote(nil, statelessIDPrefix+strconv.FormatUint(ss.seq.Add(1), 10))
+}
+
+// subscriptions are the notifications a subscriptions/listen request asks
+// for.
+type subscriptions struct {
+	ToolsListChanged      bool     `json:"toolsListChanged"`
+	PromptsListChanged    bool     `json:"promptsListChanged"`
+	ResourcesListChanged  bool     `json:"resourcesListChanged"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions"`
+}
+
+func parseSubscriptions(params []byte) *subscriptions {
+	var p struct {
+		Notifications subscriptions `json:"notifications"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return &p.Notifications
+}
+
+// wants reports whether the subscriptions take a notification of method
+// with params.
+func (sub *subscriptions) wants(method string, params []byte) bool {
+	switch method {
+	case "notifications/tools/list_changed":
+		return sub.ToolsListChanged
+	case "notifications/prompts/list_changed":
+		return sub.PromptsListChanged
+	case "notifications/resources/list_changed":
+		return sub.ResourcesListChanged
+	case "notifications/resources/updated":
+		var p struct {
+			URI string `json:"uri"`
+		}
+		return json.Unmarshal(params, &p) == nil && p.URI != "" && containsString(sub.ResourceSubscriptions, p.URI)
+	}
+	return false
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// notificationRouting is what the stateless session routes a notification
+// on.
+type notificationRouting struct {
+	subscriptionID []byte // _meta's subscription id: the listen request it belongs to
+	progressToken  []byte
+}
+
+func parseNotification(params []byte) notificationRouting {
+	var p struct {
+		ProgressToken json.RawMessage            `json:"progressToken"`
+		Meta          map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return notificationRouting{}
+	}
+	return notificationRouting{subscriptionID: p.Meta[metaSubscriptionID], progressToken: p.ProgressToken}
+}
+
+// withSubscriptionID returns the notification msg with its _meta's
+// subscription id set to id.
+func withSubscriptionID(msg []byte, env framing.Envelope, id []byte) []byte {
+	params := map[string]json.RawMessage{}
+	meta := map[string]json.RawMessage{}
+	if env.Params != nil {
+		if json.Unmarshal(env.Params, &params) != nil {
+			return msg
+		}
+		if raw, ok := params["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
+			return msg
+		}
+	}
+	meta[metaSubscriptionID] = id
+	params["_meta"], _ = json.Marshal(meta)
+	encoded, _ := json.Marshal(params)
+	if env.Params != nil {
+		return framing.Splice(msg, env.Params, encoded)
+	}
+	method, _ := json.Marshal(env.Method)
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","method":%s,"params":%s}`, method, encoded)
+}
+
+// routeStateless routes a notification or request of the stateless
+// session's relay: one that names its listen request goes to that
+// request's stream, with the client's id; a list change the relay (or an
+// upstream speaking to no listen request in particular) announces goes to
+// every listen stream subscribed to it; a progress notification goes to
+// the stream of the request it reports on. Anything else has no stream to
+// go to in this protocol, and is dropped.
+func (ss *session) routeStateless(msg []byte, env framing.Envelope) {
+	if env.Kind == framing.Request {
+		ss.log.Warn("dropping a server request on the stateless session: the 2026-07-28 protocol has none", "method", env.Method)
+		return
+	}
+	nr := parseNotification(env.Params)
+	type target struct {
+		st  *stream
+		msg []byte
+	}
+	var targets []target
+	ss.mu.Lock()
+	switch {
+	case nr.subscriptionID != nil:
+		key := idKey(nr.subscriptionID)
+		if ex := ss.calls[key]; ex != nil && ex.listen != nil && ex.stream != nil {
+			targets = append(targets, target{ex.stream, withSubscriptionID(msg, env, ex.orig[key])})
+		}
+	case nr.progressToken != nil:
+		token := idKey(nr.progressToken)
+		for _, ex := range ss.live {
+			if ex.progress[token] && !ex.complete && ex.stream != nil {
+				targets = append(targets, target{ex.stream, msg})
+				break
+			}
+		}
+	default:
+		for _, ex := range ss.live {
+			if ex.listen != nil && !ex.complete && ex.listen.wants(env.Method, env.Params) {
+				for _, orig := range ex.orig {
+					targets = append(targets, target{ex.stream, withSubscriptionID(msg, env, orig)})
+				}
+			}
+		}
+	}
+	ss.mu.Unlock()
+	if len(targets) == 0 {
+		ss.log.Debug("dropping a notification no stream takes", "method", env.Method)
+		return
+	}
+	for _, t := range targets {
+		if err := t.st.send(t.msg); err != nil {
+			ss.log.Debug("cannot deliver a notification; the client left", "method", env.Method)
+		}
+	}
+}
+
+// cancelAbandoned tells the relay that the requests of a client that left
+// will not be read, so that the upstream can stop working on them (and a
+// listen request's subscription ends).
+func (ss *session) cancelAbandoned(ids [][]byte) {
+	for _, id := range ids {
+		msg := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the client closed the request"}}`, id)
+		if !ss.deliver(ss.ctx, msg) {
+			return
+		}
+	}
+}
+
+// isHandshake reports whether a response of the stateless session's relay
+// answers the Server's own server/discover.
+func isHandshake(env framing.Envelope) bool {
+	return bytes.Equal(env.ID, []byte(handshakeID))
+}
+
+// errorStatus returns the HTTP status the 2026-07-28 protocol gives a
+// JSON-RPC error response: 404 for an unknown method, 400 for invalid
+// params, an unsupported protocol version or a missing client capability;
+// 0 for anything else, which is sent as usual.
+func errorStatus(msg []byte) int {
+	env, err := framing.Peek(msg)
+	if err != nil || env.Kind != framing.Response || env.Error == nil {
+		return 0
+	}
+	var e struct {
+		Code int `json:"code"`
+	}
+	if json.Unmarshal(env.Error, &e) != nil {
+		return 0
+	}
+	switch e.Code {
+	case codeMethodNotFound:
+		return http.StatusNotFound
+	case codeInvalidParams, codeUnsupportedProtocolVersion, codeMissingClientCapabilities:
+		return http.StatusBadRequest
+	}
+	return 0
+}
+
+// discoverAnswered takes the relay's answer to a server/discover on the
+// stateless session: the Server's own (synthetic) or a client's. A result
+// makes the session ready. An error offering another 2026-era version
+// leaves a client to retry with it (the Server's own discover gives up
+// waiting instead); any other error means the upstream speaks the session
+// era only: the session ends, and stateless requests are sent to
+// initialize from now on.
+func (ss *session) discoverAnswered(env framing.Envelope, synthetic bool) {
+	retry := env.Error != nil && offersModernVersion(env.Error)
+	if retry && !synthetic {
+		return
+	}
+	ss.readyOnce.Do(func() {
+		if env.Error != nil && !retry {
+			ss.log.Info("the upstream refused server/discover", "error", string(env.Error))
+			ss.refused = true
+			ss.srv.legacyOnly.Store(true)
+		}
+		close(ss.ready)
+	})
+	if ss.refused {
+		// Its upstream is of no use to stateless requests.
+		ss.end("the upstream refused server/discover; 2026-07-28 requests are answered with the session versions")
+	}
+}
+
+// offersModernVersion reports whether a JSON-RPC error is an unsupported
+// protocol version error listing a version of the 2026-07-28 era, with
+// which a client retries server/discover.
+func offersModernVersion(rpcErr []byte) bool {
+	var e struct {
+		Code int `json:"code"`
+		Data struct {
+			Supported []string `json:"supported"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(rpcErr, &e) != nil || e.Code != codeUnsupportedProtocolVersion {
+		return false
+	}
+	for _, v := range e.Data.Supported {
+		if v >= statelessProtocolVersion && slices.Contains(protocolVersions, v) {
+			return true
+		}
+	}
+	return false
+}

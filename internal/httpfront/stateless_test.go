@@ -1,0 +1,197 @@
+package httpfront
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// modernCall is a 2026-07-28 tools/call with its headers.
+func modernCall(id int, tool, args string) request {
+	return request{
+		Body:   fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s,%s}}`, id, tool, args, modernMeta),
+		Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "tools/call", HeaderName: tool},
+	}
+}
+
+func newModernServer(t *testing.T) *testServer {
+	t.Helper()
+	ts := newTestServer(t, nil)
+	ts.up.modern.Store(true)
+	return ts
+}
+
+func TestStatelessRequestsShareOneUpstream(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	const clients = 8
+	var wg sync.WaitGroup
+	bodies := make([]string, clients)
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Every client uses id 1: the ids must not collide upstream.
+			resp := ts.do(t, modernCall(1, "echo", fmt.Sprintf(`{"text":"client %d"}`, i)))
+			bodies[i] = readAll(t, resp)
+			assert.Equal(t, http.StatusOK, resp.StatusCode, bodies[i])
+		}()
+	}
+	wg.Wait()
+	for i, body := range bodies {
+		assert.Contains(t, body, `"id":1,`, "the client's own id")
+		assert.Contains(t, body, fmt.Sprintf("client %d", i), "each client gets its own answer")
+	}
+	assert.EqualValues(t, 1, ts.up.dials.Load(), "one upstream for every stateless request")
+	fc := ts.up.next(t)
+	lines := fc.Lines()
+	require.NotEmpty(t, lines)
+	assert.Contains(t, lines[0], `"server/discover"`, "the front sets up the upstream with the client's _meta")
+	assert.Contains(t, lines[0], `"io.modelcontextprotocol/clientCapabilities":{}`)
+}
+
+func TestStatelessHeaderValidation(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	listBody := `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{` + modernMeta + `}}`
+	tests := []struct {
+		name       string
+		req        request
+		wantStatus int
+		wantBody   string
+	}{
+		{name: "valid", req: request{Body: listBody, Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "tools/list"}},
+			wantStatus: http.StatusOK, wantBody: `"id":7,"result"`},
+		{name: "missing Mcp-Method", req: request{Body: listBody, Header: map[string]string{HeaderProtocolVersion: "2026-07-28"}},
+			wantStatus: http.StatusBadRequest, wantBody: `"id":7,"error":{"code":-32020`},
+		{name: "Mcp-Method mismatch", req: request{Body: listBody, Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "prompts/list"}},
+			wantStatus: http.StatusBadRequest, wantBody: `"code":-32020`},
+		{name: "Mcp-Name mismatch", req: func() request {
+			r := modernCall(3, "echo", `{}`)
+			r.Header[HeaderName] = "other"
+			return r
+		}(), wantStatus: http.StatusBadRequest, wantBody: `"id":3,"error":{"code":-32020`},
+		{name: "missing Mcp-Name", req: func() request {
+			r := modernCall(3, "echo", `{}`)
+			delete(r.Header, HeaderName)
+			return r
+		}(), wantStatus: http.StatusBadRequest, wantBody: `"code":-32020`},
+		{name: "no version in _meta", req: request{Body: `{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{}}`,
+			Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "tools/list"}},
+			wantStatus: http.StatusBadRequest, wantBody: `"id":8,"error":{"code":-32602`},
+		{name: "_meta version differs from the header", req: request{Body: `{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`,
+			Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "tools/list"}},
+			wantStatus: http.StatusBadRequest, wantBody: `"code":-32020`},
+		{name: "unknown later version", req: request{Body: `{"jsonrpc":"2.0","id":301,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v999"}}}`,
+			Header: map[string]string{HeaderProtocolVersion: "v999", HeaderMethod: "server/discover"}},
+			wantStatus: http.StatusBadRequest, wantBody: `"id":301,"error":{"code":-32022`},
+		{name: "unknown method is 404", req: request{Body: `{"jsonrpc":"2.0","id":9,"method":"nope/nope","params":{` + modernMeta + `}}`,
+			Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "nope/nope"}},
+			wantStatus: http.StatusNotFound, wantBody: `"id":9,"error":{"code":-32601`},
+		{name: "batch", req: request{Body: "[" + listBody + "]", Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "tools/list"}},
+			wantStatus: http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := ts.do(t, tt.req)
+			body := readAll(t, resp)
+			assert.Equal(t, tt.wantStatus, resp.StatusCode, "body: %s", body)
+			assert.Contains(t, body, tt.wantBody)
+		})
+	}
+}
+
+func TestStatelessProtectionsApply(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, func(s *Server) { s.Token = "secret" })
+	ts.up.modern.Store(true)
+	resp := ts.do(t, modernCall(1, "echo", `{}`))
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	r := modernCall(1, "echo", `{}`)
+	r.Header["Authorization"] = "Bearer secret"
+	r.Host = "evil.example:80"
+	resp = ts.do(t, r)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "DNS-rebinding protection")
+	assert.Zero(t, ts.up.dials.Load())
+}
+
+func TestListenStreamCarriesListChanges(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	resp := ts.do(t, request{
+		Accept: acceptBoth,
+		Body:   `{"jsonrpc":"2.0","id":"mine","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`,
+		Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "subscriptions/listen"},
+	})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	sc := bufio.NewScanner(resp.Body)
+	next := func() string {
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				return data
+			}
+		}
+		t.Fatalf("listen stream ended: %v", sc.Err())
+		return ""
+	}
+	ack := next()
+	assert.Contains(t, ack, "notifications/subscriptions/acknowledged")
+	assert.Contains(t, ack, `"io.modelcontextprotocol/subscriptionId":"mine"`, "the client's own listen id")
+
+	fc := ts.up.next(t)
+	fc.Push(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`) // as the relay announces a policy change
+	changed := next()
+	assert.Contains(t, changed, "notifications/tools/list_changed")
+	assert.Contains(t, changed, `"io.modelcontextprotocol/subscriptionId":"mine"`)
+	resp.Body.Close()
+}
+
+func TestLegacyUpstreamSendsStatelessClientsToInitialize(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil) // the fake refuses server/discover
+	resp := ts.do(t, modernCall(1, "echo", `{}`))
+	body := readAll(t, resp)
+	assert.Contains(t, body, `"id":1,"error":{"code":-32022`)
+	assert.Contains(t, body, `"2025-11-25"`)
+	waitClosed(t, ts.up.next(t))
+	resp = ts.do(t, modernCall(2, "echo", `{}`))
+	assert.Contains(t, readAll(t, resp), `"code":-32022`)
+	assert.EqualValues(t, 1, ts.up.dials.Load(), "no child is started again for a legacy upstream")
+}
+
+// TestClientDiscoverIsTheHandshake: a client opening with server/discover
+// sets the upstream up with its own request, so it sees the upstream's
+// answer, a refusal offering another version included, and retries.
+func TestClientDiscoverIsTheHandshake(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	ts.up.rejectDiscovers.Store(1)
+	discover := request{
+		Body:   `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`,
+		Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "server/discover"},
+	}
+	resp := ts.do(t, discover)
+	body := readAll(t, resp)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+	assert.Contains(t, body, `"id":1,"error":{"code":-32022`, "the upstream's refusal, for the client to retry")
+
+	resp = ts.do(t, discover)
+	body = readAll(t, resp)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, body)
+	assert.Contains(t, body, `"id":1,"result":{"resultType":"complete"`)
+
+	resp = ts.do(t, modernCall(2, "echo", `{"text":"hi"}`))
+	assert.Contains(t, readAll(t, resp), `"hi"`)
+	assert.EqualValues(t, 1, ts.up.dials.Load())
+	for _, line := range ts.up.next(t).Lines() {
+		assert.NotContains(t, line, handshakeID, "no discover of the front's own")
+	}
+}
