@@ -427,3 +427,25 @@ func TestRememberedSubscriptionsAreBounded(t *testing.T) {
 	assert.Equal(t, map[string]struct{}{"x://a": {}}, h.session.subs)
 	assert.Equal(t, len("x://a"), h.session.subsBytes)
 }
+
+// TestRelayedHandshakeOwnsItsParams: a second handshake relayed
+// to a ready upstream is sent off the client pump, so it must send its own
+// copy of the params, not the pump's buffer, which the next message
+// overwrites.
+func TestRelayedHandshakeOwnsItsParams(t *testing.T) {
+	h := startRestartable(t, nil, nil)
+	up := h.ups[0]
+	// Both longer than the reader's 64 KiB buffer, so that each is assembled in
+	// one buffer the next read reuses.
+	params := `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"` + strings.Repeat("a", 100<<10) + `","version":"2"}}`
+	h.client.send(`{"jsonrpc":"2.0","id":5,"method":"initialize","params":` + params + "}\n" +
+		`{"jsonrpc":"2.0","id":6,"method":"x/other","params":{"pad":"` + strings.Repeat("b", 200<<10) + `"}}` + "\n")
+	for range 2 {
+		msg := up.next()
+		env, err := framing.Peek(msg)
+		require.NoError(t, err)
+		if env.Method == "initialize" {
+			assert.JSONEq(t, params, string(env.Params), "the params the client sent")
+		}
+	}
+}

@@ -227,6 +227,7 @@ type hsWaiter struct {
 	method string
 	done   chan struct{}
 	once   sync.Once
+	held   int // bytes counted by hold
 }
 
 // Handshake returns a copy of the handshake captured so far.
