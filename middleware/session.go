@@ -120,6 +120,8 @@ type Session struct {
 	MaxHeldRequests int
 	// MaxHeldBytes bounds the total size of the requests held, as
 	// MaxHeldRequests bounds their number. Zero means [DefaultMaxHeldBytes].
+	// The same two bounds cap the resource subscriptions remembered for
+	// replay to a restarted upstream.
 	MaxHeldBytes int
 	// CallTimeout bounds the wait for the upstream's answer to a client
 	// request. Past it the sidecar answers the request itself (an isError
@@ -183,6 +185,7 @@ type Session struct {
 	heldBytes      int           // their size
 	restarting     bool          // the upstream is being restarted after a crash: requests wait for it
 	restartChanged chan struct{} // closed and replaced when restarting changes
+	subsBytes      int           // the size of the URIs in subs
 }
 
 // inflight is a client request forwarded to the upstream and not yet
@@ -225,6 +228,7 @@ type hsWaiter struct {
 	method string
 	done   chan struct{}
 	once   sync.Once
+	held   int // bytes counted by hold
 }
 
 // Handshake returns a copy of the handshake captured so far.
@@ -504,9 +508,9 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 		if json.Unmarshal(env.Params, &p) == nil {
 			s.mu.Lock()
 			if env.Method == "resources/subscribe" {
-				s.subs[p.URI] = struct{}{}
+				s.rememberSubscriptionLocked(p.URI)
 			} else {
-				delete(s.subs, p.URI)
+				s.forgetSubscriptionLocked(p.URI)
 			}
 			s.mu.Unlock()
 		}

@@ -287,12 +287,16 @@ func (s *Session) replay(ctx context.Context, l *link, method string, params any
 // client gets the upstream's answer, or the sidecar's own when the upstream
 // is not ready within ReadyTimeout.
 func (s *Session) clientHandshake(env framing.Envelope) {
-	if !s.hold(env, len(env.ID)) { // a waiter keeps its id
+	// A waiter keeps its id, and its params until it is answered (the
+	// session's handshake is replaced by the next one).
+	size := len(env.ID) + len(env.Params)
+	if !s.hold(env, size) {
 		return
 	}
-	w := &hsWaiter{id: bytes.Clone(env.ID), method: env.Method, done: make(chan struct{})}
+	params := bytes.Clone(env.Params)
+	w := &hsWaiter{id: bytes.Clone(env.ID), method: env.Method, done: make(chan struct{}), held: size}
 	s.mu.Lock()
-	s.hs = Handshake{Method: env.Method, Params: bytes.Clone(env.Params), Initialized: s.hs.Initialized}
+	s.hs = Handshake{Method: env.Method, Params: params, Initialized: s.hs.Initialized}
 	s.hsVer++
 	close(s.hsChanged)
 	s.hsChanged = make(chan struct{})
@@ -305,9 +309,9 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 	case ready:
 		// A handshake on a ready upstream (a client starting over): relay it.
 		go func() {
-			r := s.request(s.runCtx(), l, env.Method, json.RawMessage(env.Params))
+			r := s.request(s.runCtx(), l, w.method, json.RawMessage(params)) // env's bytes are the pump's
 			if r.msg != nil {
-				s.resolveWaiters(env.Method, r.msg)
+				s.resolveWaiters(w.method, r.msg)
 			} else {
 				s.answerDegraded(w)
 			}
@@ -362,7 +366,7 @@ func (s *Session) takeWaiters(method string) []*hsWaiter {
 // call it once, under w.once.
 func (s *Session) endWaiter(w *hsWaiter) {
 	close(w.done)
-	s.release(len(w.id))
+	s.release(w.held)
 }
 
 func (s *Session) answerWaitersDegraded() {

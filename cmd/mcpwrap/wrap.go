@@ -230,6 +230,9 @@ func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middlew
 		Discovery:     string(srv.Discovery),
 		ReadyTimeout:  srv.ReadyTimeout,
 		CallTimeout:   srv.CallTimeout,
+
+		MaxHeldRequests: srv.MaxHeldRequests,
+		MaxHeldBytes:    srv.MaxHeldBytes,
 		Retrier: &resilience.Retrier{
 			Policy:     retryPolicy(srv.Retry),
 			Classifier: resilience.Classifier{RetryRefused: srv.RetryRefused},
