@@ -1026,6 +1026,7 @@ func (s *Session) request(ctx context.Context, l *link, method string, params an
 		}
 		rawParams = b
 	}
+	rawParams = s.withClientMeta(method, rawParams)
 	msg, err := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
