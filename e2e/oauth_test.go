@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpwrap/mcpwrap/internal/oauthtest"
 )
 
@@ -334,4 +336,28 @@ func TestOAuthRefreshFailures(t *testing.T) {
 		assert.Equal(t, authorizations+1, as.Counts().Authorizations, "one new sign-in, by mcpwrap login")
 		assertNoTokens(t, as, map[string]string{"sidecar log": s.proc.Stderr()})
 	})
+}
+
+// TestOAuthListen: `mcpwrap --listen --url` signs in once for its HTTP
+// sessions, and a go-sdk client over HTTP calls the protected server.
+func TestOAuthListen(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	as, err := oauthtest.Start(oauthtest.Options{})
+	require.NoError(t, err)
+	defer as.Close()
+	state, browserLog := t.TempDir(), filepath.Join(t.TempDir(), "browser.log")
+	srv := startListen(ctx, t, listenOptions{Name: "notes", StateDir: state, Env: signInEnv(t, state, browserLog, false),
+		Flags: []string{"--url", as.URL + "/mcp", "--oauth-redirect-port", strconv.Itoa(freeLoopbackPort(t))}})
+	for i := range 2 {
+		cs, err := connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL})
+		require.NoError(t, err, "session %d", i)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, "session %d", i)
+		require.NoError(t, cs.Close())
+	}
+	assert.Equal(t, 1, as.Counts().Authorizations, "one sign-in for both sessions")
+	assert.Equal(t, 1, launches(t, browserLog))
 }
