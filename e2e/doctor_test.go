@@ -107,7 +107,7 @@ func TestDoctor(t *testing.T) {
 	missing := byName["missing"]
 	assert.Equal(t, "permanent", missing.Status)
 	assert.Contains(t, missing.Error, `cannot start "mcpwrap-e2e-no-such-command": command not found`)
-	assert.Contains(t, missing.Hint, "GUI apps get a minimal PATH")
+	assert.Contains(t, missing.Hint, "mcpwrap-e2e-no-such-command is not installed", "it is on no PATH, the login shell's included")
 
 	exits := byName["exits"]
 	assert.Equal(t, "permanent", exits.Status)

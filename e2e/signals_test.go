@@ -21,7 +21,7 @@ import (
 
 const (
 	// shutdownBudget is how long mcpwrap may take to exit after SIGTERM or SIGINT, whatever its
-	// upstream does (DESIGN §2: close stdin, short grace, SIGTERM, SIGKILL).
+	// upstream does (close stdin, short grace, SIGTERM, SIGKILL to its process group).
 	shutdownBudget = 3 * time.Second
 	// orphanGrace is how long an upstream may outlive a SIGKILLed mcpwrap: the kernel's
 	// parent-death signal is asynchronous, so allow a moment, but nothing like a timeout.

@@ -100,7 +100,7 @@ type Session struct {
 	// slow to start: it is not killed for being slow.
 	HandshakeTimeout time.Duration
 	// Retrier loads the upstream; nil means a zero [resilience.Retrier]
-	// (DESIGN §4 defaults).
+	// (its default policy: see docs/DESIGN.md, Resilience).
 	Retrier *resilience.Retrier
 	// CrashBudget bounds restarts after crashes; nil means 5 in 5 minutes.
 	CrashBudget *resilience.CrashBudget
@@ -1026,7 +1026,9 @@ func (s *Session) request(ctx context.Context, l *link, method string, params an
 		}
 		rawParams = b
 	}
-	rawParams = s.withClientMeta(method, rawParams)
+	if method != "initialize" && method != "server/discover" {
+		rawParams = s.withClientMeta(rawParams)
+	}
 	msg, err := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`

@@ -348,3 +348,39 @@ func TestHandshakeOnAReadyUpstreamKeepsItsParams(t *testing.T) {
 	h.up.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"supportedVersions":["2026-07-28"]}}` + "\n")
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":5,"result":{"supportedVersions":["2026-07-28"]}}`, string(h.client.next()))
 }
+
+// TestOwnRequestsCarryTheClientMeta: in the 2026-07-28 protocol every
+// request describes its client in _meta; the sidecar's own requests (a
+// catalog load, a ping) describe the client that opened with
+// server/discover, so that the upstream takes them.
+func TestOwnRequestsCarryTheClientMeta(t *testing.T) {
+	client, clientConn := newPeer(t, 0)
+	up, upConn := newPeer(t, 0)
+	s := &Session{Name: "modern", Client: clientConn, Dial: dialOnce(upConn)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+
+	const meta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"roots":{}}}`
+	client.send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":` + meta + `}}` + "\n")
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	require.NoError(t, json.Unmarshal(up.next(), &req))
+	require.Equal(t, "server/discover", req.Method)
+	up.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}` + "\n")
+	client.next()
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Call(ctx, "tools/list", map[string]any{"cursor": "c1"})
+		done <- err
+	}()
+	require.NoError(t, json.Unmarshal(up.next(), &req))
+	assert.Equal(t, "tools/list", req.Method)
+	assert.JSONEq(t, `{"cursor":"c1","_meta":`+meta+`}`, string(req.Params))
+	up.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"tools":[]}}` + "\n")
+	require.NoError(t, <-done)
+}

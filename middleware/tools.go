@@ -462,7 +462,9 @@ func (s *Session) loadCatalog(ctx context.Context) ([]json.RawMessage, error) {
 		}
 		res, err := s.Call(ctx, "tools/list", params)
 		if err != nil {
-			s.log.Warn("cannot load the tool catalog", "error", err)
+			if ctx.Err() == nil { // not a shutdown
+				s.log.Warn("cannot load the tool catalog", "error", err)
+			}
 			return nil, err
 		}
 		var r struct {

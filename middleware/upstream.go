@@ -546,3 +546,49 @@ func (s *Session) degradedDiscover(params json.RawMessage, instructions string) 
 	})
 	return res
 }
+
+// clientMetaKeys are the _meta members with which every 2026-07-28 request
+// describes its client, in place of a handshake.
+var clientMetaKeys = []string{metaProtocolVersion, "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities"}
+
+// withClientMeta returns the params of one of the sidecar's own requests
+// with the client's _meta description added when the client speaks the
+// 2026-07-28 protocol (it opened with server/discover): an upstream of that
+// protocol refuses a request without it, and must see the sidecar's
+// requests as the client's. Params of the session era are returned as
+// they are.
+func (s *Session) withClientMeta(params json.RawMessage) json.RawMessage {
+	s.mu.Lock()
+	hs := s.hs
+	s.mu.Unlock()
+	if hs.Method != "server/discover" {
+		return params
+	}
+	var from struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(hs.Params, &from) != nil || len(from.Meta) == 0 {
+		return params
+	}
+	p := map[string]json.RawMessage{}
+	if len(params) > 0 && json.Unmarshal(params, &p) != nil {
+		return params
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := p["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
+		return params
+	}
+	for _, k := range clientMetaKeys {
+		if v, ok := from.Meta[k]; ok {
+			if _, set := meta[k]; !set {
+				meta[k] = v
+			}
+		}
+	}
+	p["_meta"], _ = json.Marshal(meta)
+	out, err := json.Marshal(p)
+	if err != nil {
+		return params
+	}
+	return out
+}

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Crash budget defaults (DESIGN §4): 5 restarts in 5 minutes.
+// Crash budget defaults: 5 restarts in 5 minutes, then a crash loop.
 const (
 	defaultCrashRestarts = 5
 	defaultCrashWindow   = 5 * time.Minute

@@ -141,6 +141,10 @@ type ExitError struct {
 	Ready bool
 	// Stderr holds the last lines the process wrote to stderr, oldest first.
 	Stderr []string
+	// Command is the command line that was run (program and arguments), or
+	// nil. [Classify] suggests running it by hand, with the values that look
+	// like secrets hidden; Error leaves it out.
+	Command []string
 }
 
 // Error describes the exit, e.g. "exited with code 1" or "killed by
@@ -169,6 +173,10 @@ type SpawnError struct {
 	Command string
 	// Err is the cause.
 	Err error
+	// NotInstalled reports that a bare program name was looked up on the
+	// user's login shell's PATH too, and was not there either: it is not
+	// installed, rather than hidden by a GUI app's minimal PATH.
+	NotInstalled bool
 }
 
 // Error returns `start "COMMAND": CAUSE`.

@@ -29,7 +29,8 @@ type Policy struct {
 	MaxElapsed time.Duration
 }
 
-// Load budget defaults (DESIGN §4).
+// Load budget defaults: 250 ms doubling to 5 s, jitter 0.5, 6 attempts or
+// 30 s per load.
 var defaultLoadPolicy = Policy{
 	Initial:     250 * time.Millisecond,
 	MaxInterval: 5 * time.Second,

@@ -159,7 +159,8 @@ func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resum
 	attrs := []any{"server", out.Server, "attempts", attempt, "class", out.Class.String(), "error", out.Err.Reason}
 	switch {
 	case ctx.Err() != nil:
-		log.Info("upstream load stopped", append(attrs, "cause", ctx.Err().Error())...)
+		// Shutting down: nothing failed, so nothing reads like a failure.
+		log.Debug("upstream load stopped: shutting down", "server", out.Server, "attempts", attempt)
 	case out.Class == Transient:
 		log.Warn("upstream still unavailable; retry budget spent", attrs...)
 	default:

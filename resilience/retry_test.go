@@ -283,3 +283,21 @@ func TestLoadLogs(t *testing.T) {
 	assert.Equal(t, "permanent", final["class"])
 	assert.EqualValues(t, 2, final["attempts"])
 }
+
+// TestLoadStoppedLogsNoFailure: a load cut short by shutdown logs nothing
+// that reads like a failure (no class, no "load canceled"), at info level
+// or above.
+func TestLoadStoppedLogsNoFailure(t *testing.T) {
+	var buf bytes.Buffer
+	ctx, cancel := context.WithCancel(t.Context())
+	r := &resilience.Retrier{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}
+
+	out := r.Load(ctx, "srv", func(ctx context.Context, _ int) error {
+		cancel() // shutdown while the upstream is starting
+		<-ctx.Done()
+		return ctx.Err()
+	})
+
+	assert.Equal(t, 1, out.Attempts)
+	assert.Empty(t, buf.String())
+}

@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// defaultThrottleInterval is DESIGN §4's "reconnect on use" spacing.
+// defaultThrottleInterval is the "reconnect on use" spacing: a permanent or
+// denied upstream is retried when the agent uses it, at most this often.
 const defaultThrottleInterval = 30 * time.Second
 
 // Throttle paces "reconnect on use": a tool or discovery call on an

@@ -52,7 +52,6 @@ type doctorOptions struct {
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var d doctorOptions
 	fs := flag.NewFlagSet("mcpwrap doctor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), doctorUsage)
 		fs.PrintDefaults()
@@ -64,16 +63,15 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.StringVar(&d.stateDir, "state-dir", "", "user state directory, as for the wrap command (default: the entry's, else $MCPWRAP_STATE_DIR, else the user's)")
 	fs.DurationVar(&d.timeout, "timeout", 0, "bound on each server's check (default: its ready_timeout or retry budget, whichever is longer, plus 10s)")
 	fs.StringVar(&d.logLevel, "log-level", "", "log the loads on stderr at this level: debug, info, warn or error (default: no log)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if errors.Is(err, errHelp) {
 			return exitOK
 		}
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap doctor", err)
 	}
 	d.servers = fs.Args()
 	if d.configPath != "" && d.client != clientconfig.AllClients {
-		fmt.Fprintln(stderr, "mcpwrap doctor: give --client or --config-path, not both")
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap doctor", errors.New("give --client or --config-path, not both"))
 	}
 	logger := slog.New(slog.DiscardHandler)
 	childStderr := io.Discard

@@ -50,7 +50,7 @@ func TestEntryOptions(t *testing.T) {
 		{
 			name:    "wrapped with a flag mcpwrap does not know",
 			entry:   doctor.Entry{Name: "x", Command: "mcpwrap", Args: []string{"--bogus", "--", "srv"}},
-			wantErr: "flag provided but not defined: -bogus",
+			wantErr: "unknown flag --bogus",
 		},
 	}
 	for _, tt := range tests {

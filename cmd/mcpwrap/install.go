@@ -19,7 +19,8 @@ const installUsage = `Usage: mcpwrap %[1]s (--client C | --config-path FILE) [--
 
 %[2]s
 
-Every file written is backed up first, beside it (FILE%[3]s<time>).
+Every file written is backed up first, beside it (FILE%[3]s<time>,
+mode 0600: it may hold secrets); the 3 newest backups of each file are kept.
 Restart the client afterwards. Exit codes: 0 done, 1 a file could not be
 read or written (or a --server is in no file), 2 bad flags.
 
@@ -46,7 +47,6 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 		cmd, about = "uninstall", uninstallAbout
 	}
 	fs := flag.NewFlagSet("mcpwrap "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), installUsage, cmd, about, clientconfig.BackupSuffix)
 		fs.PrintDefaults()
@@ -56,24 +56,23 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 	var servers listFlag
 	fs.Var(&servers, "server", "only this server entry; repeatable (default: every entry)")
 	dryRun := fs.Bool("dry-run", false, "print the plan, write nothing")
+	logDir := new(string)
 	var keepMCPRemote *bool
 	if !uninstall {
-		keepMCPRemote = fs.Bool("keep-mcp-remote", false, "install: keep entries that run mcp-remote as stdio children instead of converting them to native --url entries")
+		fs.StringVar(logDir, "log-dir", "", `where each wrapped server logs, in <server>.log (default: <state dir>/logs; "none": to the client's own log of the server's stderr)`)
+		keepMCPRemote = fs.Bool("keep-mcp-remote", false, "keep entries that run mcp-remote as stdio children instead of converting them to native --url entries")
 	}
-	logDir := fs.String("log-dir", "", `install: where each wrapped server logs, in <server>.log (default: <state dir>/logs; "none": to the client's own log of the server's stderr)`)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if errors.Is(err, errHelp) {
 			return exitOK
 		}
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap "+cmd, err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "mcpwrap %s: unexpected arguments %q (name servers with --server)\n", cmd, fs.Args())
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap "+cmd, fmt.Errorf("unexpected arguments %q (name servers with --server)", fs.Args()))
 	}
 	if (*path == "") == (*client == "") {
-		fmt.Fprintf(stderr, "mcpwrap %s: give either --client (claude-desktop, claude-code, cursor or all) or --config-path\n", cmd)
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap "+cmd, errors.New("give either --client (claude-desktop, claude-code, cursor or all) or --config-path"))
 	}
 	opts := clientconfig.Options{Servers: servers}
 	if !uninstall {

@@ -163,7 +163,10 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 	hs := o.listen.conns.NewHTTPServer(mux, logger)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(o.listen.conns.Listener(ln)) }()
-	logger.Info("listening", "url", "http://"+ln.Addr().String()+"/mcp", "upstream", upstreamDesc(o), "auth", token != "")
+	url := "http://" + ln.Addr().String() + "/mcp"
+	stopStatus := publishFront(ctx, o, url, front, logger)
+	defer stopStatus()
+	logger.Info("listening", "url", url, "upstream", upstreamDesc(o), "auth", token != "")
 
 	code := exitOK
 	select {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -37,9 +38,10 @@ Usage:
   mcpwrap login|logout NAME [--url URL]  sign in to (or forget) a remote server that asks for it (OAuth)
   mcpwrap install|uninstall [--client C]  wrap (or unwrap) the servers of Claude Desktop, Claude Code, Cursor
   mcpwrap doctor [--client C] [SERVER...] load each configured server once; a classified table with fix hints
-  mcpwrap status                         what the running sidecars are doing
+  mcpwrap status                         what the running sidecars and --listen fronts are doing
   mcpwrap demo                           a narrated, self-contained showcase
-  mcpwrap version                        print the version
+  mcpwrap help [COMMAND]                 this help, or a command's
+  mcpwrap version | --version            the version and the commit it was built from
 
 Flags:
 `
@@ -82,10 +84,11 @@ type wrapOptions struct {
 	env map[string]string
 }
 
-func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
+// parseWrapFlags parses the wrap command's arguments. It prints the usage
+// on stdout when asked for it and then returns errHelp.
+func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 	var o wrapOptions
 	fs := flag.NewFlagSet("mcpwrap", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), wrapUsage)
 		fs.PrintDefaults()
@@ -112,10 +115,10 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	fs.IntVar(&o.maxLineBytes, "max-line-bytes", 0, "largest JSON-RPC message accepted, in bytes (default from config, else 64 MiB)")
 	fs.StringVar(&o.log.level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
-	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr")
+	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr; the server's stderr lines go to it too (tagged stream=stderr), as well as to stderr")
 	o.listen.addFlags(fs)
 	o.oauth.add(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return o, err
 	}
 	o.command = fs.Args()
@@ -123,7 +126,6 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	case o.url != "" && len(o.command) > 0:
 		return o, errors.New("give either --url or a command after --, not both")
 	case o.url == "" && len(o.command) == 0:
-		fs.Usage()
 		return o, errors.New("no server: put its command after --, as in: mcpwrap -- npx -y @modelcontextprotocol/server-everything, or give --url")
 	case o.url == "" && (len(o.headers) > 0 || o.transport != ""):
 		return o, errors.New("--header and --transport go with --url")
@@ -133,6 +135,9 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	if err := o.listen.validate(); err != nil {
 		return o, err
 	}
+	if err := checkURL(o.url); err != nil {
+		return o, err
+	}
 	if o.name == "" {
 		o.name = servername.Derive(o.command, o.url)
 	}
@@ -140,13 +145,12 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 }
 
 func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	o, err := parseWrapFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	o, err := parseWrapFlags(args, stdout)
+	if errors.Is(err, errHelp) {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpwrap:", err)
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap", err)
 	}
 	logger, closer, err := newLogger(o.log, stderr)
 	if err != nil {
@@ -167,8 +171,9 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
 	}
+	childStderr := serverStderr(o.log, stderr, logger)
 	if o.listen.addr != "" {
-		return runListen(ctx, o, srv, tools, stderr, logger, base)
+		return runListen(ctx, o, srv, tools, childStderr, logger, base)
 	}
 	if o.url != "" {
 		if o.signIn, err = signIn(o, srv, stderr, logger, true); err != nil {
@@ -177,7 +182,7 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		defer o.signIn.Close()
 	}
-	dial, err := dialer(o, srv, stderr, logger)
+	dial, err := dialer(o, srv, childStderr, logger)
 	if err != nil {
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
@@ -313,11 +318,21 @@ func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 	return func(ctx context.Context) (middleware.Conn, error) {
 		child, err := upstream.StartStdio(ctx, programs.Command(ctx, cmd), srv.MaxLineBytes)
 		if err != nil {
-			return nil, err
+			return nil, notInstalled(ctx, programs, cmd.Path, err)
 		}
 		logger.Info("server started", "pid", child.Pid())
 		return child, nil
 	}, nil
+}
+
+// notInstalled marks a failure to start program as "not installed" when
+// it is on neither mcpwrap's PATH nor the login shell's, so that the
+// agent is not told to use a full path to a program that is nowhere.
+func notInstalled(ctx context.Context, programs *desktop.Resolver, program string, err error) error {
+	if spawn, ok := errors.AsType[*resilience.SpawnError](err); ok && programs.NotInstalled(ctx, program) {
+		spawn.NotInstalled = true
+	}
+	return err
 }
 
 // retryPolicy converts the config's retry settings.
@@ -360,9 +375,21 @@ func childEnv(extra ...map[string]string) []string {
 	return env // nil: inherit
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+// checkURL refuses a --url that is no http or https URL, unless it names
+// an environment variable, which is checked once expanded.
+func checkURL(raw string) error {
+	if raw == "" || strings.Contains(raw, "${") {
+		return nil
 	}
-	return "(devel)"
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return errors.New("--url: not a URL; want http://HOST/PATH or https://HOST/PATH")
+	case u.Scheme != "http" && u.Scheme != "https":
+		// The URL itself is not repeated: it may hold credentials.
+		return fmt.Errorf("--url: scheme %q: want an http:// or https:// URL", u.Scheme)
+	case u.Host == "":
+		return errors.New("--url: no host; want http://HOST/PATH or https://HOST/PATH")
+	}
+	return nil
 }

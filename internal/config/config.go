@@ -1,4 +1,4 @@
-// Package config loads mcpwrap's config file (DESIGN §7) and resolves where
+// Package config loads mcpwrap's config file and resolves where
 // the config file and the state directory live.
 //
 // The file is one JSON object: a `defaults` block every server inherits and
@@ -65,7 +65,7 @@ type Retry struct {
 	MaxElapsed time.Duration
 }
 
-// DefaultRetry returns the built-in retry settings of DESIGN §4: 250 ms
+// DefaultRetry returns the built-in retry settings: 250 ms
 // initial, ×2, jitter 0.5, 5 s cap, 6 attempts or 30 s.
 func DefaultRetry() Retry {
 	return Retry{

@@ -34,6 +34,9 @@ type fakeUpstream struct {
 	// modern, when set, serves the 2026-07-28 protocol too: server/discover
 	// and subscriptions/listen (acknowledged, then held open).
 	modern atomic.Bool
+	// rejectDiscovers counts the server/discover requests still to be
+	// refused with an unsupported-version error offering 2026-07-28.
+	rejectDiscovers atomic.Int32
 }
 
 func newFakeUpstream() *fakeUpstream {
@@ -166,6 +169,10 @@ func (fc *fakeConn) handle(id json.RawMessage, method string, params json.RawMes
 	case "server/discover":
 		if !fc.up.modern.Load() {
 			fc.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, id))
+			return
+		}
+		if fc.up.rejectDiscovers.Add(-1) >= 0 {
+			fc.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32022,"message":"unsupported","data":{"supported":["2026-07-28"],"requested":"x"}}}`, id))
 			return
 		}
 		fc.reply(id, `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}}}`)

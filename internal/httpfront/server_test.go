@@ -221,7 +221,7 @@ func TestHTTPErrors(t *testing.T) {
 		{name: "discover from an upstream of the session era is turned to initialize",
 			req: request{Body: `{"jsonrpc":"2.0","id":9,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
 				Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "server/discover"}},
-			wantStatus: http.StatusOK, wantBody: `"code":-32022`},
+			wantStatus: http.StatusNotFound, wantBody: `"id":9,"error":{"code":-32601`}, // the upstream's own answer
 		{name: "legacy discover is turned to initialize",
 			req:        request{Body: `{"jsonrpc":"2.0","id":9,"method":"server/discover","params":{}}`},
 			wantStatus: http.StatusOK, wantBody: `"code":-32022`},

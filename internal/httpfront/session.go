@@ -49,7 +49,8 @@ type session struct {
 	seq       atomic.Uint64 // numbers the rewritten request ids
 	ready     chan struct{} // closed once the relay answered the Server's server/discover
 	readyOnce sync.Once
-	refused   bool // the upstream refused that server/discover; set before ready closes
+	refused   bool            // the upstream refused server/discover; set before ready closes
+	discovers map[string]bool // keys of the client server/discover requests in flight
 
 	mu         sync.Mutex
 	calls      map[string]*exchange // request key → the POST waiting for it
@@ -246,18 +247,20 @@ func (ss *session) Close() error {
 }
 
 func (ss *session) route(msg []byte, env framing.Envelope) {
-	if ss.stateless && env.Kind == framing.Response && isHandshake(env) {
-		ss.readyOnce.Do(func() {
-			if env.Error != nil {
-				ss.refused = true
-				ss.srv.legacyOnly.Store(true)
-			}
-			close(ss.ready)
-			if ss.refused {
-				// Its upstream is of no use to stateless requests.
-				ss.end("the upstream refused server/discover; 2026-07-28 requests are answered with the session versions")
-			}
-		})
+	if ss.stateless && env.Kind == framing.Response {
+		if isHandshake(env) {
+			ss.discoverAnswered(env, true)
+			return
+		}
+		key := idKey(env.ID)
+		ss.mu.Lock()
+		discover := ss.discovers[key]
+		delete(ss.discovers, key)
+		ss.mu.Unlock()
+		ss.routeResponse(msg, env)
+		if discover {
+			ss.discoverAnswered(env, false)
+		}
 		return
 	}
 	if env.Kind == framing.Response {

@@ -163,13 +163,16 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 		return
 	}
 	defer ss.leave()
-	select {
-	case <-ss.ready:
-	case <-ss.ended:
-		writeError(w, http.StatusServiceUnavailable, m.env.ID, codeServerError, "Service Unavailable: the server is shutting down")
-		return
-	case <-r.Context().Done():
-		return
+	discover := m.env.Kind == framing.Request && m.env.Method == "server/discover"
+	if !discover { // a client's server/discover sets the upstream up itself
+		select {
+		case <-ss.ready:
+		case <-ss.ended:
+			writeError(w, http.StatusServiceUnavailable, m.env.ID, codeServerError, "Service Unavailable: the server is shutting down")
+			return
+		case <-r.Context().Done():
+			return
+		}
 	}
 	if ss.refused {
 		// An upstream of the session era only: the client falls back to
@@ -209,6 +212,11 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 	rewritten := []incoming{{msg: msg, env: env}}
 	ex, _ := newExchange(rewritten, false)
 	ex.orig = map[string][]byte{idKey(id): m.env.ID}
+	if discover {
+		ss.mu.Lock()
+		ss.discovers[idKey(id)] = true
+		ss.mu.Unlock()
+	}
 	if env.Method == "subscriptions/listen" {
 		// A listen request has no prompt answer: its stream carries the
 		// notifications it subscribes to until the client closes it.
@@ -263,6 +271,7 @@ func (s *Server) openStateless(r *http.Request, first incoming) (*session, error
 	ss := newSession(s, id)
 	ss.stateless = true
 	ss.ready = make(chan struct{})
+	ss.discovers = make(map[string]bool)
 	ss.log = s.log.With("session", "stateless")
 	ss.relay = s.NewSession(ss, ss.log)
 	s.sessions[id] = ss
@@ -271,6 +280,9 @@ func (s *Server) openStateless(r *http.Request, first incoming) (*session, error
 	s.mu.Unlock()
 	ss.log.Info("stateless session opened", "sessions", n)
 	ss.start()
+	if first.env.Kind == framing.Request && first.env.Method == "server/discover" {
+		return ss, nil // the client's own discover sets the upstream up
+	}
 
 	meta := map[string]json.RawMessage{}
 	var full map[string]json.RawMessage
@@ -481,4 +493,51 @@ func errorStatus(msg []byte) int {
 		return http.StatusBadRequest
 	}
 	return 0
+}
+
+// discoverAnswered takes the relay's answer to a server/discover on the
+// stateless session: the Server's own (synthetic) or a client's. A result
+// makes the session ready. An error offering another 2026-era version
+// leaves a client to retry with it (the Server's own discover gives up
+// waiting instead); any other error means the upstream speaks the session
+// era only: the session ends, and stateless requests are sent to
+// initialize from now on.
+func (ss *session) discoverAnswered(env framing.Envelope, synthetic bool) {
+	retry := env.Error != nil && offersModernVersion(env.Error)
+	if retry && !synthetic {
+		return
+	}
+	ss.readyOnce.Do(func() {
+		if env.Error != nil && !retry {
+			ss.log.Info("the upstream refused server/discover", "error", string(env.Error))
+			ss.refused = true
+			ss.srv.legacyOnly.Store(true)
+		}
+		close(ss.ready)
+	})
+	if ss.refused {
+		// Its upstream is of no use to stateless requests.
+		ss.end("the upstream refused server/discover; 2026-07-28 requests are answered with the session versions")
+	}
+}
+
+// offersModernVersion reports whether a JSON-RPC error is an unsupported
+// protocol version error listing a version of the 2026-07-28 era, with
+// which a client retries server/discover.
+func offersModernVersion(rpcErr []byte) bool {
+	var e struct {
+		Code int `json:"code"`
+		Data struct {
+			Supported []string `json:"supported"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(rpcErr, &e) != nil || e.Code != codeUnsupportedProtocolVersion {
+		return false
+	}
+	for _, v := range e.Data.Supported {
+		if v >= statelessProtocolVersion && slices.Contains(protocolVersions, v) {
+			return true
+		}
+	}
+	return false
 }

@@ -166,3 +166,32 @@ func TestLegacyUpstreamSendsStatelessClientsToInitialize(t *testing.T) {
 	assert.Contains(t, readAll(t, resp), `"code":-32022`)
 	assert.EqualValues(t, 1, ts.up.dials.Load(), "no child is started again for a legacy upstream")
 }
+
+// TestClientDiscoverIsTheHandshake: a client opening with server/discover
+// sets the upstream up with its own request, so it sees the upstream's
+// answer, a refusal offering another version included, and retries.
+func TestClientDiscoverIsTheHandshake(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	ts.up.rejectDiscovers.Store(1)
+	discover := request{
+		Body:   `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`,
+		Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "server/discover"},
+	}
+	resp := ts.do(t, discover)
+	body := readAll(t, resp)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+	assert.Contains(t, body, `"id":1,"error":{"code":-32022`, "the upstream's refusal, for the client to retry")
+
+	resp = ts.do(t, discover)
+	body = readAll(t, resp)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, body)
+	assert.Contains(t, body, `"id":1,"result":{"resultType":"complete"`)
+
+	resp = ts.do(t, modernCall(2, "echo", `{"text":"hi"}`))
+	assert.Contains(t, readAll(t, resp), `"hi"`)
+	assert.EqualValues(t, 1, ts.up.dials.Load())
+	for _, line := range ts.up.next(t).Lines() {
+		assert.NotContains(t, line, handshakeID, "no discover of the front's own")
+	}
+}

@@ -175,7 +175,7 @@ func (e *Evaluator) Evaluate(catalog []Tool, user UserState, userErr error) Eval
 }
 
 // Counts tallies in-scope tools by status. Its JSON form is the `counts`
-// block of DESIGN §6: callable always present, zero reasons omitted. Whether
+// block of the discovery answer: callable always present, zero reasons omitted. Whether
 // to emit the block at all (only when Locked() > 0) is the caller's choice.
 type Counts struct {
 	Callable         int `json:"callable"`

@@ -1,5 +1,6 @@
 // Package policy decides whether a tool of the wrapped server may be called and
-// explains, in words an agent can act on, why not (DESIGN §5, §6).
+// explains, in words an agent can act on, why not (docs/DESIGN.md, Tool
+// availability and Discovery).
 //
 // Everything here is pure and read-only: the classifier is a total function of
 // the facts it is given (server switch, operator rules, per-run allow-list, the

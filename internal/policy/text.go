@@ -39,7 +39,7 @@ func RemediationFor(s Status, server, tool string) string {
 }
 
 // RejectionText returns the text of the isError result mcpwrap answers a
-// tools/call of a locked tool with (DESIGN §6): the status-specific reason,
+// tools/call of a locked tool with: the status-specific reason,
 // the remediation, then a pointer to the discovery tool (discoveryTool, or
 // DefaultDiscoveryTool when empty). Every wording but the operator-policy one
 // starts with NotCallable. It returns "" for Callable; an invalid status gets

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,7 +74,26 @@ type Status struct {
 	Error string `json:"error,omitempty"`
 	// Message is what the agent is told when the upstream is not available.
 	Message string `json:"message,omitempty"`
+	// Listen is the URL a --listen front serves, "" for a stdio sidecar. A
+	// front's Status is "listening"; its upstreams are its Sessions'.
+	Listen string `json:"listen,omitempty"`
+	// Sessions are a front's HTTP sessions, each with its own upstream.
+	Sessions []Session `json:"sessions,omitempty"`
 }
+
+// Session is one HTTP session of a --listen front.
+type Session struct {
+	Status                 string `json:"status"`
+	Attempts               int    `json:"attempts"`
+	Restarts               int    `json:"restarts"`
+	Calls                  int    `json:"calls"`
+	Rejections             int    `json:"rejections"`
+	IncludeDisabledQueries int    `json:"include_disabled_queries"`
+	Error                  string `json:"error,omitempty"`
+}
+
+// Listening is the Status of a --listen front.
+const Listening = "listening"
 
 // A Source is what a Publisher reads: a *middleware.Session satisfies it.
 // Both methods must be safe to call concurrently with the session's work.
@@ -111,8 +131,30 @@ func snapshot(src Source) Status {
 
 // sameState reports whether a and b differ only in their times.
 func sameState(a, b Status) bool {
+	if !slices.Equal(a.Sessions, b.Sessions) {
+		return false
+	}
 	a.UpdatedAt, b.UpdatedAt = time.Time{}, time.Time{}
-	return a == b
+	a.Sessions, b.Sessions = nil, nil
+	return reflect.DeepEqual(a, b)
+}
+
+// frontSnapshot reads a front's sessions, in an order that does not depend
+// on the order they are listed in, so that an unchanged front is not
+// rewritten.
+func frontSnapshot(listen string, sessions []Source) Status {
+	s := Status{Status: Listening, Listen: listen, Sessions: make([]Session, 0, len(sessions))}
+	for _, src := range sessions {
+		st := snapshot(src)
+		s.Sessions = append(s.Sessions, Session{Status: st.Status, Attempts: st.Attempts, Restarts: st.Restarts,
+			Calls: st.Calls, Rejections: st.Rejections, IncludeDisabledQueries: st.IncludeDisabledQueries, Error: st.Error})
+	}
+	slices.SortFunc(s.Sessions, func(a, b Session) int {
+		return cmp.Or(strings.Compare(a.Status, b.Status), cmp.Compare(b.Calls, a.Calls), cmp.Compare(b.Attempts, a.Attempts),
+			cmp.Compare(b.Restarts, a.Restarts), cmp.Compare(b.Rejections, a.Rejections),
+			cmp.Compare(b.IncludeDisabledQueries, a.IncludeDisabledQueries), strings.Compare(a.Error, b.Error))
+	})
+	return s
 }
 
 // A Publisher keeps one sidecar's status file up to date. Set Dir, Server
@@ -123,6 +165,10 @@ type Publisher struct {
 	Source Source
 	// Upstream and UpstreamDigest are published as they are; see Status.
 	Upstream, UpstreamDigest string
+	// Listen, when set, makes this the Publisher of a --listen front at
+	// that URL: Sessions lists its sessions and Source is not used.
+	Listen   string
+	Sessions func() []Source
 	// PID names the file and is published; zero means os.Getpid().
 	PID int
 	// Interval is how often Source is read; zero means [DefaultInterval].
@@ -179,7 +225,16 @@ func (p *Publisher) Run(ctx context.Context) {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
-		cur := snapshot(p.Source)
+		var cur Status
+		if p.Listen != "" {
+			var sessions []Source
+			if p.Sessions != nil {
+				sessions = p.Sessions()
+			}
+			cur = frontSnapshot(p.Listen, sessions)
+		} else {
+			cur = snapshot(p.Source)
+		}
 		cur.Server, cur.PID, cur.StartedAt = p.Server, p.pid(), started
 		cur.Upstream, cur.UpstreamDigest = p.Upstream, p.UpstreamDigest
 		now := p.now().UTC()

@@ -143,6 +143,11 @@ type RemoteConn struct {
 	// sends it on another stream than the one that ends without it.
 	unanswered map[string]struct{}
 	listening  bool // the standalone GET stream was started
+	// toolLists holds the idKeys of the tools/list requests awaiting a
+	// result, and paramHeaders the tool-designated headers learnt from
+	// those results, by tool name (see remote_params.go).
+	toolLists    map[string]struct{}
+	paramHeaders map[string][]paramBinding
 }
 
 // inbound is one item for ReadMessage: a message or a per-message error.
@@ -201,6 +206,9 @@ func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
 		postURL:  u,
 
 		unanswered: make(map[string]struct{}),
+		toolLists:  make(map[string]struct{}),
+
+		paramHeaders: make(map[string][]paramBinding),
 	}
 	if c.max <= 0 {
 		c.max = framing.DefaultMaxLineBytes
@@ -403,6 +411,12 @@ func (c *RemoteConn) settle(msg []byte, pending pendingCalls) {
 	for _, id := range ids {
 		key := idKey(id)
 		delete(c.unanswered, key)
+		if _, ok := c.toolLists[key]; ok {
+			delete(c.toolLists, key)
+			c.mu.Unlock()
+			c.learnTools(msg)
+			c.mu.Lock()
+		}
 		if key != c.initID {
 			continue
 		}
@@ -442,6 +456,9 @@ func (c *RemoteConn) noteOutgoing(out *outbound) {
 	if out.kind == framing.Request && out.method == "initialize" {
 		c.initID = idKey(out.calls[0])
 	}
+	if out.kind == framing.Request && out.method == "tools/list" {
+		c.toolLists[idKey(out.calls[0])] = struct{}{}
+	}
 }
 
 // newRequest builds a request to u with the configured headers and the
@@ -460,6 +477,10 @@ func (c *RemoteConn) newRequest(method string, u *url.URL, out *outbound) (*http
 	}
 	c.mu.Lock()
 	sessionID, version := c.sessionID, c.version
+	var bindings []paramBinding
+	if out != nil && out.kind == framing.Request && out.method == "tools/call" {
+		bindings = c.paramHeaders[out.name]
+	}
 	c.mu.Unlock()
 	if out != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -485,6 +506,9 @@ func (c *RemoteConn) newRequest(method string, u *url.URL, out *outbound) (*http
 		req.Header.Set("Mcp-Method", out.method)
 		if out.name != "" && validHeaderValue(out.name) {
 			req.Header.Set("Mcp-Name", out.name)
+		}
+		if len(bindings) > 0 {
+			setParamHeaders(req.Header, bindings, out.params)
 		}
 	}
 	return req, nil

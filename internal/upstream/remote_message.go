@@ -31,6 +31,7 @@ type outbound struct {
 	calls       [][]byte // raw ids of the requests that expect an answer
 	metaVersion string   // _meta protocol version of a request, if any
 	name        string   // tool or prompt name, or resource URI: the Mcp-Name header
+	params      []byte   // of a request; aliases body
 }
 
 // newOutbound copies msg and peeks at it. A message that does not parse is
@@ -45,6 +46,7 @@ func newOutbound(msg []byte) *outbound {
 	switch env.Kind {
 	case framing.Request:
 		out.calls = [][]byte{env.ID}
+		out.params = env.Params
 		out.metaVersion, out.name = requestFacts(env.Method, env.Params)
 	case framing.Batch:
 		var elems []json.RawMessage

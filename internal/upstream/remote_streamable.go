@@ -54,6 +54,16 @@ func (c *RemoteConn) firstContact(out *outbound) error {
 		c.noteSession(resp)
 		c.goAsync(func() { c.deliverRaw(body, nil) })
 		return nil
+	case resp.StatusCode == http.StatusBadRequest && out.kind == framing.Request && out.method == "server/discover":
+		// A streamable HTTP server of the session era refusing the
+		// 2026-07-28 handshake without a JSON-RPC answer (a legacy HTTP+SSE
+		// server refuses with 404 or 405): the client falls back to
+		// initialize on an error, which it must get rather than a failed
+		// connection.
+		c.established(TransportStreamableHTTP, c.endpoint)
+		why := fmt.Sprintf("the server refused server/discover (HTTP %d): it speaks an earlier protocol version", resp.StatusCode)
+		c.goAsync(func() { c.deliverRaw(errorResponse(out.calls[0], why), nil) })
+		return nil
 	case fallbackStatus(resp.StatusCode):
 		c.log.Debug("first POST refused; trying the legacy HTTP+SSE transport", "url", c.logURL, "status", resp.StatusCode)
 		if err := c.connectLegacy(c.statusError(http.MethodPost, status)); err != nil {

@@ -443,6 +443,32 @@ func TestRemoteFirstContactJSONRPCErrorIsAnAnswer(t *testing.T) {
 	assert.Equal(t, TransportStreamableHTTP, conn.Transport())
 }
 
+func TestRemoteDiscoverRefusedWithoutAnAnswerFallsBack(t *testing.T) {
+	// A session-era streamable HTTP server refuses server/discover with a
+	// bare 400: the client must get an error for it (and fall back to
+	// initialize on the same transport), not a failed connection.
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"server/discover"`)) {
+			http.Error(w, "Bad Request: Server not initialized", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":2,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`)
+	}))
+	t.Cleanup(ts.Close)
+	conn := dial(t, ts.URL)
+	p := newPeer(t, conn)
+
+	p.send(`{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	_, m := p.next()
+	assert.Equal(t, "7", string(m.ID))
+	require.NotNil(t, m.Error, "an error the client falls back on")
+	assert.Contains(t, m.Error.Message, "HTTP 400")
+	assert.Equal(t, TransportStreamableHTTP, conn.Transport())
+	p.call(2, "initialize", initializeRequestParams())
+}
+
 func TestRemoteConnectionRefusedIsPermanent(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

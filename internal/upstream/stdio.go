@@ -29,6 +29,7 @@ const TerminateGrace = 500 * time.Millisecond
 // Close are safe for concurrent use. Close must be called: it ends the
 // goroutines StartStdio starts.
 type Stdio struct {
+	argv []string // the command line, for the "run it by hand" hint
 	proc *Process
 	r    *framing.Reader
 	w    *framing.Writer
@@ -56,6 +57,7 @@ func StartStdio(ctx context.Context, c Command, maxMessageBytes int) (*Stdio, er
 		return nil, err
 	}
 	s := &Stdio{
+		argv:    append([]string{c.Path}, c.Args...),
 		proc:    p,
 		r:       framing.NewReader(p.Stdout(), maxMessageBytes),
 		w:       framing.NewWriter(p.Stdin()),
@@ -84,7 +86,7 @@ func (s *Stdio) ReadMessage() ([]byte, error) {
 	s.pipeBroken("stdout")
 	<-s.proc.Done()
 	st, _ := s.proc.Exit()
-	return nil, &resilience.ExitError{Code: st.Code, Signal: st.Signal, Stderr: st.Stderr}
+	return nil, &resilience.ExitError{Code: st.Code, Signal: st.Signal, Stderr: st.Stderr, Command: s.argv}
 }
 
 // WriteMessage writes one message to the child's stdin. A failed write
