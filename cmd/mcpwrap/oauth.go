@@ -118,7 +118,6 @@ Flags:
 func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) int {
 	var o wrapOptions
 	fs := flag.NewFlagSet("mcpwrap "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), loginUsage)
 		fs.PrintDefaults()
@@ -131,17 +130,19 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, rest = args[0], args[1:]
 	}
-	if err := fs.Parse(rest); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if err := parseFlags(fs, rest, stdout); err != nil {
+		if errors.Is(err, errHelp) {
 			return exitOK
 		}
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap "+cmd, err)
 	}
-	if name == "" && fs.NArg() == 1 {
+	switch {
+	case name == "" && fs.NArg() == 1:
 		name = fs.Arg(0)
-	} else if fs.NArg() > 0 || name == "" {
-		fs.Usage()
-		return exitUsage
+	case name == "":
+		return usageFailed(stderr, "mcpwrap "+cmd, errors.New("give the server's name, as in: mcpwrap "+cmd+" linear"))
+	case fs.NArg() > 0:
+		return usageFailed(stderr, "mcpwrap "+cmd, fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	o.name = name
 	if o.url == "" {
