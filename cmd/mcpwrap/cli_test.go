@@ -52,7 +52,7 @@ func TestCLI(t *testing.T) {
 		{name: "help of a command", args: []string{"help", "doctor"}, stdout: "Usage: mcpwrap doctor"},
 		{name: "help of tools", args: []string{"help", "tools"}, stdout: "mcpwrap tools"},
 		{name: "help of an unknown command", args: []string{"help", "doctr"}, code: exitUsage,
-			stderr: `mcpwrap help: unknown command "doctr"; the commands are tools, doctor, status, install, uninstall, demo, version`},
+			stderr: `mcpwrap help: unknown command "doctr"; the commands are tools, doctor, status, login, logout, install, uninstall, demo, version`},
 		{name: "--help", args: []string{"--help"}, stdout: "Exit codes:"},
 		{name: "--version", args: []string{"--version"}, stdout: "mcpwrap "},
 		{name: "version", args: []string{"version"}, stdout: "mcpwrap "},
