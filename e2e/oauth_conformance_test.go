@@ -28,26 +28,11 @@ var authScenarios = []string{
 	"token-endpoint-auth-basic", "token-endpoint-auth-none", "token-endpoint-auth-post",
 }
 
-// throughMcpwrapKnownFailures are scenarios whose servers speak only the
-// 2026-07-28 protocol: they refuse initialize, and through mcpwrap the
-// session opened with server/discover still fails when mcpwrap loads the
-// catalog itself (its own tools/list carries no protocol version). The
-// sign-in itself succeeds in each (their logs show the token used). They
-// are run and reported, and must pass directly.
-var throughMcpwrapKnownFailures = map[string]bool{
-	"authorization-server-migration": true,
-	"iss-not-advertised":             true,
-	"iss-supported":                  true,
-	"offline-access-not-supported":   true,
-	"offline-access-scope":           true,
-}
-
 // TestConformanceClientAuth runs the conformance suite's client auth
 // scenarios with the go-sdk's everything-client (directly), and with
 // e2e/authclient driving `mcpwrap --url` over stdio, mcpwrap signing in
 // through a headless browser stand-in. Every scenario the reference client
-// passes directly passes through mcpwrap, except the known 2026-07-28-only
-// ones listed above.
+// passes directly passes through mcpwrap.
 func TestConformanceClientAuth(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
@@ -86,9 +71,6 @@ func TestConformanceClientAuth(t *testing.T) {
 			through++
 		}
 		if !assert.True(t, okDirect, "auth/%s fails with the reference client directly:\n%s", s, outDirect) {
-			continue
-		}
-		if throughMcpwrapKnownFailures[s] {
 			continue
 		}
 		assert.True(t, okThrough, "auth/%s passes directly, not through mcpwrap:\n%s", s, outThrough)

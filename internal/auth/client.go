@@ -63,12 +63,12 @@ type Client struct {
 	wg      sync.WaitGroup
 	changed chan struct{} // a background sign-in ended
 
-	mu        sync.Mutex
-	tok       *Token          // cached; nil until read
-	opened    bool            // the background sign-in was started (once per process)
-	loginErr  error           // how the last background sign-in failed, or nil
-	loggingIn bool            // a background sign-in is under way
-	loginDone <-chan struct{} // closed when the background sign-in ended
+	mu         sync.Mutex
+	tok        *Token          // cached; nil until read
+	autoLogins int             // background sign-ins started (see mayStartLogin)
+	loginErr   error           // how the last background sign-in failed, or nil
+	loggingIn  bool            // a background sign-in is under way
+	loginDone  <-chan struct{} // closed when the background sign-in ended
 }
 
 func (c *Client) setup() {
@@ -214,9 +214,9 @@ func expiresIn(t Token) string {
 // of this Client runs, a channel closed when it ends.
 func (c *Client) loginRequired(ch challenge) (<-chan struct{}, error) {
 	c.mu.Lock()
-	start := c.AutoLogin && !c.opened && c.Browser != nil && !c.Browser.Disabled()
+	start := c.mayStartLogin()
 	if start {
-		c.opened = true
+		c.autoLogins++
 	}
 	running, lastErr, done := c.loggingIn, c.loginErr, c.loginDone
 	c.mu.Unlock()
@@ -246,6 +246,21 @@ func (c *Client) loginRequired(ch challenge) (<-chan struct{}, error) {
 		done = nil
 	}
 	return done, denied
+}
+
+// maxAutoLogins bounds the background sign-ins of one process: the first,
+// and one more when the server rejects what that sign-in got (it moved to
+// another authorization server), never a loop of browser tabs.
+const maxAutoLogins = 2
+
+// mayStartLogin reports whether a background sign-in may start now; c.mu
+// must be held. The browser opens on the first demand, and again only
+// after a sign-in that succeeded was rejected, at most maxAutoLogins times.
+func (c *Client) mayStartLogin() bool {
+	if !c.AutoLogin || c.Browser == nil || c.Browser.Disabled() || c.loggingIn {
+		return false
+	}
+	return c.autoLogins == 0 || c.autoLogins < maxAutoLogins && c.loginErr == nil
 }
 
 func (c *Client) grace() time.Duration {

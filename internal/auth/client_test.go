@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,23 +19,28 @@ import (
 // sign-in while another process runs one does not open another tab.
 func TestSecondProcessWaitsForTheSignIn(t *testing.T) {
 	dir := t.TempDir()
-	log := filepath.Join(t.TempDir(), "browser.log")
-	// A browser that records its launch and never comes back.
+	// The authorization server never answers: the first sign-in stays
+	// under way for the whole test.
+	stop := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-stop }))
+	defer hang.Close()
+	defer close(stop)
+	serverURL := hang.URL + "/mcp"
 	browser := &Browser{Getenv: func(k string) string {
 		if k == "MCPWRAP_BROWSER" {
-			return "sh -c 'echo open >>" + log + "'"
+			return "true"
 		}
 		return ""
 	}}
 	newClient := func(port int) *Client {
 		store, err := newFileStore(dir)
 		require.NoError(t, err)
-		c := &Client{Name: "linear", ServerURL: "http://127.0.0.1:1/mcp", Store: store, AutoLogin: true,
+		c := &Client{Name: "linear", ServerURL: serverURL, Store: store, AutoLogin: true,
 			Browser: browser, Config: Config{RedirectPort: port}}
 		c.setup()
 		return c
 	}
-	ch := challenge{url: "http://127.0.0.1:1/mcp", status: http.StatusUnauthorized, header: http.Header{}}
+	ch := challenge{url: serverURL, status: http.StatusUnauthorized, header: http.Header{}}
 	first := newClient(freePort(t))
 	defer first.Close()
 	done, err := first.loginRequired(ch)
