@@ -353,6 +353,16 @@ func minimalTool(name string) json.RawMessage {
 	return b
 }
 
+// ToolDefinition returns the upstream's definition of the named tool, as
+// last loaded (raw JSON, not to be modified); false when the catalog is not
+// loaded yet or lacks the tool. A transport uses it to check what a
+// definition asks of a call, such as the headers it designates. It is safe
+// for concurrent use.
+func (s *Session) ToolDefinition(name string) (json.RawMessage, bool) {
+	s.once.Do(s.init)
+	return s.catalogTool(name)
+}
+
 // catalogTool returns the definition of the named tool in the loaded
 // catalog; false when the catalog is not loaded or lacks the tool.
 func (s *Session) catalogTool(name string) (json.RawMessage, bool) {
