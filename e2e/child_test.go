@@ -217,7 +217,7 @@ func TestChildEnvLacksAuthToken(t *testing.T) {
 		Flags: []string{"--auth-token-env", "MCPWRAP_E2E_TOKEN"},
 		Env:   []string{"MCPWRAP_E2E_TOKEN=" + token, "MCPWRAP_E2E_NOT_SECRET=visible"},
 	}, fixtureCommand(t, fixtureBanner)...)
-	cs, err := connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(token, nil)})
+	cs, err := connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(token, nil)}, "")
 	require.NoError(t, err)
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: fixtureEnvTool})

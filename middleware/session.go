@@ -159,6 +159,7 @@ type Session struct {
 	own        map[string]*ownCall  // the sidecar's own requests in flight, by framing.IDKey
 	logLevel   json.RawMessage      // the client's last logging/setLevel params
 	subs       map[string]struct{}  // URIs the client subscribed to
+	listens    map[string][]byte    // the client's subscriptions/listen requests in flight, by framing.IDKey
 
 	// Tool catalog state.
 	catalog      []json.RawMessage
@@ -260,6 +261,7 @@ func (s *Session) init() {
 	close(s.timersIdle)
 	s.own = make(map[string]*ownCall)
 	s.subs = make(map[string]struct{})
+	s.listens = make(map[string][]byte)
 	s.hsChanged = make(chan struct{})
 	s.idle = make(chan struct{})
 	close(s.idle)
@@ -550,6 +552,14 @@ func (s *Session) send(ctx context.Context, msg []byte, env framing.Envelope) {
 	case l == nil:
 		s.answerUnready(ctx, env)
 		return
+	}
+	if env.Method == "subscriptions/listen" {
+		// The client's subscription outlives an upstream: a restarted one
+		// is sent the request again (the 2026-07-28 protocol has no
+		// session state to replay but this).
+		s.mu.Lock()
+		s.listens[framing.IDKey(env.ID)] = bytes.Clone(msg)
+		s.mu.Unlock()
 	}
 	if err := l.conn.WriteMessage(msg); err != nil {
 		s.log.Warn("cannot write to upstream", "error", err)
@@ -968,6 +978,7 @@ func (s *Session) untrack(id []byte) string {
 // must be held.
 func (s *Session) untrackLocked(r *inflight) {
 	delete(s.reqs, r.key)
+	delete(s.listens, r.key)
 	if r.progress != "" && s.progress[r.progress] == r.key {
 		delete(s.progress, r.progress)
 	}
@@ -984,13 +995,14 @@ func (s *Session) inflight() int {
 }
 
 // failInflight answers every client request in flight on link l (on any
-// link when l is nil) with an error. l must no longer be the current link,
-// so that no request is tracked on it afterwards.
+// link when l is nil) with an error, but for subscriptions/listen requests
+// on l, which the next upstream is sent again. l must no longer be the
+// current link, so that no request is tracked on it afterwards.
 func (s *Session) failInflight(l *link, reason string) {
 	s.mu.Lock()
 	var ids [][]byte
-	for _, r := range s.reqs {
-		if l == nil || r.link == l {
+	for key, r := range s.reqs {
+		if _, listen := s.listens[key]; l == nil || (r.link == l && !listen) {
 			ids = append(ids, r.id)
 		}
 	}

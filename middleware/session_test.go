@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -420,4 +421,60 @@ func TestOwnRequestsCarryTheClientMeta(t *testing.T) {
 	assert.JSONEq(t, `{"cursor":"c1","_meta":`+meta+`}`, string(req.Params))
 	up.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"tools":[]}}` + "\n")
 	require.NoError(t, <-done)
+}
+
+// TestCrashRecoveryReopensListens: in the 2026-07-28 protocol a client's
+// subscriptions are its subscriptions/listen requests; when the upstream
+// crashes they are not failed like other requests but sent to the
+// restarted upstream, so the client's listen stream goes on.
+func TestCrashRecoveryReopensListens(t *testing.T) {
+	client, clientConn := newPeer(t, 0)
+	up1, upConn1 := newPeer(t, 0)
+	up2, upConn2 := newPeer(t, 0)
+	var dials atomic.Int32
+	s := &Session{Name: "modern", Client: clientConn, Dial: func(context.Context) (Conn, error) {
+		if dials.Add(1) == 1 {
+			return upConn1, nil
+		}
+		return upConn2, nil
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+
+	answerDiscover := func(up *peer) {
+		t.Helper()
+		env, err := framing.Peek(up.next())
+		require.NoError(t, err)
+		require.Equal(t, "server/discover", env.Method)
+		up.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}}}}` + "\n")
+	}
+	// next returns the client's next message that is not a list change.
+	next := func() string {
+		t.Helper()
+		for {
+			msg := string(client.next())
+			if !strings.Contains(msg, "notifications/tools/list_changed") {
+				return msg
+			}
+		}
+	}
+	client.send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}` + "\n")
+	answerDiscover(up1)
+	assert.Contains(t, next(), `"id":1,"result"`)
+
+	const listen = `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`
+	client.send(listen + "\n")
+	assert.Equal(t, listen, string(up1.next()))
+	client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}` + "\n")
+	up1.next()
+
+	up1.closeSend() // the upstream crashes
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"upstream restarted; request not completed"}}`, next(),
+		"the call is answered; the listen request is not")
+
+	answerDiscover(up2)
+	assert.Equal(t, listen, string(up2.next()), "the listen request is sent to the restarted upstream as the client sent it")
+	up2.send(`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}` + "\n")
+	assert.Contains(t, next(), `"io.modelcontextprotocol/subscriptionId":"L"`)
 }

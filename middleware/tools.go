@@ -137,7 +137,7 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 	// be the array a client reads: refused rather than guessed.
 	var toolsVal []byte
 	var page [][]byte
-	lastPage, ambiguous := true, false
+	lastPage, ambiguous, cached := true, false, false
 	for _, m := range members {
 		key, err := m.Key()
 		switch {
@@ -149,6 +149,8 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 			ambiguous = true
 		case key == "nextCursor":
 			lastPage = bytes.Equal(m.Value, []byte("null")) || bytes.Equal(m.Value, []byte(`""`))
+		case key == "ttlMs":
+			cached = !bytes.Equal(m.Value, []byte("0"))
 		}
 	}
 	if ambiguous {
@@ -196,7 +198,7 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 	if discovery {
 		discoveryDef = s.discoveryDefinition(locked)
 	}
-	return framing.SpliceFunc(msg, toolsVal, len(toolsVal)+len(discoveryDef)+1, func(b []byte) []byte {
+	out := framing.SpliceFunc(msg, toolsVal, len(toolsVal)+len(discoveryDef)+1, func(b []byte) []byte {
 		b = append(b, '[')
 		for i, t := range kept {
 			if i > 0 {
@@ -212,6 +214,32 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 		}
 		return append(b, ']')
 	})
+	if cached {
+		out = uncached(out)
+	}
+	return out
+}
+
+// uncached sets the ttlMs of a rewritten list result (the 2026-07-28
+// protocol's cache lifetime) to 0: which tools the sidecar shows may change
+// at any moment (a user's toggle, an approval, the upstream's status), and
+// a client learns of it from notifications/tools/list_changed, not from a
+// lifetime the upstream chose for its own list.
+func uncached(msg []byte) []byte {
+	env, err := framing.Peek(msg)
+	if err != nil {
+		return msg
+	}
+	members, err := framing.Members(env.Result)
+	if err != nil {
+		return msg
+	}
+	for _, m := range members {
+		if key, err := m.Key(); err == nil && key == "ttlMs" {
+			return framing.Splice(msg, m.Value, []byte("0"))
+		}
+	}
+	return msg
 }
 
 func rawList(items [][]byte) []json.RawMessage {
@@ -413,6 +441,17 @@ func (s *Session) reject(id []byte, tool, status string) {
 func minimalTool(name string) json.RawMessage {
 	b, _ := json.Marshal(map[string]string{"name": name})
 	return b
+}
+
+// ToolDefinition returns the upstream's definition of the named tool, as
+// last loaded (raw JSON, not to be modified); false when the catalog is not
+// loaded yet or lacks the tool. A transport uses it to check what a
+// definition asks of a call, such as the headers it designates. It is safe
+// for concurrent use.
+func (s *Session) ToolDefinition(name string) (json.RawMessage, bool) {
+	s.once.Do(s.init)
+	tool, known, _ := s.catalogTool(name)
+	return tool, known
 }
 
 // catalogTool returns the definition of the named tool in the loaded

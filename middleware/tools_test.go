@@ -371,3 +371,40 @@ func TestCallToAnUnlistedTool(t *testing.T) {
 		})
 	}
 }
+
+// TestRewrittenListPromisesNoCacheLifetime: a tools/list result the sidecar
+// rewrote carries ttlMs 0 (the 2026-07-28 cache lifetime), since what it
+// shows may change at any moment; one it did not touch stays byte for byte.
+func TestRewrittenListPromisesNoCacheLifetime(t *testing.T) {
+	tests := []struct {
+		name   string
+		status map[string]string
+		result string
+		want   string // "" means unchanged
+	}{
+		{name: "rewritten, with a lifetime",
+			status: map[string]string{"b": "disabled_by_user"},
+			result: `{"tools":[` + tool("a", "first") + `,` + tool("b", "second") + `],"ttlMs":60000,"cacheScope":"public"}`,
+			want:   `"ttlMs":0,"cacheScope":"public"`},
+		{name: "rewritten, already uncached",
+			status: map[string]string{"b": "disabled_by_user"},
+			result: `{"ttlMs":0,"tools":[` + tool("a", "first") + `,` + tool("b", "second") + `]}`,
+			want:   `{"ttlMs":0,"tools":[`},
+		{name: "untouched", status: map[string]string{},
+			result: `{"tools":[` + tool("a", "first") + `],"ttlMs":60000}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &Session{Name: "x", Tools: &fakePolicy{status: tt.status}, Discovery: DiscoveryNever}
+			msg := []byte(`{"jsonrpc":"2.0","id":1,"result":` + tt.result + `}`)
+			got := s.RewriteToolsList(msg)
+			if tt.want == "" {
+				assert.Equal(t, string(msg), string(got))
+				return
+			}
+			assert.Contains(t, string(got), tt.want)
+			assert.NotContains(t, string(got), `"name":"b"`)
+			assert.True(t, json.Valid(got))
+		})
+	}
+}

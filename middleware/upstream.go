@@ -262,6 +262,7 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 		for _, uri := range subs {
 			s.replay(ctx, l, "resources/subscribe", map[string]string{"uri": uri})
 		}
+		s.reopenListens(l)
 		s.refreshLater()
 		return nil
 	}
@@ -595,4 +596,26 @@ func (s *Session) withClientMeta(params json.RawMessage) json.RawMessage {
 		return params
 	}
 	return out
+}
+
+// reopenListens sends the client's subscriptions/listen requests still in
+// flight to link l, a restarted upstream, as the client sent them: its
+// listen streams go on with the new upstream's notifications.
+func (s *Session) reopenListens(l *link) {
+	s.mu.Lock()
+	var msgs [][]byte
+	for key, msg := range s.listens {
+		if r, ok := s.reqs[key]; ok && r.link != l {
+			r.link = l
+			s.reqs[key] = r
+			msgs = append(msgs, msg)
+		}
+	}
+	s.mu.Unlock()
+	for _, msg := range msgs {
+		s.writeUpstream(l, msg)
+	}
+	if len(msgs) > 0 {
+		s.log.Info("subscriptions re-opened on the restarted upstream", "listens", len(msgs))
+	}
 }
