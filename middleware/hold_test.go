@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
 	"github.com/stretchr/testify/assert"
@@ -86,7 +85,7 @@ func (m *manualTimers) fire() {
 	}
 }
 
-// instantTimer is a backoff.Timer that fires at once: restarts are not
+// instantTimer is a resilience.Timer that fires at once: restarts are not
 // delayed.
 type instantTimer struct{ c chan time.Time }
 
@@ -94,7 +93,7 @@ func (t *instantTimer) Start(time.Duration) { t.c <- time.Time{} }
 func (t *instantTimer) Stop()               {}
 func (t *instantTimer) C() <-chan time.Time { return t.c }
 
-func newInstantTimer() backoff.Timer { return &instantTimer{c: make(chan time.Time, 1)} }
+func newInstantTimer() resilience.Timer { return &instantTimer{c: make(chan time.Time, 1)} }
 
 // restartHarness runs a Session whose upstreams the test plays, one per
 // dial: ups[0] first, ups[1] after the first crash.
@@ -387,14 +386,14 @@ func TestRestartWaitersCountAgainstTheBounds(t *testing.T) {
 	assert.Equal(t, "too_many_waiting", r.Error.Data["status"])
 }
 
-// stuckTimer is a backoff.Timer that never fires: a restart stays in its
+// stuckTimer is a resilience.Timer that never fires: a restart stays in its
 // delay.
 type stuckTimer struct{}
 
 func (stuckTimer) Start(time.Duration) {}
 func (stuckTimer) Stop()               {}
 func (stuckTimer) C() <-chan time.Time { return nil }
-func newStuckTimer() backoff.Timer     { return stuckTimer{} }
+func newStuckTimer() resilience.Timer  { return stuckTimer{} }
 
 // TestCrashStatusNamesTheRestart: from the crash on, before the restart's
 // first attempt begins, the status says which restart is under way and

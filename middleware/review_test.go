@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
 	"github.com/stretchr/testify/assert"
@@ -469,7 +468,7 @@ func TestDrainWaitsForGatedCalls(t *testing.T) {
 	require.NoError(t, <-h.done)
 }
 
-// recordingTimer is a backoff.Timer that fires at once and records waits.
+// recordingTimer is a resilience.Timer that fires at once and records waits.
 type recordingTimer struct {
 	waits chan time.Duration
 	c     chan time.Time
@@ -494,7 +493,7 @@ func TestCrashRestartIsSpaced(t *testing.T) {
 		Dial: func(context.Context) (Conn, error) { return <-conns, nil },
 		Retrier: &resilience.Retrier{
 			Policy:   resilience.Policy{Initial: 40 * time.Millisecond, Jitter: -1},
-			NewTimer: func() backoff.Timer { return &recordingTimer{waits: waits, c: make(chan time.Time, 1)} },
+			NewTimer: func() resilience.Timer { return &recordingTimer{waits: waits, c: make(chan time.Time, 1)} },
 		}}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

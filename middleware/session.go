@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -101,12 +102,20 @@ type Session struct {
 	// slow to start: it is not killed for being slow.
 	HandshakeTimeout time.Duration
 	// Retrier loads the upstream; nil means a zero [resilience.Retrier]
-	// (its default policy: see docs/DESIGN.md, Resilience).
+	// (its default policy: see docs/DESIGN.md, Resilience). The Session
+	// retries with a copy, whose OnRetry publishes the Session's status and
+	// whose Logger, when nil, is the Session's; the Retrier itself is never
+	// written, so Sessions may share one.
 	Retrier *resilience.Retrier
-	// CrashBudget bounds restarts after crashes; nil means 5 in 5 minutes.
+	// CrashBudget bounds restarts after crashes; nil means a budget of the
+	// Session's own, of [resilience.DefaultCrashRestarts] restarts in
+	// [resilience.DefaultCrashWindow]. Sessions sharing one share the
+	// budget.
 	CrashBudget *resilience.CrashBudget
 	// Reconnect paces "reconnect on use" after a permanent failure; nil
-	// means once every 30 s.
+	// means a Throttle of the Session's own, allowing one attempt every
+	// [resilience.DefaultThrottleInterval]. Sessions sharing one share
+	// the pace.
 	Reconnect *resilience.Throttle
 	// DrainTimeout bounds the wait for in-flight requests when the client
 	// goes away or Run's context is done. Zero means [DefaultDrainTimeout].
@@ -140,6 +149,14 @@ type Session struct {
 	ownID string // this Session's own-id prefix: ownIDPrefix, its nonce and "-"
 	seq   atomic.Uint64
 	kick  chan struct{} // wakes the supervisor for a reconnect on use
+
+	// What Retrier, CrashBudget and Reconnect stand for. The Session never
+	// writes its caller's values (several Sessions may share them): it
+	// retries with a copy of the Retrier, which logs through the Session's
+	// logger when the caller's has none.
+	retrier   resilience.Retrier
+	crashes   *resilience.CrashBudget
+	reconnect *resilience.Throttle
 
 	mu         sync.Mutex
 	ctx        context.Context // Run's, for the sidecar's own background requests
@@ -271,18 +288,15 @@ func (s *Session) init() {
 	s.kick = make(chan struct{}, 1)
 	s.ctx = context.Background()
 	s.status = resilience.Outcome{Server: s.Name, Class: resilience.Transient}
-	if s.Retrier == nil {
-		s.Retrier = &resilience.Retrier{}
+	if s.Retrier != nil {
+		s.retrier = *s.Retrier
 	}
-	if s.Retrier.Logger == nil {
-		s.Retrier.Logger = s.log
+	if s.retrier.Logger == nil {
+		s.retrier.Logger = s.log
 	}
-	if s.CrashBudget == nil {
-		s.CrashBudget = &resilience.CrashBudget{}
-	}
-	if s.Reconnect == nil {
-		s.Reconnect = &resilience.Throttle{}
-	}
+	s.retrier.OnRetry = s.setStatus
+	s.crashes = cmp.Or(s.CrashBudget, &resilience.CrashBudget{})
+	s.reconnect = cmp.Or(s.Reconnect, &resilience.Throttle{})
 	if s.afterFunc == nil {
 		s.afterFunc = func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) }
 	}

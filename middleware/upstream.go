@@ -20,8 +20,7 @@ import (
 // supervise keeps the upstream loaded until ctx is done.
 func (s *Session) supervise(ctx context.Context) {
 	defer s.shutdownLink()
-	r := *s.Retrier
-	r.OnRetry = s.setStatus
+	r := &s.retrier
 	for {
 		out := r.Load(ctx, s.Name, s.loadOnce)
 		s.mu.Lock()
@@ -45,7 +44,7 @@ func (s *Session) supervise(ctx context.Context) {
 				continue
 			}
 		}
-		s.Reconnect.Reset()
+		s.reconnect.Reset()
 
 		s.mu.Lock()
 		l := s.up
@@ -62,12 +61,12 @@ func (s *Session) supervise(ctx context.Context) {
 		s.log.Warn("upstream crashed", "error", crash)
 		// The status changes with the link, so that no call in between is
 		// told the upstream is available.
-		loop := s.CrashBudget.Crash(crash)
-		restart := s.CrashBudget.Recent()
+		loop := s.crashes.Crash(crash)
+		restart := s.crashes.Recent()
 		delay := r.RestartDelay(restart)
 		// Attempt 1 of the restart is under way (its delay is part of it).
 		status := resilience.Outcome{Server: s.Name, Class: resilience.Transient, Err: resilience.Classify(crash),
-			Attempts: 1, RetryIn: delay, Restart: restart, MaxRestarts: s.CrashBudget.Limit()}
+			Attempts: 1, RetryIn: delay, Restart: restart, MaxRestarts: s.crashes.Limit()}
 		if loop != nil {
 			status = resilience.Outcome{Server: s.Name, Class: resilience.Permanent, Err: resilience.Classify(loop), Attempts: out.Attempts}
 		}
@@ -87,7 +86,7 @@ func (s *Session) supervise(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-s.kick:
-				s.CrashBudget.Reset()
+				s.crashes.Reset()
 				continue
 			}
 		}
@@ -223,7 +222,7 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 				continue // the client falls back to initialize; wait for it
 			}
 			err := &resilience.RPCError{Code: rpcErr.Code, Message: rpcErr.Message}
-			if c := s.Retrier.Classifier.Classify(err); !c.Class.Retryable() {
+			if c := s.retrier.Classifier.Classify(err); !c.Class.Retryable() {
 				// Published before the client learns of the failure, so that
 				// a call it sends next is told this class, not "starting up".
 				s.setStatus(resilience.Outcome{Class: c.Class, Err: c, Attempts: attempt})
@@ -461,7 +460,7 @@ func statusMeta(o resilience.Outcome) map[string]any {
 // reconnectOnUse wakes the supervisor of an upstream that failed
 // permanently, at most once per Reconnect interval.
 func (s *Session) reconnectOnUse(st resilience.Outcome) {
-	if st.Class == resilience.Transient || st.Class == resilience.Available || !s.Reconnect.Allow() {
+	if st.Class == resilience.Transient || st.Class == resilience.Available || !s.reconnect.Allow() {
 		return
 	}
 	select {
