@@ -195,7 +195,8 @@ func (s *Session) clientCancelled(params []byte) {
 }
 
 // progressToken returns the framing.IDKey of a request's
-// params._meta.progressToken, or "" when it has none.
+// params._meta.progressToken, or "" when it has none. It costs a scan of
+// the params' top level, so it is only called with a CallTimeout.
 func progressToken(params []byte) string {
 	if params == nil {
 		return ""
