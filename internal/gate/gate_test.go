@@ -358,3 +358,19 @@ func TestGateRefusesUntrustedDefinitions(t *testing.T) {
 		})
 	}
 }
+
+// TestGatePinnedFollowsApproval: every verdict is Pinned while approval is
+// on, so the sidecar answers a call to a tool the upstream does not list
+// itself; with approval off it is not.
+func TestGatePinnedFollowsApproval(t *testing.T) {
+	for _, tt := range []struct {
+		mode policy.ApprovalMode
+		want bool
+	}{{policy.ApprovalTOFU, true}, {policy.ApprovalManual, true}, {policy.ApprovalOff, false}} {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			g := newGate(t, policy.Options{Approval: tt.mode}, &memStore{})
+			a := g.Evaluate([]json.RawMessage{raw("ghost", "")})[0]
+			assert.Equal(t, tt.want, a.Pinned)
+		})
+	}
+}
