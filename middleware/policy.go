@@ -24,6 +24,11 @@ type Availability struct {
 func (a Availability) Callable() bool { return a.InScope && a.Status == "" }
 
 // A ToolPolicy decides which upstream tools the client may see and call.
+// It judges definitions the Session can name; a definition the Session
+// cannot trust under one name (it spells a member that names or defines the
+// tool twice, in another letter case or escaped, or another definition
+// claims its name too) is listed nowhere, counted as "disabled_unknown" and
+// never called, whatever Evaluate says of it.
 // Implementations must be safe for concurrent use; Evaluate is on the hot
 // path of every tools/list and tools/call and should not block.
 type ToolPolicy interface {
