@@ -27,8 +27,8 @@ const (
 	DefaultMaxHeldBytes = 64 << 20
 )
 
-// Status words of a request refused because too many wait, sent as
-// _meta.status (or the error's data.status).
+// statusTooManyWaiting is the status of a request refused because too many
+// wait, sent as _meta.status (or the error's data.status).
 const statusTooManyWaiting = "too_many_waiting"
 
 // heldBounds returns MaxHeldRequests and MaxHeldBytes, or their defaults.
