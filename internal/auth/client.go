@@ -64,11 +64,12 @@ type Client struct {
 	changed chan struct{} // a background sign-in ended
 
 	mu         sync.Mutex
-	tok        *Token          // cached; nil until read
-	autoLogins int             // background sign-ins started (see mayStartLogin)
-	loginErr   error           // how the last background sign-in failed, or nil
-	loggingIn  bool            // a background sign-in is under way
-	loginDone  <-chan struct{} // closed when the background sign-in ended
+	tok        *Token        // cached; nil until read
+	autoLogins int           // background sign-ins started (see mayStartLogin)
+	loginErr   error         // how the last background sign-in failed, or nil
+	loggingIn  bool          // a background sign-in is under way
+	loginDone  chan struct{} // closed when the background sign-in ended
+	loginOK    bool          // the last background sign-in succeeded
 }
 
 func (c *Client) setup() {
@@ -213,12 +214,16 @@ func expiresIn(t Token) string {
 // chance to, and returns the denied error to report, and, while a sign-in
 // of this Client runs, a channel closed when it ends.
 func (c *Client) loginRequired(ch challenge) (<-chan struct{}, error) {
+	var done chan struct{}
 	c.mu.Lock()
 	start := c.mayStartLogin()
 	if start {
+		// Claimed under the lock, so that concurrent requests start one.
 		c.autoLogins++
+		c.loggingIn, c.loginDone = true, make(chan struct{})
 	}
-	running, lastErr, done := c.loggingIn, c.loginErr, c.loginDone
+	running, lastErr := c.loggingIn, c.loginErr
+	done = c.loginDone
 	c.mu.Unlock()
 
 	login := "run `mcpwrap login " + c.Name + "`"
@@ -227,11 +232,15 @@ func (c *Client) loginRequired(ch challenge) (<-chan struct{}, error) {
 	case start:
 		unlock, ok, err := c.Store.tryLock(lockName("login", c.ServerURL))
 		if err != nil || !ok {
+			c.mu.Lock()
+			c.loggingIn = false
+			close(c.loginDone)
+			c.mu.Unlock()
+			running = false
 			hint = "A sign-in is under way in another window; finish it in the browser, or " + login
 			break
 		}
-		done = c.startLogin(ch, unlock)
-		running = true
+		c.startLogin(ch, unlock, done)
 		hint = "A browser window has been opened; or " + login
 	case running:
 		hint = "A browser window has been opened; or " + login
@@ -260,7 +269,7 @@ func (c *Client) mayStartLogin() bool {
 	if !c.AutoLogin || c.Browser == nil || c.Browser.Disabled() || c.loggingIn {
 		return false
 	}
-	return c.autoLogins == 0 || c.autoLogins < maxAutoLogins && c.loginErr == nil
+	return c.autoLogins == 0 || c.autoLogins < maxAutoLogins && c.loginOK
 }
 
 func (c *Client) grace() time.Duration {
@@ -272,12 +281,8 @@ func (c *Client) grace() time.Duration {
 
 // startLogin runs a sign-in in the background, holding the login lock
 // (released by unlock) so that other processes wait for it instead of
-// opening another tab.
-func (c *Client) startLogin(ch challenge, unlock func()) <-chan struct{} {
-	done := make(chan struct{})
-	c.mu.Lock()
-	c.loggingIn, c.loginDone = true, done
-	c.mu.Unlock()
+// opening another tab, and closes done when it ends.
+func (c *Client) startLogin(ch challenge, unlock func(), done chan struct{}) {
 	timeout := c.LoginTimeout
 	if timeout <= 0 {
 		timeout = DefaultLoginTimeout
@@ -296,7 +301,7 @@ func (c *Client) startLogin(ch challenge, unlock func()) <-chan struct{} {
 			c.log.Warn("sign-in failed", "error", safeReason(err))
 		}
 		c.mu.Lock()
-		c.loggingIn, c.loginErr = false, err
+		c.loggingIn, c.loginErr, c.loginOK = false, err, err == nil
 		c.mu.Unlock()
 		close(done)
 		select {
@@ -304,7 +309,6 @@ func (c *Client) startLogin(ch challenge, unlock func()) <-chan struct{} {
 		default:
 		}
 	}()
-	return done
 }
 
 // safeReason is err's text for messages. The package's errors carry no

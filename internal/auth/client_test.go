@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -94,4 +95,33 @@ func TestStoreKeepsSecretsOutOfErrors(t *testing.T) {
 	_, err = s.Token("https://a/mcp")
 	require.Error(t, err)
 	assert.False(t, strings.Contains(err.Error(), "secret-xyz"))
+}
+
+// TestConcurrentDemandsStartOneSignIn: requests refused at the same moment
+// start one background sign-in between them.
+func TestConcurrentDemandsStartOneSignIn(t *testing.T) {
+	stop := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-stop }))
+	defer hang.Close()
+	defer close(stop)
+	store, err := newFileStore(t.TempDir())
+	require.NoError(t, err)
+	c := &Client{Name: "linear", ServerURL: hang.URL + "/mcp", Store: store, AutoLogin: true,
+		Browser: &Browser{Getenv: func(k string) string { return map[string]string{"MCPWRAP_BROWSER": "true"}[k] }},
+		Config:  Config{RedirectPort: freePort(t)}}
+	c.setup()
+	defer c.Close()
+	ch := challenge{url: hang.URL + "/mcp", status: http.StatusUnauthorized, header: http.Header{}}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			done, err := c.loginRequired(ch)
+			assert.NotNil(t, done, "each waits for the sign-in under way")
+			assert.Contains(t, resilience.Classify(err).Hint, "A browser window has been opened")
+		})
+	}
+	wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	assert.Equal(t, 1, c.autoLogins, "background sign-ins started")
 }
