@@ -296,7 +296,7 @@ func (c *Client) startLogin(ch challenge, unlock func(), done chan struct{}) {
 		c.log.Info("the server needs a sign-in; opening the browser")
 		err := c.authorize(ctx, ch, func(ctx context.Context, url string) error {
 			return c.Browser.Open(ctx, url)
-		})
+		}, false)
 		if err != nil {
 			c.log.Warn("sign-in failed", "error", safeReason(err))
 		}

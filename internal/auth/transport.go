@@ -80,7 +80,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		discard(resp)
-		if err := t.c.authorize(ctx, ch, t.c.Browser.Open); err != nil {
+		if err := t.c.authorize(ctx, ch, t.c.Browser.Open, false); err != nil {
 			t.c.log.Warn("step-up sign-in failed", "error", safeReason(err))
 			_, denied := t.c.loginRequired(ch)
 			return nil, denied
@@ -222,7 +222,7 @@ func (c *Client) Login(ctx context.Context, show func(url string)) error {
 			c.log.Warn("cannot open the browser; open the URL yourself", "error", err)
 		}
 		return nil
-	})
+	}, true)
 }
 
 // probeBody is the request Login sends to learn the server's challenge:
