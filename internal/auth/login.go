@@ -111,7 +111,6 @@ func (c *Client) authorize(ctx context.Context, ch challenge, open func(ctx cont
 // authorizeOnce is one attempt of authorize, with the stored registration
 // when useStored. It reports whether the user was sent to the browser.
 func (c *Client) authorizeOnce(ctx context.Context, ch challenge, open func(ctx context.Context, url string) error, cb *callback, redirect string, useStored bool) (opened bool, err error) {
-
 	var prior []string // scopes granted before: a step-up keeps them
 	if ch.stepUp() {
 		if t, err := c.Store.Token(c.ServerURL); err == nil {
