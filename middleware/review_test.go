@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
 	"github.com/stretchr/testify/assert"
@@ -226,7 +225,7 @@ func (p *descPolicy) Evaluate(tools []json.RawMessage) []Availability {
 	out := make([]Availability, len(tools))
 	for i, t := range tools {
 		out[i].InScope = true
-		if strings.Contains(toolDescription(t), "evil") {
+		if strings.Contains(defOf(t).Description, "evil") {
 			out[i].Status = "pending_approval"
 		}
 	}
@@ -469,7 +468,7 @@ func TestDrainWaitsForGatedCalls(t *testing.T) {
 	require.NoError(t, <-h.done)
 }
 
-// recordingTimer is a backoff.Timer that fires at once and records waits.
+// recordingTimer is a resilience.Timer that fires at once and records waits.
 type recordingTimer struct {
 	waits chan time.Duration
 	c     chan time.Time
@@ -494,7 +493,7 @@ func TestCrashRestartIsSpaced(t *testing.T) {
 		Dial: func(context.Context) (Conn, error) { return <-conns, nil },
 		Retrier: &resilience.Retrier{
 			Policy:   resilience.Policy{Initial: 40 * time.Millisecond, Jitter: -1},
-			NewTimer: func() backoff.Timer { return &recordingTimer{waits: waits, c: make(chan time.Time, 1)} },
+			NewTimer: func() resilience.Timer { return &recordingTimer{waits: waits, c: make(chan time.Time, 1)} },
 		}}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -780,7 +779,7 @@ func TestRefreshDoesNotUndoWhatTheClientSaw(t *testing.T) {
 		}
 	}()
 	h.answer(refresh, `{"tools":[{"name":"b"}]}`) // the refresh ends with "a" as its first page had it
-	require.Eventually(t, func() bool { _, ok := h.session.catalogTool("b"); return ok }, timeout, tick, "the refresh ended")
+	require.Eventually(t, func() bool { _, ok, _ := h.session.catalogTool("b"); return ok }, timeout, tick, "the refresh ended")
 
 	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a"}}` + "\n")
 	h.client.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}` + "\n")

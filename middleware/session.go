@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -100,12 +102,20 @@ type Session struct {
 	// slow to start: it is not killed for being slow.
 	HandshakeTimeout time.Duration
 	// Retrier loads the upstream; nil means a zero [resilience.Retrier]
-	// (its default policy: see docs/DESIGN.md, Resilience).
+	// (its default policy: see docs/DESIGN.md, Resilience). The Session
+	// retries with a copy, whose OnRetry publishes the Session's status and
+	// whose Logger, when nil, is the Session's; the Retrier itself is never
+	// written, so Sessions may share one.
 	Retrier *resilience.Retrier
-	// CrashBudget bounds restarts after crashes; nil means 5 in 5 minutes.
+	// CrashBudget bounds restarts after crashes; nil means a budget of the
+	// Session's own, of [resilience.DefaultCrashRestarts] restarts in
+	// [resilience.DefaultCrashWindow]. Sessions sharing one share the
+	// budget.
 	CrashBudget *resilience.CrashBudget
 	// Reconnect paces "reconnect on use" after a permanent failure; nil
-	// means once every 30 s.
+	// means a Throttle of the Session's own, allowing one attempt every
+	// [resilience.DefaultThrottleInterval]. Sessions sharing one share
+	// the pace.
 	Reconnect *resilience.Throttle
 	// DrainTimeout bounds the wait for in-flight requests when the client
 	// goes away or Run's context is done. Zero means [DefaultDrainTimeout].
@@ -119,6 +129,8 @@ type Session struct {
 	MaxHeldRequests int
 	// MaxHeldBytes bounds the total size of the requests held, as
 	// MaxHeldRequests bounds their number. Zero means [DefaultMaxHeldBytes].
+	// The same two bounds cap the resource subscriptions remembered for
+	// replay to a restarted upstream.
 	MaxHeldBytes int
 	// CallTimeout bounds the wait for the upstream's answer to a client
 	// request. Past it the sidecar answers the request itself (an isError
@@ -138,6 +150,14 @@ type Session struct {
 	seq   atomic.Uint64
 	kick  chan struct{} // wakes the supervisor for a reconnect on use
 
+	// What Retrier, CrashBudget and Reconnect stand for. The Session never
+	// writes its caller's values (several Sessions may share them): it
+	// retries with a copy of the Retrier, which logs through the Session's
+	// logger when the caller's has none.
+	retrier   resilience.Retrier
+	crashes   *resilience.CrashBudget
+	reconnect *resilience.Throttle
+
 	mu         sync.Mutex
 	ctx        context.Context // Run's, for the sidecar's own background requests
 	up         *link           // the current upstream connection, nil between connections
@@ -156,17 +176,18 @@ type Session struct {
 	own        map[string]*ownCall  // the sidecar's own requests in flight, by framing.IDKey
 	logLevel   json.RawMessage      // the client's last logging/setLevel params
 	subs       map[string]struct{}  // URIs the client subscribed to
+	listens    map[string][]byte    // the client's subscriptions/listen requests in flight, by framing.IDKey
 
 	// Tool catalog state.
 	catalog      []json.RawMessage
-	catalogNames []string
-	catalogIndex map[string]int
+	catalogIndex *tooldef.Index // the catalog's names, read by the one tool-definition parser
+	identities   identities     // definitions as tooldef read them; has its own lock
 	catalogKnown bool
 	visible      string // the visible tool set the client last learned
 	visibleKnown bool
 	locked       int                 // locked tools in the catalog
 	walkLocked   int                 // locked tools on the pages of the client's current tools/list walk
-	catalogSums  map[uint64]struct{} // hashes of the catalog's definitions, to spot changed ones cheaply
+	catalogSums  definitionPositions // hashes of the catalog's definitions, to spot changed ones cheaply
 	merges       int                 // catalog updates from the client's tools/list pages (notePage)
 	catalogLoads singleflight.Group  // one catalog load at a time, shared by its callers
 	reevaluating sync.Mutex          // serialises reevaluate; taken before mu
@@ -182,6 +203,7 @@ type Session struct {
 	heldBytes      int           // their size
 	restarting     bool          // the upstream is being restarted after a crash: requests wait for it
 	restartChanged chan struct{} // closed and replaced when restarting changes
+	subsBytes      int           // the size of the URIs in subs
 }
 
 // inflight is a client request forwarded to the upstream and not yet
@@ -224,6 +246,7 @@ type hsWaiter struct {
 	method string
 	done   chan struct{}
 	once   sync.Once
+	held   int // bytes counted by hold
 }
 
 // Handshake returns a copy of the handshake captured so far.
@@ -255,6 +278,7 @@ func (s *Session) init() {
 	close(s.timersIdle)
 	s.own = make(map[string]*ownCall)
 	s.subs = make(map[string]struct{})
+	s.listens = make(map[string][]byte)
 	s.hsChanged = make(chan struct{})
 	s.idle = make(chan struct{})
 	close(s.idle)
@@ -264,18 +288,15 @@ func (s *Session) init() {
 	s.kick = make(chan struct{}, 1)
 	s.ctx = context.Background()
 	s.status = resilience.Outcome{Server: s.Name, Class: resilience.Transient}
-	if s.Retrier == nil {
-		s.Retrier = &resilience.Retrier{}
+	if s.Retrier != nil {
+		s.retrier = *s.Retrier
 	}
-	if s.Retrier.Logger == nil {
-		s.Retrier.Logger = s.log
+	if s.retrier.Logger == nil {
+		s.retrier.Logger = s.log
 	}
-	if s.CrashBudget == nil {
-		s.CrashBudget = &resilience.CrashBudget{}
-	}
-	if s.Reconnect == nil {
-		s.Reconnect = &resilience.Throttle{}
-	}
+	s.retrier.OnRetry = s.setStatus
+	s.crashes = cmp.Or(s.CrashBudget, &resilience.CrashBudget{})
+	s.reconnect = cmp.Or(s.Reconnect, &resilience.Throttle{})
 	if s.afterFunc == nil {
 		s.afterFunc = func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) }
 	}
@@ -439,7 +460,7 @@ func (s *Session) pumpClient(ctx context.Context) error {
 		msg, err := s.Client.ReadMessage()
 		if err != nil {
 			if e, ok := oversize(err); ok {
-				env, _ := framing.Peek(e.Head)
+				env := framing.Envelope{ID: e.ID, Method: e.Method} // found wherever they are in it
 				s.log.Error("client message too large; dropped", "bytes", e.Size, "limit", e.Limit)
 				reason := fmt.Sprintf("message of %d bytes exceeds the %d-byte limit", e.Size, e.Limit)
 				if l := s.takeServerRequest(env); l != nil {
@@ -503,9 +524,9 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 		if json.Unmarshal(env.Params, &p) == nil {
 			s.mu.Lock()
 			if env.Method == "resources/subscribe" {
-				s.subs[p.URI] = struct{}{}
+				s.rememberSubscriptionLocked(p.URI)
 			} else {
-				delete(s.subs, p.URI)
+				s.forgetSubscriptionLocked(p.URI)
 			}
 			s.mu.Unlock()
 		}
@@ -545,6 +566,14 @@ func (s *Session) send(ctx context.Context, msg []byte, env framing.Envelope) {
 	case l == nil:
 		s.answerUnready(ctx, env)
 		return
+	}
+	if env.Method == "subscriptions/listen" {
+		// The client's subscription outlives an upstream: a restarted one
+		// is sent the request again (the 2026-07-28 protocol has no
+		// session state to replay but this).
+		s.mu.Lock()
+		s.listens[framing.IDKey(env.ID)] = bytes.Clone(msg)
+		s.mu.Unlock()
 	}
 	if err := l.conn.WriteMessage(msg); err != nil {
 		s.log.Warn("cannot write to upstream", "error", err)
@@ -642,8 +671,13 @@ func (s *Session) clientBatch(msg []byte) {
 	for _, e := range elems {
 		env, err := framing.Peek(e)
 		if err != nil {
-			if errors.Is(err, framing.ErrAmbiguous) && reason == "" {
-				reason = "Invalid Request: " + err.Error()
+			if errors.Is(err, framing.ErrAmbiguous) {
+				if reason == "" {
+					reason = "Invalid Request: " + err.Error()
+				}
+				if env.Kind == framing.Request {
+					reqs = append(reqs, env) // answered too; with id null when "id" is what is ambiguous
+				}
 			}
 			continue
 		}
@@ -725,7 +759,7 @@ func (s *Session) pumpUpstream(l *link) {
 		msg, err := l.conn.ReadMessage()
 		if err != nil {
 			if e, ok := oversize(err); ok {
-				env, _ := framing.Peek(e.Head)
+				env := framing.Envelope{ID: e.ID, Method: e.Method} // found wherever they are in it
 				s.log.Error("upstream message too large; dropped", "bytes", e.Size, "limit", e.Limit)
 				reason := fmt.Sprintf("the upstream's response of %d bytes exceeds the %d-byte message limit (max_line_bytes); dropped", e.Size, e.Limit)
 				switch {
@@ -735,8 +769,8 @@ func (s *Session) pumpUpstream(l *link) {
 				case s.isOwnID(env.ID):
 					s.deliverOwnReply(env.ID, ownReply{err: errors.New(reason)})
 				default:
-					if method, late := s.answered(env.ID); method != "" && !late {
-						s.replyError(env.ID, codeInternalError, reason)
+					if method, id, late := s.answered(env.ID); method != "" && !late {
+						s.replyError(id, codeInternalError, reason)
 					}
 				}
 				continue
@@ -761,7 +795,7 @@ func (s *Session) pumpUpstream(l *link) {
 				s.deliverOwn(msg, env, err)
 				continue
 			}
-			method, late := s.answered(env.ID)
+			method, _, late := s.answered(env.ID)
 			if late {
 				s.log.Debug("dropping the upstream's late answer to a request that timed out", "id", string(env.ID))
 				continue
@@ -858,7 +892,7 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 				changed = true
 				continue
 			}
-			method, late := s.answered(env.ID)
+			method, _, late := s.answered(env.ID)
 			if late {
 				changed = true
 				continue
@@ -958,6 +992,7 @@ func (s *Session) untrack(id []byte) string {
 // must be held.
 func (s *Session) untrackLocked(r *inflight) {
 	delete(s.reqs, r.key)
+	delete(s.listens, r.key)
 	if r.progress != "" && s.progress[r.progress] == r.key {
 		delete(s.progress, r.progress)
 	}
@@ -974,18 +1009,19 @@ func (s *Session) inflight() int {
 }
 
 // failInflight answers every client request in flight on link l (on any
-// link when l is nil) with an error. l must no longer be the current link,
-// so that no request is tracked on it afterwards.
+// link when l is nil) with an error, but for subscriptions/listen requests
+// on l, which the next upstream is sent again. l must no longer be the
+// current link, so that no request is tracked on it afterwards.
 func (s *Session) failInflight(l *link, reason string) {
 	s.mu.Lock()
 	var ids [][]byte
-	for _, r := range s.reqs {
-		if l == nil || r.link == l {
+	for key, r := range s.reqs {
+		if _, listen := s.listens[key]; l == nil || (r.link == l && !listen) {
 			ids = append(ids, r.id)
 		}
 	}
 	for key, e := range s.ended {
-		if e.link == l {
+		if l == nil || e.link == l {
 			delete(s.ended, key) // l will never answer them
 		}
 	}

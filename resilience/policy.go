@@ -29,26 +29,33 @@ type Policy struct {
 	MaxElapsed time.Duration
 }
 
-// Load budget defaults: 250 ms doubling to 5 s, jitter 0.5, 6 attempts or
-// 30 s per load.
-var defaultLoadPolicy = Policy{
-	Initial:     250 * time.Millisecond,
-	MaxInterval: 5 * time.Second,
-	Multiplier:  2,
-	Jitter:      0.5,
-	MaxAttempts: 6,
-	MaxElapsed:  30 * time.Second,
+// DefaultLoadPolicy returns the budget of [Retrier.Load] that a zero
+// [Retrier.Policy] stands for: 250 ms initial delay doubling up to 5 s,
+// jitter 0.5, at most 6 attempts or 30 s per load.
+func DefaultLoadPolicy() Policy {
+	return Policy{
+		Initial:     250 * time.Millisecond,
+		MaxInterval: 5 * time.Second,
+		Multiplier:  2,
+		Jitter:      0.5,
+		MaxAttempts: 6,
+		MaxElapsed:  30 * time.Second,
+	}
 }
 
-// Background cadence defaults: slow enough not to hammer a server that is
-// down, unbounded so it self-heals.
-var defaultBackgroundPolicy = Policy{
-	Initial:     30 * time.Second,
-	MaxInterval: 5 * time.Minute,
-	Multiplier:  2,
-	Jitter:      0.5,
-	MaxAttempts: -1,
-	MaxElapsed:  -1,
+// DefaultBackgroundPolicy returns the cadence of [Retrier.Background] that
+// a zero [Retrier.BackgroundPolicy] stands for: slow enough not to hammer a
+// server that is down (30 s initial delay doubling up to 5 min, jitter
+// 0.5), unbounded so that it self-heals.
+func DefaultBackgroundPolicy() Policy {
+	return Policy{
+		Initial:     30 * time.Second,
+		MaxInterval: 5 * time.Minute,
+		Multiplier:  2,
+		Jitter:      0.5,
+		MaxAttempts: -1,
+		MaxElapsed:  -1,
+	}
 }
 
 // withDefaults fills zero fields from def and clamps out-of-range ones.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"time"
-
-	"github.com/cenkalti/backoff/v4"
 )
 
 // RestartDelay returns how long to wait before restarting an upstream after
@@ -15,7 +13,7 @@ import (
 // outlives one crash (a backend that restarts too) time to clear before
 // the crash budget is spent.
 func (r *Retrier) RestartDelay(n int) time.Duration {
-	p := r.Policy.withDefaults(defaultLoadPolicy)
+	p := r.Policy.withDefaults(DefaultLoadPolicy())
 	d := float64(p.Initial)
 	for i := 1; i < n && d < float64(p.MaxInterval); i++ {
 		d *= p.Multiplier
@@ -35,7 +33,7 @@ func (r *Retrier) uniform() func() float64 {
 // Sleep waits d on a timer of r.NewTimer (a real one when nil), or until
 // ctx is done, and then returns ctx's error.
 func (r *Retrier) Sleep(ctx context.Context, d time.Duration) error {
-	var t backoff.Timer = &realTimer{}
+	var t Timer = &realTimer{}
 	if r.NewTimer != nil {
 		t = r.NewTimer()
 	}
@@ -49,7 +47,7 @@ func (r *Retrier) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// realTimer is a backoff.Timer on a time.Timer.
+// realTimer is a Timer on a time.Timer.
 type realTimer struct{ t *time.Timer }
 
 func (r *realTimer) Start(d time.Duration) { r.t = time.NewTimer(d) }

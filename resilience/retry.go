@@ -8,6 +8,17 @@ import (
 	"github.com/cenkalti/backoff/v4"
 )
 
+// A Timer is what a [Retrier] waits on between attempts: a one-shot timer
+// that Start arms for a duration, whose channel C receives once it fires,
+// and that Stop disarms. A Timer is used by one goroutine at a time and
+// may be started again after it fired or was stopped. Tests supply one
+// through [Retrier.NewTimer] to run retry loops without waiting.
+type Timer interface {
+	Start(d time.Duration)
+	Stop()
+	C() <-chan time.Time
+}
+
 // Op is one attempt to load an upstream: start or connect, handshake and
 // first catalog. attempt counts from 1 and keeps counting across
 // [Retrier.Background]. Op returns nil once the upstream is ready, else an
@@ -16,19 +27,20 @@ import (
 type Op func(ctx context.Context, attempt int) error
 
 // Retrier loads upstreams, retrying transient failures with jittered
-// exponential backoff (cenkalti/backoff/v4). Permanent and denied failures
-// end the load at once. The success path adds no delay.
+// exponential backoff. Permanent and denied failures end the load at once.
+// The success path adds no delay.
 //
 // The zero value is ready to use with the documented defaults. A Retrier
 // may be used by several goroutines at once as long as its fields are not
 // changed; OnRetry, NewTimer and Now are then called concurrently too.
 type Retrier struct {
-	// Policy is the budget of [Retrier.Load]. Zero fields: initial 250ms,
-	// multiplier 2, jitter 0.5, max interval 5s, 6 attempts, 30s elapsed.
+	// Policy is the budget of [Retrier.Load]. Zero fields take those of
+	// [DefaultLoadPolicy]: initial 250ms, multiplier 2, jitter 0.5, max
+	// interval 5s, 6 attempts, 30s elapsed.
 	Policy Policy
 	// BackgroundPolicy is the slow cadence of [Retrier.Background]. Zero
-	// fields: initial 30s, multiplier 2, jitter 0.5, max interval 5m, no
-	// attempt or time limit.
+	// fields take those of [DefaultBackgroundPolicy]: initial 30s,
+	// multiplier 2, jitter 0.5, max interval 5m, no attempt or time limit.
 	BackgroundPolicy Policy
 	// Classifier classifies each attempt's error.
 	Classifier Classifier
@@ -36,9 +48,10 @@ type Retrier struct {
 	// attempt that will be retried, with a transient snapshot whose RetryIn
 	// is the coming delay: callers publish it as the server's status.
 	OnRetry func(Outcome)
-	// NewTimer, if set, makes the timer each retry loop waits on; tests
-	// inject one that fires at once. Nil means real timers.
-	NewTimer func() backoff.Timer
+	// NewTimer, if set, makes the timer each retry loop (and
+	// [Retrier.Sleep]) waits on; tests inject one that fires at once. Nil
+	// means real timers.
+	NewTimer func() Timer
 	// Now, if set, is the clock for the elapsed-time budget. Nil means
 	// time.Now.
 	Now func() time.Time
@@ -59,7 +72,7 @@ type Retrier struct {
 // maximum interval (5 min by default) and within the budget. When ctx is done
 // the outcome of the last attempt is returned.
 func (r *Retrier) Load(ctx context.Context, server string, op Op) Outcome {
-	p := r.Policy.withDefaults(defaultLoadPolicy)
+	p := r.Policy.withDefaults(DefaultLoadPolicy())
 	return r.run(ctx, p, Outcome{Server: server}, op, false)
 }
 
@@ -73,7 +86,7 @@ func (r *Retrier) Background(ctx context.Context, from Outcome, op Op) Outcome {
 	if from.Class != Transient {
 		return from
 	}
-	p := r.BackgroundPolicy.withDefaults(defaultBackgroundPolicy)
+	p := r.BackgroundPolicy.withDefaults(DefaultBackgroundPolicy())
 	return r.run(ctx, p, from, op, true)
 }
 
@@ -96,7 +109,7 @@ func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resum
 	// However long an upstream asks us to wait, the background cadence's
 	// cap is the longest mcpwrap ever waits: a hostile or confused
 	// Retry-After of a day must not park a server for a day.
-	retryAfterCap := r.BackgroundPolicy.withDefaults(defaultBackgroundPolicy).MaxInterval
+	retryAfterCap := r.BackgroundPolicy.withDefaults(DefaultBackgroundPolicy()).MaxInterval
 	sched := newSchedule(p, now, retryAfterCap, r.uniform())
 	if resume && sched.maxRetries >= 0 {
 		sched.maxRetries++ // the replayed failure consumes one delay
@@ -136,7 +149,7 @@ func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resum
 		}
 	}
 
-	var timer backoff.Timer
+	var timer backoff.Timer // nil: backoff's real timer
 	if r.NewTimer != nil {
 		timer = r.NewTimer()
 	}

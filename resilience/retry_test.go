@@ -157,7 +157,7 @@ func TestLoadRetryRefusedClassifier(t *testing.T) {
 func TestLoadStopsWhenContextIsDone(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	r := &resilience.Retrier{
-		NewTimer: func() backoffTimer { return stuckTimer{c: make(chan time.Time)} },
+		NewTimer: func() resilience.Timer { return stuckTimer{c: make(chan time.Time)} },
 		OnRetry:  func(resilience.Outcome) { cancel() }, // give up while waiting
 	}
 
@@ -248,7 +248,7 @@ func TestBackgroundCadence(t *testing.T) {
 func TestBackgroundStopsWhenContextIsDone(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	r := &resilience.Retrier{
-		NewTimer: func() backoffTimer { return stuckTimer{c: make(chan time.Time)} },
+		NewTimer: func() resilience.Timer { return stuckTimer{c: make(chan time.Time)} },
 		OnRetry:  func(resilience.Outcome) { cancel() },
 	}
 	from := resilience.Outcome{Server: "srv", Class: resilience.Transient, Attempts: 6, Err: resilience.Classify(errUnavailable)}

@@ -144,6 +144,9 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 	case fs.NArg() > 0:
 		return usageFailed(stderr, "mcpwrap "+cmd, fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
+	if err := checkURL(o.url); err != nil {
+		return usageFailed(stderr, "mcpwrap "+cmd, err)
+	}
 	o.name = name
 	if o.url == "" {
 		found, err := entryURL(name)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/policy"
+	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
 // DiscoveryMode says when the discovery tool is listed.
@@ -42,6 +43,9 @@ const (
 	DefaultDiscoveryTool = policy.DefaultDiscoveryTool
 	DefaultDiscovery     = DiscoveryAuto
 	DefaultMaxLineBytes  = 64 << 20
+	// DefaultMaxHeldRequests and DefaultMaxHeldBytes are the middleware's.
+	DefaultMaxHeldRequests = middleware.DefaultMaxHeldRequests
+	DefaultMaxHeldBytes    = middleware.DefaultMaxHeldBytes
 
 	// MinMaxLineBytes is the smallest accepted max_line_bytes, so that a
 	// value meant in KiB or MiB is caught rather than breaking every message.
@@ -108,6 +112,12 @@ type Server struct {
 	Discovery DiscoveryMode
 	// MaxLineBytes is the largest JSON-RPC line relayed (`max_line_bytes`).
 	MaxLineBytes int
+	// MaxHeldRequests bounds the client requests waiting at once for the
+	// tool catalog, the upstream's handshake or its restart
+	// (`max_held_requests`).
+	MaxHeldRequests int
+	// MaxHeldBytes bounds their total size (`max_held_bytes`).
+	MaxHeldBytes int
 	// OAuth is how mcpwrap signs in to a remote server (`oauth`).
 	OAuth OAuth
 }
@@ -125,6 +135,9 @@ func Default(name string) Server {
 		DiscoveryTool: DefaultDiscoveryTool,
 		Discovery:     DefaultDiscovery,
 		MaxLineBytes:  DefaultMaxLineBytes,
+
+		MaxHeldRequests: DefaultMaxHeldRequests,
+		MaxHeldBytes:    DefaultMaxHeldBytes,
 	}
 }
 
@@ -230,6 +243,8 @@ type layer struct {
 	discoveryTool *string
 	discovery     *DiscoveryMode
 	maxLineBytes  *int
+	maxHeld       *int
+	maxHeldBytes  *int
 	oauth         oauthLayer
 }
 
@@ -257,6 +272,8 @@ func (l *layer) applyTo(s *Server) {
 	set(&s.DiscoveryTool, l.discoveryTool)
 	set(&s.Discovery, l.discovery)
 	set(&s.MaxLineBytes, l.maxLineBytes)
+	set(&s.MaxHeldRequests, l.maxHeld)
+	set(&s.MaxHeldBytes, l.maxHeldBytes)
 	l.oauth.applyTo(&s.OAuth)
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/paramheader"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -147,7 +148,7 @@ type RemoteConn struct {
 	// result, and paramHeaders the tool-designated headers learnt from
 	// those results, by tool name (see remote_params.go).
 	toolLists    map[string]struct{}
-	paramHeaders map[string][]paramBinding
+	paramHeaders map[string][]paramheader.Binding
 }
 
 // inbound is one item for ReadMessage: a message or a per-message error.
@@ -208,7 +209,7 @@ func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
 		unanswered: make(map[string]struct{}),
 		toolLists:  make(map[string]struct{}),
 
-		paramHeaders: make(map[string][]paramBinding),
+		paramHeaders: make(map[string][]paramheader.Binding),
 	}
 	if c.max <= 0 {
 		c.max = framing.DefaultMaxLineBytes
@@ -477,7 +478,7 @@ func (c *RemoteConn) newRequest(method string, u *url.URL, out *outbound) (*http
 	}
 	c.mu.Lock()
 	sessionID, version := c.sessionID, c.version
-	var bindings []paramBinding
+	var bindings []paramheader.Binding
 	if out != nil && out.kind == framing.Request && out.method == "tools/call" {
 		bindings = c.paramHeaders[out.name]
 	}
@@ -507,8 +508,8 @@ func (c *RemoteConn) newRequest(method string, u *url.URL, out *outbound) (*http
 		if out.name != "" && validHeaderValue(out.name) {
 			req.Header.Set("Mcp-Name", out.name)
 		}
-		if len(bindings) > 0 {
-			setParamHeaders(req.Header, bindings, out.params)
+		for name, value := range paramheader.Headers(bindings, out.params) {
+			req.Header.Set(name, value)
 		}
 	}
 	return req, nil

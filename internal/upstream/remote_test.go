@@ -465,6 +465,7 @@ func TestRemoteDiscoverRefusedWithoutAnAnswerFallsBack(t *testing.T) {
 	assert.Equal(t, "7", string(m.ID))
 	require.NotNil(t, m.Error, "an error the client falls back on")
 	assert.Contains(t, m.Error.Message, "HTTP 400")
+	assert.Equal(t, -32601, m.Error.Code, "method not found: the client falls back")
 	assert.Equal(t, TransportStreamableHTTP, conn.Transport())
 	p.call(2, "initialize", initializeRequestParams())
 }
