@@ -351,7 +351,7 @@ func TestOAuthListen(t *testing.T) {
 	srv := startListen(ctx, t, listenOptions{Name: "notes", StateDir: state, Env: signInEnv(t, state, browserLog, false),
 		Flags: []string{"--url", as.URL + "/mcp", "--oauth-redirect-port", strconv.Itoa(freeLoopbackPort(t))}})
 	for i := range 2 {
-		cs, err := connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL}, "")
+		cs, err := connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL}, protocolVersionInitialize)
 		require.NoError(t, err, "session %d", i)
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
 		require.NoError(t, err)
