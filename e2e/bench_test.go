@@ -115,10 +115,9 @@ func writeBenchConfig(b *testing.B) string {
 // rawClient is a minimal MCP client over newline-delimited JSON-RPC: it
 // costs the same in every mode and nothing worth measuring.
 type rawClient struct {
-	pid  int
-	in   *bufio.Writer
-	out  *bufio.Reader
-	next int
+	pid int
+	in  *bufio.Writer
+	out *bufio.Reader
 }
 
 // startRawClient starts argv and performs the MCP handshake and a tools/list.

@@ -20,92 +20,147 @@ import (
 )
 
 // TestConformance runs the official MCP conformance suite (@modelcontextprotocol/conformance,
-// pinned in package.json) against the go-sdk everything-server: directly, over its own stateful
-// streamable HTTP; through `mcpwrap --listen` wrapping it over stdio; and through `mcpwrap
-// --listen --url` wrapping the direct one. Every check that passes directly must pass through
-// mcpwrap (dns-rebinding-protection included).
-//
-// The suite runs for spec version 2025-11-25 and for the newest version it knows server
-// scenarios of, in its active suite and in "all" (which adds the pending scenarios).
+// pinned in package.json in two lines: 0.1.16 and, as conformance-next, 0.2.0-alpha.12, which
+// knows the 2026-07-28 protocol) against the go-sdk everything-server: directly; through `mcpwrap
+// --listen` wrapping it over stdio; and through `mcpwrap --listen --url` wrapping it over HTTP
+// (its stateful mode for the session era, its stateless mode for 2026-07-28, which its stateful
+// mode refuses). Every check that passes directly must pass through mcpwrap
+// (dns-rebinding-protection included). Then the client scenarios of the newer line run with the
+// go-sdk everything-client, directly and through `mcpwrap --listen --url SCENARIO_URL`: every
+// check that passes directly must pass through mcpwrap.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
-	suite := newConformance(t)
 
-	directURL := startEverythingHTTP(ctx, t)
+	stateful := startEverythingHTTP(ctx, t, false)
+	stateless := startEverythingHTTP(ctx, t, true)
 	overStdio := startListen(ctx, t, listenOptions{Name: "everything", Config: transparentConfig}, everythingServerPath)
-	overHTTP := startListen(ctx, t, listenOptions{Name: "everything", Config: transparentConfig, Flags: []string{"--url", directURL}})
-	throughs := []struct {
-		name string
-		srv  *listenServer
-	}{
-		{name: "mcpwrap --listen -- everything-server", srv: overStdio},
-		{name: "mcpwrap --listen --url (everything-server over HTTP)", srv: overHTTP},
-	}
+	overStateful := startListen(ctx, t, listenOptions{Name: "everything", Config: transparentConfig, Flags: []string{"--url", stateful}})
+	overStateless := startListen(ctx, t, listenOptions{Name: "everything", Config: transparentConfig, Flags: []string{"--url", stateless}})
 
-	versions := []string{"2025-11-25"}
-	if newest := suite.newestServerVersion(ctx, t); newest != versions[0] {
-		versions = append(versions, newest)
-	}
-	for _, version := range versions {
-		for _, set := range []string{"active", "all"} {
-			direct := suite.run(ctx, t, directURL, version, set)
-			require.NotEmpty(t, direct.checks, "no scenario ran for %s", version)
-			t.Logf("conformance %s (%s suite), direct: %s", version, set, direct.summary())
-			if version == "2025-11-25" {
-				assert.Zero(t, direct.count("FAILURE"), "the go-sdk everything-server fails checks directly")
+	for _, line := range []struct {
+		pkg      string
+		versions []string // "" is the newest the suite has server scenarios for
+	}{
+		{pkg: "@modelcontextprotocol/conformance", versions: []string{"2025-11-25", ""}},
+		{pkg: "conformance-next", versions: []string{"2025-11-25", "2026-07-28"}},
+	} {
+		suite := newConformance(t, line.pkg)
+		versions := line.versions
+		if versions[1] == "" {
+			if newest := suite.newestServerVersion(ctx, t); newest != versions[0] {
+				versions[1] = newest
+			} else {
+				versions = versions[:1]
+			}
+		}
+		for _, version := range versions {
+			direct, overHTTP := stateful, overStateful
+			if version >= "2026-07-28" {
+				direct, overHTTP = stateless, overStateless
+			}
+			throughs := []struct {
+				name string
+				url  string
+			}{
+				{name: "mcpwrap --listen -- everything-server", url: overStdio.URL},
+				{name: "mcpwrap --listen --url (everything-server over HTTP)", url: overHTTP.URL},
+			}
+			for _, set := range []string{"active", "all"} {
+				label := fmt.Sprintf("%s %s (%s suite)", line.pkg, version, set)
+				direct := suite.runServer(ctx, t, direct, version, set)
+				require.NotEmpty(t, direct.checks, "no scenario ran for %s", label)
+				t.Logf("%s, direct: %s", label, direct.summary())
+				assert.Zero(t, direct.count("FAILURE"), "%s: the go-sdk everything-server fails checks directly", label)
 				// A floor, so that a suite that silently runs fewer scenarios (or checks) fails
 				// instead of passing vacuously.
-				assert.GreaterOrEqual(t, direct.count("SUCCESS"), minConformanceSuccesses,
-					"%s (%s suite): too few checks pass directly: %s", version, set, direct.summary())
-				assert.GreaterOrEqual(t, direct.scenarios(), minConformanceScenarios[set],
-					"%s (%s suite): too few scenarios ran", version, set)
-			}
-			for _, through := range throughs {
-				got := suite.run(ctx, t, through.srv.URL, version, set)
-				t.Logf("conformance %s (%s suite), through %s: %s", version, set, through.name, got.summary())
-				for key, status := range direct.checks {
-					if status == "SUCCESS" {
-						assert.Equal(t, "SUCCESS", got.checks[key], "%s, %s: passes directly, not through %s", version, key, through.name)
+				floor := conformanceFloors[line.pkg+" "+version+" "+set]
+				assert.GreaterOrEqual(t, direct.count("SUCCESS"), floor.checks, "%s: too few checks pass directly: %s", label, direct.summary())
+				assert.GreaterOrEqual(t, direct.scenarios(), floor.scenarios, "%s: too few scenarios ran", label)
+				for _, through := range throughs {
+					got := suite.runServer(ctx, t, through.url, version, set)
+					t.Logf("%s, through %s: %s", label, through.name, got.summary())
+					for key, status := range direct.checks {
+						if status == "SUCCESS" {
+							assert.Equal(t, "SUCCESS", got.checks[key], "%s, %s: passes directly, not through %s", label, key, through.name)
+						}
 					}
-				}
-				if version == "2025-11-25" {
 					assert.Equal(t, "SUCCESS", got.checks["dns-rebinding-protection/localhost-host-rebinding-rejected"], through.name)
-				}
-				if version == "2025-11-25" && set == "active" {
-					// The same checks run and pass through mcpwrap. Not in "all": its pending
-					// server-sse-polling scenario reports INFO and WARNING checks that depend on
-					// how the server streams, so their number legitimately differs.
-					assert.Equal(t, direct.count("SUCCESS"), got.count("SUCCESS"), "%s (%s suite): checks passing directly and through %s", version, set, through.name)
-					assert.Equal(t, direct.keys(), got.keys(), "%s (%s suite): checks run directly and through %s", version, set, through.name)
+					if set == "active" {
+						// The same checks run and pass through mcpwrap. Not in "all": its pending
+						// server-sse-polling scenario reports INFO and WARNING checks that depend on
+						// how the server streams, so their number legitimately differs.
+						assert.Equal(t, direct.count("SUCCESS"), got.count("SUCCESS"), "%s: checks passing directly and through %s", label, through.name)
+						assert.Equal(t, direct.keys(), got.keys(), "%s: checks run directly and through %s", label, through.name)
+					}
 				}
 			}
 		}
 	}
-	for _, through := range throughs {
-		through.srv.Stop(t)
+	for _, srv := range []*listenServer{overStdio, overStateful, overStateless} {
+		srv.Stop(t)
 	}
+
+	next := newConformance(t, "conformance-next")
+	var direct, through conformanceResult
+	direct.checks, through.checks = map[string]string{}, map[string]string{}
+	for _, scenario := range clientScenarios {
+		d := next.runClient(ctx, t, scenario, everythingClientPath)
+		g := next.runClient(ctx, t, scenario, os.Args[0], throughArg, mcpwrapPath, everythingClientPath)
+		maps.Copy(direct.checks, d.checks)
+		maps.Copy(through.checks, g.checks)
+		t.Logf("client %s: direct %s; through mcpwrap --listen --url: %s", scenario, d.summary(), g.summary())
+		require.NotEmpty(t, d.checks, "client scenario %s ran no check", scenario)
+		for key, status := range d.checks {
+			if status == "SUCCESS" {
+				assert.Equal(t, "SUCCESS", g.checks[key], "client %s: passes directly, not through mcpwrap --listen --url", key)
+			}
+		}
+	}
+	t.Logf("client scenarios, direct: %s", direct.summary())
+	t.Logf("client scenarios, through mcpwrap --listen --url: %s", through.summary())
+	assert.GreaterOrEqual(t, direct.count("SUCCESS"), minClientSuccesses, "too few client checks pass directly")
 }
 
-// Floors for spec 2025-11-25, so that a suite that silently runs fewer scenarios fails. With the
-// pinned suite, the everything-server passes 40 of 40 checks directly in the 30 scenarios of the
-// active suite, and 44 of 44 in the 32 of "all" (which adds the pending json-schema-2020-12 and
-// server-sse-polling).
-const minConformanceSuccesses = 40
+// clientScenarios are the client scenarios of the newer suite line that need no authorization
+// server: the go-sdk everything-client runs each against the suite's scenario server.
+var clientScenarios = []string{
+	"initialize", "tools_call", "sse-retry", "request-metadata", "http-standard-headers",
+	"http-custom-headers", "http-invalid-tool-headers", "json-schema-ref-no-deref",
+	"json-schema-2020-12-preservation", "sep-2322-client-request-state",
+	"elicitation-sep1034-client-defaults",
+}
 
-var minConformanceScenarios = map[string]int{"active": 30, "all": 32}
+// Floors, so that a suite that silently runs fewer scenarios fails. Measured with the pinned
+// lines against the go-sdk everything-server (every check passes directly): 0.1.16 for
+// 2025-11-25 passes 40 checks in the 30 scenarios of the active suite and 44 in the 32 of "all"
+// (which adds the pending json-schema-2020-12 and server-sse-polling); 0.2.0-alpha.12 passes 73
+// in 31 and 82 in 33 for 2025-11-25, and 42 in 20 and 137 in 40 for 2026-07-28; its client
+// scenarios pass 42 with the go-sdk everything-client. (Checks are counted once per scenario
+// and id; the suite's own totals count repeats: 153 for 2026-07-28 "all", 71 for the client.)
+var conformanceFloors = map[string]struct{ checks, scenarios int }{
+	"@modelcontextprotocol/conformance 2025-11-25 active": {40, 30},
+	"@modelcontextprotocol/conformance 2025-11-25 all":    {44, 32},
+	"conformance-next 2025-11-25 active":                  {73, 31},
+	"conformance-next 2025-11-25 all":                     {82, 33},
+	"conformance-next 2026-07-28 active":                  {42, 20},
+	"conformance-next 2026-07-28 all":                     {137, 40},
+}
 
-// conformance runs the suite's CLI with the pinned Node.
+const minClientSuccesses = 42
+
+// conformance runs one line of the suite's CLI (an npm package under e2e/node_modules) with the
+// pinned Node.
 type conformance struct {
 	node, entry, home string
 }
 
-func newConformance(t *testing.T) *conformance {
+func newConformance(t *testing.T, pkg string) *conformance {
 	t.Helper()
 	return &conformance{
 		node:  nodePath(t),
-		entry: npmBin(t, "@modelcontextprotocol/conformance", "conformance"),
+		entry: npmBin(t, pkg, "conformance"),
 		home:  t.TempDir(),
 	}
 }
@@ -143,8 +198,8 @@ func (c *conformance) newestServerVersion(ctx context.Context, t *testing.T) str
 var (
 	scenarioVersions = regexp.MustCompile(`^\s+- \S+ \[([^\]]*)\]`)
 	datedVersion     = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
-	// resultDir names a scenario's results: server-<scenario>-<timestamp>.
-	resultDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T[0-9-]+Z$`)
+	// resultDir names a scenario's results: [server-]<scenario>-<timestamp>.
+	resultDir = regexp.MustCompile(`^(?:server-)?(.+)-\d{4}-\d{2}-\d{2}T[0-9-]+Z$`)
 )
 
 // conformanceResult holds the status of every check of one run, keyed "scenario/check-id".
@@ -194,15 +249,29 @@ func (r conformanceResult) summary() string {
 	return out
 }
 
-// run runs the server scenarios of version (suite "active" or "all") against url and reads
-// the checks.json of each scenario.
-func (c *conformance) run(ctx context.Context, t *testing.T, url, version, suite string) conformanceResult {
+// runServer runs the server scenarios of version (suite "active" or "all") against url and
+// reads the checks.json of each scenario.
+func (c *conformance) runServer(ctx context.Context, t *testing.T, url, version, suite string) conformanceResult {
+	t.Helper()
+	return c.run(ctx, t, "server", "--url", url, "--spec-version", version, "--suite", suite)
+}
+
+// runClient runs one client scenario with the client command (its URL argument appended by the
+// suite) and reads its checks.
+func (c *conformance) runClient(ctx context.Context, t *testing.T, scenario string, command ...string) conformanceResult {
+	t.Helper()
+	return c.run(ctx, t, "client", "--command", strings.Join(command, " "), "--scenario", scenario)
+}
+
+// run runs the suite's CLI with args and an output directory, and reads the checks.json of
+// every scenario it ran.
+func (c *conformance) run(ctx context.Context, t *testing.T, args ...string) conformanceResult {
 	t.Helper()
 	out := t.TempDir()
-	p := startProcess(ctx, t, processOptions{Env: []string{"HOME=" + c.home}}, c.node, c.entry,
-		"server", "--url", url, "--spec-version", version, "--suite", suite, "--output-dir", out)
+	args = append([]string{c.entry}, append(args, "--output-dir", out)...)
+	p := startProcess(ctx, t, processOptions{Env: []string{"HOME=" + c.home}}, c.node, args...)
 	_ = p.Wait(ctx) // non-zero when a check fails; the results say which
-	require.NoError(t, ctx.Err(), "conformance against %s did not finish", url)
+	require.NoError(t, ctx.Err(), "conformance %v did not finish", args[1:])
 
 	entries, err := os.ReadDir(out)
 	require.NoError(t, err)
@@ -223,19 +292,20 @@ func (c *conformance) run(ctx context.Context, t *testing.T, url, version, suite
 			res.checks[m[1]+"/"+ch.ID] = ch.Status
 		}
 	}
-	require.NotEmpty(t, res.checks, "conformance wrote no results against %s\nstdout:\n%s\nstderr:\n%s", url, p.Output(), p.Stderr())
+	require.NotEmpty(t, res.checks, "conformance %v wrote no results\nstdout:\n%s\nstderr:\n%s", args[1:], p.Output(), p.Stderr())
 	return res
 }
 
-// startEverythingHTTP serves the go-sdk everything-server over its own stateful streamable HTTP
-// on a free loopback port, and returns its URL once it accepts connections.
-func startEverythingHTTP(ctx context.Context, t *testing.T) string {
+// startEverythingHTTP serves the go-sdk everything-server over its own streamable HTTP, stateful
+// (sessions, the 2025 era) or stateless (2026-07-28, and the session era without sessions), on a
+// free loopback port, and returns its URL once it accepts connections.
+func startEverythingHTTP(ctx context.Context, t *testing.T, stateless bool) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close()) // the server binds it next; a race with another binder is unlikely
-	p := startProcess(ctx, t, processOptions{}, everythingServerPath, "-http", addr, "-stateless=false")
+	p := startProcess(ctx, t, processOptions{}, everythingServerPath, "-http", addr, fmt.Sprintf("-stateless=%t", stateless))
 	require.Eventually(t, func() bool {
 		select {
 		case <-p.Done():

@@ -147,7 +147,8 @@ func (s *listenServer) Stderr() string { return s.stderr.String() }
 func (s *listenServer) Pid() int { return s.cmd.Process.Pid }
 
 // httpClient returns an HTTP client that sends token as a bearer token (none when empty) and
-// copies what the server sends on standalone GET streams into getStreams (when not nil).
+// copies what the server sends on standing streams into getStreams (when not nil): the GET
+// stream of a session, the subscriptions/listen streams of the 2026-07-28 protocol.
 func httpClient(token string, getStreams *syncBuffer) *http.Client {
 	return &http.Client{Transport: &clientTransport{base: http.DefaultTransport, token: token, getStreams: getStreams}}
 }
@@ -164,7 +165,8 @@ func (c *clientTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.base.RoundTrip(r)
-	if err == nil && r.Method == http.MethodGet && c.getStreams != nil {
+	standing := r.Method == http.MethodGet || r.Header.Get("Mcp-Method") == "subscriptions/listen"
+	if err == nil && standing && c.getStreams != nil {
 		resp.Body = teeBody{Reader: io.TeeReader(resp.Body, c.getStreams), Closer: resp.Body}
 	}
 	return resp, err
@@ -175,12 +177,25 @@ type teeBody struct {
 	io.Closer
 }
 
-// connectHTTP connects a go-sdk client to url over streamable HTTP.
-func connectHTTP(ctx context.Context, t *testing.T, client *mcp.Client, transport *mcp.StreamableClientTransport) (*mcp.ClientSession, error) {
+// The protocol eras a test runs in: go-sdk v1.8.0 clients speak the 2026-07-28 protocol (no
+// sessions) by default, and the session era when asked to open with initialize.
+var eras = []struct {
+	name    string
+	version string // the client's: "" is the SDK default, 2026-07-28
+}{
+	{name: "sessions-2025-11-25", version: protocolVersionInitialize},
+	{name: "stateless-2026-07-28", version: ""},
+}
+
+// connectHTTP connects a go-sdk client to url over streamable HTTP, opening with initialize at
+// version, or with server/discover when version is "".
+func connectHTTP(ctx context.Context, t *testing.T, client *mcp.Client, transport *mcp.StreamableClientTransport, version string) (*mcp.ClientSession, error) {
 	t.Helper()
-	cs, err := client.Connect(ctx, transport, nil)
+	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err == nil {
 		t.Cleanup(func() { _ = cs.Close() })
+		// The session speaks the era asked for: no silent fallback.
+		assert.Equal(t, cmp.Or(version, protocolVersionStateless), cs.InitializeResult().ProtocolVersion, "negotiated protocol version")
 	}
 	return cs, err
 }
@@ -199,56 +214,68 @@ func fixturePIDOf(ctx context.Context, t *testing.T, cs *mcp.ClientSession) int 
 	return out.PID
 }
 
-// TestListenConcurrentSessions serves 50 HTTP sessions at once, each with its own child; a
-// client that ends its session (DELETE) ends its child, and SIGTERM drains the rest.
+// TestListenConcurrentSessions serves 50 HTTP clients at once. In the session era each session
+// has its own child; a client that ends its session (DELETE) ends its child, and SIGTERM drains
+// the rest. In the 2026-07-28 protocol every request shares one child, though all the clients use
+// the same request ids, and SIGTERM stops it.
 func TestListenConcurrentSessions(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*testTimeout)
-	defer cancel()
-	srv := startListen(ctx, t, listenOptions{Name: "fixture"}, fixtureCommand(t, fixtureBanner)...)
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), 2*testTimeout)
+			defer cancel()
+			srv := startListen(ctx, t, listenOptions{Name: "fixture"}, fixtureCommand(t, fixtureBanner)...)
+			stateless := era.version == ""
 
-	const sessions = 50
-	clients := make([]*mcp.ClientSession, sessions)
-	pids := make([]int, sessions)
-	var wg sync.WaitGroup
-	for i := range sessions {
-		wg.Go(func() {
-			cs, err := connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL})
-			if !assert.NoError(t, err, "session %d", i) {
-				return
+			const sessions = 50
+			clients := make([]*mcp.ClientSession, sessions)
+			pids := make([]int, sessions)
+			var wg sync.WaitGroup
+			for i := range sessions {
+				wg.Go(func() {
+					cs, err := connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL}, era.version)
+					if !assert.NoError(t, err, "session %d", i) {
+						return
+					}
+					clients[i] = cs
+					pids[i] = fixturePIDOf(ctx, t, cs)
+				})
 			}
-			clients[i] = cs
-			pids[i] = fixturePIDOf(ctx, t, cs)
+			wg.Wait()
+			require.False(t, t.Failed())
+			distinct := slices.Compact(slices.Sorted(slices.Values(pids)))
+			if stateless {
+				require.Len(t, distinct, 1, "one child for every stateless request")
+			} else {
+				require.Len(t, distinct, sessions, "one child per session")
+			}
+			below := descendants(t, srv.Pid())
+			for _, pid := range distinct {
+				require.Contains(t, below, pid, "child %d runs under mcpwrap", pid)
+			}
+
+			// Half the clients end their sessions: exactly their children go.
+			for i := range sessions / 2 {
+				require.NoError(t, clients[i].Close())
+			}
+			for i, pid := range pids {
+				if i < sessions/2 && !stateless {
+					assert.True(t, waitExited(t, pid, 10*time.Second), "child %d of an ended session", pid)
+				} else {
+					assert.False(t, waitExited(t, pid, 0), "child %d of a live session", pid)
+				}
+			}
+			// The others are still served.
+			assert.Equal(t, pids[sessions-1], fixturePIDOf(ctx, t, clients[sessions-1]))
+
+			srv.Stop(t)
+			for _, pid := range pids[sessions/2:] {
+				assert.True(t, waitExited(t, pid, 0), "child %d outlived mcpwrap's shutdown", pid)
+			}
+			assert.Empty(t, srv.stdout.String(), "stdout carries nothing in HTTP mode")
 		})
 	}
-	wg.Wait()
-	require.False(t, t.Failed())
-	distinct := slices.Compact(slices.Sorted(slices.Values(pids)))
-	require.Len(t, distinct, sessions, "one child per session")
-	below := descendants(t, srv.Pid())
-	for _, pid := range pids {
-		require.Contains(t, below, pid, "child %d runs under mcpwrap", pid)
-	}
-
-	// Half the clients end their sessions: exactly their children go.
-	for i := range sessions / 2 {
-		require.NoError(t, clients[i].Close())
-	}
-	for i, pid := range pids {
-		if i < sessions/2 {
-			assert.True(t, waitExited(t, pid, 10*time.Second), "child %d of an ended session", pid)
-		} else {
-			assert.False(t, waitExited(t, pid, 0), "child %d of a live session", pid)
-		}
-	}
-	// The others are still served.
-	assert.Equal(t, pids[sessions-1], fixturePIDOf(ctx, t, clients[sessions-1]))
-
-	srv.Stop(t)
-	for _, pid := range pids[sessions/2:] {
-		assert.True(t, waitExited(t, pid, 0), "child %d outlived mcpwrap's shutdown", pid)
-	}
-	assert.Empty(t, srv.stdout.String(), "stdout carries nothing in HTTP mode")
 }
 
 // TestListenIdleTimeout: a session with no request in progress for --idle-timeout ends, and its
@@ -259,7 +286,7 @@ func TestListenIdleTimeout(t *testing.T) {
 	defer cancel()
 	srv := startListen(ctx, t, listenOptions{Name: "fixture", Flags: []string{"--idle-timeout", "1s"}}, fixtureCommand(t, fixtureBanner)...)
 
-	cs, err := connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true})
+	cs, err := connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, protocolVersionInitialize)
 	require.NoError(t, err)
 	pid := fixturePIDOf(ctx, t, cs)
 	require.True(t, waitExited(t, pid, 15*time.Second), "the idle session's child is still running")
@@ -269,6 +296,14 @@ func TestListenIdleTimeout(t *testing.T) {
 
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: fixturePIDTool})
 	assert.Error(t, err, "the session is gone")
+
+	// The 2026-07-28 protocol has no session to lose: the shared child of stateless requests
+	// ends when idle too, and the next request gets a new one.
+	modern, err := connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL}, "")
+	require.NoError(t, err)
+	pid = fixturePIDOf(ctx, t, modern)
+	require.True(t, waitExited(t, pid, 15*time.Second), "the idle stateless child is still running")
+	assert.NotEqual(t, pid, fixturePIDOf(ctx, t, modern), "a new child serves the next request")
 }
 
 // TestListenAuthToken: with --auth-token-env, a request without the token gets 401, one with it
@@ -295,14 +330,18 @@ func TestListenAuthToken(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	assert.Contains(t, resp.Header.Get("WWW-Authenticate"), "Bearer")
 
-	_, err = connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient("wrong-"+token, nil), MaxRetries: -1})
-	assert.Error(t, err, "a wrong token is refused")
+	for _, era := range eras {
+		_, err = connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient("wrong-"+token, nil), MaxRetries: -1}, era.version)
+		assert.Error(t, err, "%s: a wrong token is refused", era.name)
 
-	cs, err := connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(token, nil)})
-	require.NoError(t, err)
-	pid := fixturePIDOf(ctx, t, cs)
-	require.NoError(t, cs.Close())
-	assert.True(t, waitExited(t, pid, 10*time.Second))
+		cs, err := connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(token, nil)}, era.version)
+		require.NoError(t, err, era.name)
+		pid := fixturePIDOf(ctx, t, cs)
+		require.NoError(t, cs.Close())
+		if era.version != "" { // a session's child ends with it; the stateless one is shared
+			assert.True(t, waitExited(t, pid, 10*time.Second))
+		}
+	}
 
 	srv.Stop(t)
 	logs := srv.Stderr()
@@ -333,44 +372,50 @@ func TestListenInspector(t *testing.T) {
 	srv.Stop(t)
 }
 
-// TestListenToolListChanged: notifications/tools/list_changed reaches an HTTP client on its GET
-// stream, both when the upstream sends it and when `mcpwrap tools disable` (same state
-// directory) changes what the client may see.
+// TestListenToolListChanged: notifications/tools/list_changed reaches an HTTP client on its
+// standing stream (the GET stream of a session, the subscriptions/listen stream of the
+// 2026-07-28 protocol), both when the upstream sends it and when `mcpwrap tools disable` (same
+// state directory) changes what the client may see.
 func TestListenToolListChanged(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
-	defer cancel()
-	srv := startListen(ctx, t, listenOptions{Name: "everything", Config: transparentConfig}, everythingServerPath)
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+			defer cancel()
+			srv := startListen(ctx, t, listenOptions{Name: "everything", Config: transparentConfig}, everythingServerPath)
 
-	changed := make(chan struct{}, 16)
-	client := newClient(&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-		changed <- struct{}{}
-	}})
-	getStreams := &syncBuffer{}
-	cs, err := connectHTTP(ctx, t, client, &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient("", getStreams)})
-	require.NoError(t, err)
-	before := listNames(ctx, t, cs)
-	require.Contains(t, before, "test_simple_text")
+			changed := make(chan struct{}, 16)
+			client := newClient(&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+				changed <- struct{}{}
+			}})
+			streams := &syncBuffer{}
+			cs, err := connectHTTP(ctx, t, client, &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient("", streams)}, era.version)
+			require.NoError(t, err)
+			before := listNames(ctx, t, cs)
+			require.Contains(t, before, "test_simple_text")
 
-	// From the upstream: the tool list changes after the call has been answered, so the
-	// notification travels on the GET stream.
-	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_trigger_tool_change"})
-	require.NoError(t, err)
-	awaitListChanged(ctx, t, changed, "from the upstream")
-	assert.Contains(t, getStreams.String(), `"notifications/tools/list_changed"`, "on the GET stream")
+			// From the upstream: the tool list changes after the call has been answered, so the
+			// notification travels on the standing stream.
+			_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_trigger_tool_change"})
+			require.NoError(t, err)
+			awaitListChanged(ctx, t, changed, "from the upstream")
+			assert.Contains(t, streams.String(), `"notifications/tools/list_changed"`, "on the standing stream")
 
-	// From the user: the CLI disables a tool in the shared state store.
-	require.Eventually(t, func() bool { // the session has recorded the catalog the CLI reads
-		out, _ := toolsCLI(t, srv, "list", "everything")
-		return strings.Contains(out, "test_simple_text")
-	}, 10*time.Second, 20*time.Millisecond)
-	onGET := strings.Count(getStreams.String(), `"notifications/tools/list_changed"`)
-	out, code := toolsCLI(t, srv, "disable", "everything", "test_simple_text")
-	require.Zero(t, code, out)
-	for slices.Contains(listNames(ctx, t, cs), "test_simple_text") {
-		awaitListChanged(ctx, t, changed, "after `mcpwrap tools disable`")
+			// From the user: the CLI disables a tool in the shared state store.
+			require.Eventually(t, func() bool { // the session has recorded the catalog the CLI reads
+				out, _ := toolsCLI(t, srv, "list", "everything")
+				return strings.Contains(out, "test_simple_text")
+			}, 10*time.Second, 20*time.Millisecond)
+			onStream := strings.Count(streams.String(), `"notifications/tools/list_changed"`)
+			out, code := toolsCLI(t, srv, "disable", "everything", "test_simple_text")
+			require.Zero(t, code, out)
+			for slices.Contains(listNames(ctx, t, cs), "test_simple_text") {
+				awaitListChanged(ctx, t, changed, "after `mcpwrap tools disable`")
+			}
+			assert.Greater(t, strings.Count(streams.String(), `"notifications/tools/list_changed"`), onStream, "on the standing stream")
+		})
 	}
-	assert.Greater(t, strings.Count(getStreams.String(), `"notifications/tools/list_changed"`), onGET, "on the GET stream")
 }
 
 // awaitListChanged waits for the client's next tools/list_changed.

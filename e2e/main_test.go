@@ -3,7 +3,7 @@
 // (pinned in package.json here), and small Go fixture upstreams run by re-executing the test
 // binary (see fixture_test.go).
 //
-// TestMain builds mcpwrap and the go-sdk everything-server once per run. Set MCPWRAP_E2E_BIN to
+// TestMain builds mcpwrap and the go-sdk everything-server and everything-client once per run. Set MCPWRAP_E2E_BIN to
 // test a prebuilt mcpwrap instead. Tests that need e2e/node_modules skip when it is missing, unless
 // MCPWRAP_E2E_REQUIRE_NPM is set (make check sets it), in which case they fail.
 package e2e
@@ -26,12 +26,14 @@ const (
 	requireNPMEnv = "MCPWRAP_E2E_REQUIRE_NPM"
 
 	everythingServerPkg = "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"
+	everythingClientPkg = "github.com/modelcontextprotocol/go-sdk/conformance/everything-client"
 )
 
 // Paths filled in by TestMain, read-only afterwards (safe for parallel tests).
 var (
 	mcpwrapPath          string // the mcpwrap binary under test
 	everythingServerPath string // the go-sdk conformance everything-server
+	everythingClientPath string // the go-sdk conformance everything-client
 	nodeModulesDir       string // e2e/node_modules (may not exist)
 )
 
@@ -45,6 +47,9 @@ func TestMain(m *testing.M) {
 		case lineRelayArg:
 			os.Exit(runLineRelay(os.Args[2:]))
 		}
+	}
+	if len(os.Args) > 1 && os.Args[1] == throughArg {
+		os.Exit(runThrough(os.Args[2:]))
 	}
 	os.Exit(runTests(m))
 }
@@ -89,7 +94,11 @@ func setup(binDir string) error {
 		}
 	}
 	everythingServerPath = filepath.Join(binDir, "everything-server")
-	return goBuild(repoRoot, everythingServerPath, everythingServerPkg)
+	if err := goBuild(repoRoot, everythingServerPath, everythingServerPkg); err != nil {
+		return err
+	}
+	everythingClientPath = filepath.Join(binDir, "everything-client")
+	return goBuild(repoRoot, everythingClientPath, everythingClientPkg)
 }
 
 // goBuild builds pkg from the module at dir into out.

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,26 +29,11 @@ var authScenarios = []string{
 	"token-endpoint-auth-basic", "token-endpoint-auth-none", "token-endpoint-auth-post",
 }
 
-// throughMcpwrapKnownFailures are scenarios whose servers speak only the
-// 2026-07-28 protocol: they refuse initialize, and through mcpwrap the
-// session opened with server/discover still fails when mcpwrap loads the
-// catalog itself (its own tools/list carries no protocol version). The
-// sign-in itself succeeds in each (their logs show the token used). They
-// are run and reported, and must pass directly.
-var throughMcpwrapKnownFailures = map[string]bool{
-	"authorization-server-migration": true,
-	"iss-not-advertised":             true,
-	"iss-supported":                  true,
-	"offline-access-not-supported":   true,
-	"offline-access-scope":           true,
-}
-
 // TestConformanceClientAuth runs the conformance suite's client auth
 // scenarios with the go-sdk's everything-client (directly), and with
 // e2e/authclient driving `mcpwrap --url` over stdio, mcpwrap signing in
 // through a headless browser stand-in. Every scenario the reference client
-// passes directly passes through mcpwrap, except the known 2026-07-28-only
-// ones listed above.
+// passes directly passes through mcpwrap.
 func TestConformanceClientAuth(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
@@ -72,26 +58,38 @@ func TestConformanceClientAuth(t *testing.T) {
 		output, err := cmd.CombinedOutput()
 		return err == nil && strings.Contains(string(output), "OVERALL: PASSED"), string(output)
 	}
+	type outcome struct {
+		okDirect, okThrough   bool
+		outDirect, outThrough string
+	}
+	results := make([]outcome, len(authScenarios))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 4) // scenarios at a time: each runs two processes and a server
+	for i, s := range authScenarios {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			r := &results[i]
+			r.okDirect, r.outDirect = run(reference, s)
+			r.okThrough, r.outThrough = run(authclient, s)
+		})
+	}
+	wg.Wait()
 	var table strings.Builder
 	table.WriteString("scenario | direct | through mcpwrap\n")
 	direct, through := 0, 0
-	for _, s := range authScenarios {
-		okDirect, outDirect := run(reference, s)
-		okThrough, outThrough := run(authclient, s)
-		table.WriteString(s + " | " + verdict(okDirect) + " | " + verdict(okThrough) + "\n")
-		if okDirect {
+	for i, s := range authScenarios {
+		r := results[i]
+		table.WriteString(s + " | " + verdict(r.okDirect) + " | " + verdict(r.okThrough) + "\n")
+		if r.okDirect {
 			direct++
 		}
-		if okThrough {
+		if r.okThrough {
 			through++
 		}
-		if !assert.True(t, okDirect, "auth/%s fails with the reference client directly:\n%s", s, outDirect) {
-			continue
+		if assert.True(t, r.okDirect, "auth/%s fails with the reference client directly:\n%s", s, r.outDirect) {
+			assert.True(t, r.okThrough, "auth/%s passes directly, not through mcpwrap:\n%s", s, r.outThrough)
 		}
-		if throughMcpwrapKnownFailures[s] {
-			continue
-		}
-		assert.True(t, okThrough, "auth/%s passes directly, not through mcpwrap:\n%s", s, outThrough)
 	}
 	t.Logf("client auth scenarios (%d direct, %d through mcpwrap of %d):\n%s", direct, through, len(authScenarios), table.String())
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpwrap/mcpwrap/internal/oauthtest"
 )
 
@@ -334,4 +336,113 @@ func TestOAuthRefreshFailures(t *testing.T) {
 		assert.Equal(t, authorizations+1, as.Counts().Authorizations, "one new sign-in, by mcpwrap login")
 		assertNoTokens(t, as, map[string]string{"sidecar log": s.proc.Stderr()})
 	})
+}
+
+// TestOAuthListen: `mcpwrap --listen --url` signs in once for its HTTP
+// sessions, and a go-sdk client over HTTP calls the protected server.
+func TestOAuthListen(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	as, err := oauthtest.Start(oauthtest.Options{})
+	require.NoError(t, err)
+	defer as.Close()
+	state, browserLog := t.TempDir(), filepath.Join(t.TempDir(), "browser.log")
+	srv := startListen(ctx, t, listenOptions{Name: "notes", StateDir: state, Env: signInEnv(t, state, browserLog, false),
+		Flags: []string{"--url", as.URL + "/mcp", "--oauth-redirect-port", strconv.Itoa(freeLoopbackPort(t))}})
+	for i := range 2 {
+		cs, err := connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL}, protocolVersionInitialize)
+		require.NoError(t, err, "session %d", i)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, "session %d", i)
+		require.NoError(t, cs.Close())
+	}
+	assert.Equal(t, 1, as.Counts().Authorizations, "one sign-in for both sessions")
+	assert.Equal(t, 1, launches(t, browserLog))
+}
+
+// TestOAuthLoginFromClientConfig: `mcpwrap login NAME` finds the server's
+// URL and --oauth-* flags in the client config entry that wraps it, and
+// `mcpwrap logout NAME` forgets the token.
+func TestOAuthLoginFromClientConfig(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	as, err := oauthtest.Start(oauthtest.Options{})
+	require.NoError(t, err)
+	defer as.Close()
+	home, state := t.TempDir(), t.TempDir()
+	port := freeLoopbackPort(t)
+	entry := map[string]any{"mcpServers": map[string]any{"notes": map[string]any{
+		"command": mcpwrapPath,
+		"args":    []string{"--name", "notes", "--url", as.URL + "/mcp", "--oauth-redirect-port", strconv.Itoa(port)},
+	}}}
+	b, err := json.Marshal(entry)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600))
+	env := append(signInEnv(t, state, filepath.Join(t.TempDir(), "browser.log"), false), "HOME="+home, "CLAUDE_CONFIG_DIR=", "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
+
+	run := func(args ...string) string {
+		cmd := exec.CommandContext(ctx, mcpwrapPath, args...)
+		cmd.Dir = home
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "mcpwrap %v:\n%s", args, out)
+		return string(out)
+	}
+	out := run("login", "notes")
+	assert.Contains(t, out, "Signed in to notes.")
+	assert.Contains(t, out, as.URL+"/authorize?", "the sign-in URL is printed too")
+	assert.Contains(t, out, "redirect_uri=http%3A%2F%2F127.0.0.1%3A"+strconv.Itoa(port), "the entry's redirect port is used")
+	assert.Equal(t, 1, as.Counts().Authorizations)
+	assertNoTokens(t, as, map[string]string{"login output": out})
+
+	assert.Contains(t, run("status"), "signed in (expires in")
+	assert.Contains(t, run("logout", "notes"), "Signed out of notes.")
+	assert.Contains(t, run("logout", "notes"), "Not signed in to notes.")
+
+	// Signing in again reuses the stored registration.
+	assert.Contains(t, run("login", "notes"), "Signed in to notes.")
+	assert.Equal(t, 2, as.Counts().Authorizations)
+	assert.Equal(t, 1, as.Counts().Registrations, "no second registration")
+}
+
+// TestOAuthDoctor: doctor reports a remote server that needs a sign-in as
+// denied with the way to sign in, without opening a browser, and uses the
+// stored sign-in once there is one.
+func TestOAuthDoctor(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	as, err := oauthtest.Start(oauthtest.Options{})
+	require.NoError(t, err)
+	defer as.Close()
+	state, browserLog := t.TempDir(), filepath.Join(t.TempDir(), "browser.log")
+	env := signInEnv(t, state, browserLog, false)
+	port := freeLoopbackPort(t)
+	clientConfig := filepath.Join(t.TempDir(), "client.json")
+	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"notes": map[string]any{"type": "http", "url": as.URL + "/mcp"}}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(clientConfig, b, 0o600))
+	doctor := func() doctorResult {
+		cmd := exec.CommandContext(ctx, mcpwrapPath, "doctor", "--config-path", clientConfig, "--json", "--state-dir", state)
+		cmd.Env = append(os.Environ(), env...)
+		out, _ := cmd.Output()
+		var results []doctorResult
+		require.NoError(t, json.Unmarshal(out, &results), "%s", out)
+		require.Len(t, results, 1)
+		return results[0]
+	}
+	r := doctor()
+	assert.Equal(t, "denied", r.Status)
+	assert.Equal(t, "sign-in required", r.Error)
+	assert.Equal(t, "To sign in, run `mcpwrap login notes`", r.Hint)
+	assert.Zero(t, launches(t, browserLog), "doctor never opens a browser")
+	assert.Zero(t, as.Counts().Authorizations)
+
+	login(ctx, t, as, env, port)
+	r = doctor()
+	assert.Equal(t, "available", r.Status, r.Error)
+	assert.Equal(t, 1, r.Tools)
 }

@@ -480,7 +480,7 @@ func TestCrashFailsInflightAndRestarts(t *testing.T) {
 	require.NoError(t, session.Subscribe(ctx, &mcp.SubscribeParams{URI: "demo://readme"}))
 	firstPID := readPID(t, pidFile, 0)
 
-	const inflight = 10
+	const inflight = 20 // the hardening issue's figure: every one answered exactly once
 	errs := make(chan error, inflight)
 	for range inflight {
 		go func() {

@@ -198,7 +198,7 @@ func TestListenTerminationSignalDrainsInFlightCalls(t *testing.T) {
 	client := newClient(&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 		started <- req.Params.ProgressToken
 	}})
-	cs, err := connectHTTP(ctx, t, client, &mcp.StreamableClientTransport{Endpoint: srv.URL})
+	cs, err := connectHTTP(ctx, t, client, &mcp.StreamableClientTransport{Endpoint: srv.URL}, "")
 	require.NoError(t, err)
 	child := fixturePIDOf(ctx, t, cs)
 

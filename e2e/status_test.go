@@ -142,8 +142,11 @@ func TestStatusListsListenFronts(t *testing.T) {
 	srv := startListen(ctx, t, listenOptions{Name: "front"}, mcpwrapPath, "demo-server")
 	env := []string{"MCPWRAP_STATE_DIR=" + srv.StateDir}
 	for range 2 {
-		cs, err := connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL})
+		// The 2025 protocol: one HTTP session per client (2026 clients share a stateless one).
+		cs, err := newClient(nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL},
+			&mcp.ClientSessionOptions{ProtocolVersion: protocolVersionInitialize})
 		require.NoError(t, err)
+		t.Cleanup(func() { _ = cs.Close() })
 		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
 		require.NoError(t, err)
 	}

@@ -21,6 +21,7 @@ const maxEnded = 4096
 // ended is a request that left the in-flight table before the upstream
 // answered it.
 type ended struct {
+	id     []byte // as the client sent it
 	method string
 	link   *link
 	// drop is set when the sidecar answered it (it timed out): the
@@ -40,31 +41,32 @@ func (s *Session) endLocked(r *inflight, drop bool) {
 			break
 		}
 	}
-	s.ended[r.key] = ended{method: r.method, link: r.link, drop: drop}
+	s.ended[r.key] = ended{id: r.id, method: r.method, link: r.link, drop: drop}
 }
 
 // answered ends the client request the upstream's response with id
-// answers and returns its method ("" when none is known). late reports an
-// answer to a request the sidecar already answered, which must be dropped.
-func (s *Session) answered(id []byte) (method string, late bool) {
+// answers and returns its method ("" when none is known) and its id as the
+// client spelled it. late reports an answer to a request the sidecar
+// already answered, which must be dropped.
+func (s *Session) answered(id []byte) (method string, clientID []byte, late bool) {
 	key := framing.IDKey(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, ok := s.reqs[key]; ok {
 		s.untrackLocked(r)
-		return r.method, false
+		return r.method, r.id, false
 	}
 	if e, ok := s.ended[key]; ok {
 		delete(s.ended, key)
-		return e.method, e.drop
+		return e.method, e.id, e.drop
 	}
-	return "", false
+	return "", nil, false
 }
 
 // armLocked starts r's call timer, when there is a CallTimeout and Run is
 // not returning; s.mu must be held.
 func (s *Session) armLocked(r *inflight) {
-	if s.CallTimeout <= 0 || s.stopping {
+	if s.CallTimeout <= 0 || s.stopping || openEnded(r.method) {
 		return
 	}
 	if s.timers == 0 {
@@ -147,6 +149,14 @@ func (s *Session) expire(r *inflight, armed int) {
 	s.replyErrorData(r.id, codeRequestTimeout, fmt.Sprintf("Request timed out: server '%s' did not answer %s within %s (call_timeout); cancelled", s.Name, r.method, s.CallTimeout), data)
 }
 
+// openEnded reports whether a request of method stays unanswered by
+// design for as long as the client wants it: the 2026-07-28 protocol's
+// subscriptions/listen carries the server's notifications until the
+// client cancels it. No call timeout applies to it.
+func openEnded(method string) bool {
+	return method == "subscriptions/listen"
+}
+
 // progressed restarts the call timer of the request whose progress token
 // the upstream's notifications/progress params carry.
 func (s *Session) progressed(params []byte) {
@@ -185,7 +195,8 @@ func (s *Session) clientCancelled(params []byte) {
 }
 
 // progressToken returns the framing.IDKey of a request's
-// params._meta.progressToken, or "" when it has none.
+// params._meta.progressToken, or "" when it has none. It costs a scan of
+// the params' top level, so it is only called with a CallTimeout.
 func progressToken(params []byte) string {
 	if params == nil {
 		return ""

@@ -143,13 +143,27 @@ func TestCallTimeoutAnswersOnceAndCancelsUpstream(t *testing.T) {
 	}
 }
 
-func TestCallTimeoutIsNotArmedWithoutOne(t *testing.T) {
-	clock := &fakeClock{}
-	h := start(t, 0, func(s *Session) { s.afterFunc = clock.afterFunc })
-	base := clock.armed() // the ready timeout's
-	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
-	h.up.next()
-	assert.Equal(t, base, clock.armed())
+func TestCallTimeoutIsNotArmed(t *testing.T) {
+	tests := []struct {
+		name      string
+		configure func(*fakeClock) func(*Session)
+		request   string
+	}{
+		{name: "without a call timeout", request: `{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+			configure: func(c *fakeClock) func(*Session) { return func(s *Session) { s.afterFunc = c.afterFunc } }},
+		{name: "for subscriptions/listen, open by design", request: `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{}}`,
+			configure: withCallTimeout},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := &fakeClock{}
+			h := start(t, 0, tt.configure(clock))
+			base := clock.armed() // the ready timeout's
+			h.client.send(tt.request + "\n")
+			h.up.next()
+			assert.Equal(t, base, clock.armed())
+		})
+	}
 }
 
 func TestProgressRestartsTheCallTimer(t *testing.T) {
@@ -204,4 +218,20 @@ func TestClientCancellationFreesTheID(t *testing.T) {
 	case <-time.After(timeout):
 		t.Fatal("shutdown waits for a cancelled request")
 	}
+}
+
+// TestObjectIDReencodedByTheUpstreamEndsItsRequest: ids are matched by
+// JSON value, so an object id the upstream answers with its members in
+// another order (as Go's encoding/json re-encodes one) still ends the
+// request: the id is free again.
+func TestObjectIDReencodedByTheUpstreamEndsItsRequest(t *testing.T) {
+	h := start(t, 0)
+	req := `{"jsonrpc":"2.0","id":{"b":1,"a":[1.0]},"method":"ping"}`
+	h.client.send(req + "\n")
+	require.Equal(t, req, string(h.up.next()))
+	h.up.send(`{"jsonrpc":"2.0","id":{"a":[1],"b":1},"result":{}}` + "\n")
+	require.Equal(t, `{"jsonrpc":"2.0","id":{"a":[1],"b":1},"result":{}}`, string(h.client.next()))
+
+	h.client.send(req + "\n")
+	assert.Equal(t, req, string(h.up.next()), "not refused as an id in flight")
 }

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,14 +38,19 @@ const DefaultMaxMessageBytes = 64 << 20
 var ErrMessageTooLarge = errors.New("message too large")
 
 // MessageTooLargeError is how a [Conn] reports a message it dropped for its
-// size; it matches [ErrMessageTooLarge]. Its Head lets the [Session] answer
-// the request the message was, or answered, rather than leave it hanging.
-// A Conn that returns any other error wrapping ErrMessageTooLarge reports a
-// dropped message whose size, limit and head are unknown.
+// size; it matches [ErrMessageTooLarge]. Its ID and Method let the
+// [Session] answer the request the message was, or tell the upstream its
+// request's answer was lost, rather than leave either hanging. A Conn that
+// returns any other error wrapping ErrMessageTooLarge reports a dropped
+// message whose size, limit, id and method are unknown.
 type MessageTooLargeError struct {
-	Size  int64  // the message's size in bytes, without framing
-	Limit int    // the limit it exceeded, in bytes
-	Head  []byte // the message's first bytes (a few KiB at most), or nil
+	Size  int64 // the message's size in bytes, without framing
+	Limit int   // the limit it exceeded, in bytes
+	// ID and Method are the message's top-level "id" (raw JSON) and
+	// "method", or nil and "" when the Conn did not find them (or found
+	// them ambiguous).
+	ID     json.RawMessage
+	Method string
 	// Err is the Conn's own error underneath, such as its reader's, or nil.
 	Err error
 }
@@ -85,7 +91,7 @@ func (c *StreamConn) ReadMessage() ([]byte, error) {
 	msg, err := c.r.Read()
 	if err != nil {
 		if e, ok := errors.AsType[*framing.LineTooLongError](err); ok {
-			return nil, &MessageTooLargeError{Size: e.Size, Limit: e.Limit, Head: e.Head, Err: e}
+			return nil, &MessageTooLargeError{Size: e.Size, Limit: e.Limit, ID: e.ID, Method: e.Method, Err: e}
 		}
 	}
 	return msg, err

@@ -26,7 +26,8 @@ func TestStreamConnReportsAnOversizedMessageAsMessageTooLargeError(t *testing.T)
 	require.True(t, ok, "want a *MessageTooLargeError, got %T", err)
 	assert.Equal(t, int64(len(big)), e.Size)
 	assert.Equal(t, 1024, e.Limit)
-	assert.True(t, strings.HasPrefix(big, string(e.Head)) && len(e.Head) > 0, "the head is the message's start")
+	assert.Equal(t, "7", string(e.ID))
+	assert.Equal(t, "ping", e.Method)
 
 	msg, err := c.ReadMessage()
 	require.NoError(t, err, "the stream stays usable")
@@ -83,7 +84,7 @@ func (c *scriptedConn) Close() error {
 }
 
 // Any Conn can report a dropped message: with a *MessageTooLargeError,
-// whose head names the request the Session answers, or with any error
+// whose id names the request the Session answers, or with any error
 // wrapping ErrMessageTooLarge. Neither ends the session.
 func TestSessionTakesMessageTooLargeFromAnyConn(t *testing.T) {
 	tests := []struct {
@@ -94,7 +95,7 @@ func TestSessionTakesMessageTooLargeFromAnyConn(t *testing.T) {
 	}{
 		{
 			name:      "MessageTooLargeError with a head",
-			err:       &MessageTooLargeError{Size: 5000, Limit: 4096, Head: []byte(`{"jsonrpc":"2.0","id":7,"method":"ping","params":{"pad":"xx`)},
+			err:       &MessageTooLargeError{Size: 5000, Limit: 4096, ID: json.RawMessage("7"), Method: "ping"},
 			wantID:    "7",
 			wantInMsg: "message of 5000 bytes exceeds the 4096-byte limit",
 		},
@@ -109,7 +110,7 @@ func TestSessionTakesMessageTooLargeFromAnyConn(t *testing.T) {
 			client := newScriptedConn(
 				scriptedRead{err: tt.err},
 				// Still read after the drop: answered like any oversized request.
-				scriptedRead{err: &MessageTooLargeError{Size: 9, Limit: 8, Head: []byte(`{"jsonrpc":"2.0","id":"next","method":"x"}`)}},
+				scriptedRead{err: &MessageTooLargeError{Size: 9, Limit: 8, ID: json.RawMessage(`"next"`), Method: "x"}},
 			)
 			_, upConn := newPeer(t, 0)
 			s := &Session{Name: "fixture", Client: client, Dial: dialOnce(upConn)}

@@ -114,11 +114,11 @@ func (s *Session) discover(ctx context.Context, rawArgs json.RawMessage) json.Ra
 		} else {
 			counts[a.Status]++
 		}
-		desc := toolDescription(v.tools[i])
-		if !match(v.names[i], desc) {
+		name, desc := v.index.Shown(i), v.index.Description(i)
+		if !match(name, desc) {
 			continue
 		}
-		entry := DiscoveredTool{Name: v.names[i], Server: s.Name, Description: desc}
+		entry := DiscoveredTool{Name: name, Server: s.Name, Description: desc}
 		switch {
 		case a.Status == "":
 			if len(res.Tools) < args.Limit {
@@ -162,14 +162,6 @@ func (s *Session) discover(ctx context.Context, rawArgs json.RawMessage) json.Ra
 		"structuredContent": json.RawMessage(body),
 	})
 	return out
-}
-
-func toolDescription(tool json.RawMessage) string {
-	var t struct {
-		Description string `json:"description"`
-	}
-	_ = json.Unmarshal(tool, &t)
-	return t.Description
 }
 
 // matcher returns a case-insensitive match over a tool's name and

@@ -15,6 +15,7 @@ import (
 // handshake, and for an upstream restarting after a crash. Each keeps a
 // copy of what it needs, so together they are bounded in count and bytes;
 // past either bound a request is answered at once with a retryable error.
+// The same bounds cap the resource subscriptions remembered for replay.
 
 // Defaults for the bounds on held requests.
 const (
@@ -26,21 +27,27 @@ const (
 	DefaultMaxHeldBytes = DefaultMaxMessageBytes
 )
 
-// Status words of a request refused because too many wait, sent as
-// _meta.status (or the error's data.status).
+// statusTooManyWaiting is the status of a request refused because too many
+// wait, sent as _meta.status (or the error's data.status).
 const statusTooManyWaiting = "too_many_waiting"
+
+// heldBounds returns MaxHeldRequests and MaxHeldBytes, or their defaults.
+func (s *Session) heldBounds() (count, size int) {
+	count, size = s.MaxHeldRequests, s.MaxHeldBytes
+	if count <= 0 {
+		count = DefaultMaxHeldRequests
+	}
+	if size <= 0 {
+		size = DefaultMaxHeldBytes
+	}
+	return count, size
+}
 
 // hold counts a request of size bytes as held, or, when that would pass
 // MaxHeldRequests or MaxHeldBytes, answers it at once with a retryable
 // error and reports false. Each true is undone by one release(size).
 func (s *Session) hold(env framing.Envelope, size int) bool {
-	maxCount, maxBytes := s.MaxHeldRequests, s.MaxHeldBytes
-	if maxCount <= 0 {
-		maxCount = DefaultMaxHeldRequests
-	}
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxHeldBytes
-	}
+	maxCount, maxBytes := s.heldBounds()
 	s.mu.Lock()
 	var limit string
 	switch {
@@ -106,7 +113,12 @@ func (s *Session) unhold(msg []byte, held bool) {
 // or past that bound, the request is answered with the upstream's status.
 // held says msg is already kept (see keep); awaitUpstream releases it.
 func (s *Session) awaitUpstream(ctx context.Context, msg []byte, env framing.Envelope, held bool) {
-	if s.answeredUnready(env) || !s.isRestarting() {
+	ready, restarting := s.upstreamReady()
+	switch {
+	case ready: // it became ready since the caller looked
+		s.relayRequest(ctx, msg, env, held)
+		return
+	case !restarting || s.answeredUnready(env):
 		s.answerUnready(ctx, env)
 		s.unhold(msg, held)
 		return
@@ -145,12 +157,14 @@ func (s *Session) answeredUnready(env framing.Envelope) bool {
 	return false
 }
 
-// isRestarting reports whether the upstream is being restarted after a
-// crash.
-func (s *Session) isRestarting() bool {
+// upstreamReady reports, as of one instant, whether an upstream is ready
+// and whether one is being restarted after a crash. An upstream becomes
+// ready before its restart is marked done, so a request never finds
+// neither in between.
+func (s *Session) upstreamReady() (ready, restarting bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.restarting
+	return s.up != nil && s.up.ready, s.restarting
 }
 
 // awaitRestart waits until an upstream is ready, the restart under way
@@ -162,9 +176,9 @@ func (s *Session) awaitRestart(ctx context.Context) bool {
 	defer t.Stop()
 	for {
 		s.mu.Lock()
-		ready := s.up != nil && s.up.ready
-		restarting, changed := s.restarting, s.restartChanged
+		changed := s.restartChanged
 		s.mu.Unlock()
+		ready, restarting := s.upstreamReady()
 		switch {
 		case ready:
 			return true
@@ -198,4 +212,30 @@ func (s *Session) readyTimeout() time.Duration {
 		return s.ReadyTimeout
 	}
 	return DefaultReadyTimeout
+}
+
+// rememberSubscriptionLocked records a URI the client subscribed to, for
+// replay to a restarted upstream, within the held bounds: past them the
+// subscription is still relayed but not remembered, so the client cannot
+// make the session keep an unbounded number of URIs. s.mu must be held.
+func (s *Session) rememberSubscriptionLocked(uri string) {
+	if _, ok := s.subs[uri]; ok {
+		return
+	}
+	maxCount, maxBytes := s.heldBounds()
+	if len(s.subs)+1 > maxCount || s.subsBytes+len(uri) > maxBytes {
+		s.log.Warn("too many resource subscriptions to remember; this one will not be replayed after a restart", "subscriptions", len(s.subs))
+		return
+	}
+	s.subs[uri] = struct{}{}
+	s.subsBytes += len(uri)
+}
+
+// forgetSubscriptionLocked ends what rememberSubscriptionLocked began;
+// s.mu must be held.
+func (s *Session) forgetSubscriptionLocked(uri string) {
+	if _, ok := s.subs[uri]; ok {
+		delete(s.subs, uri)
+		s.subsBytes -= len(uri)
+	}
 }

@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -126,6 +127,22 @@ func startRestartable(t *testing.T, policy ToolPolicy, configure func(*Session))
 		Retrier:   &resilience.Retrier{NewTimer: newInstantTimer},
 		afterFunc: h.timers.afterFunc,
 	}
+	logs := &syncBuffer{}
+	h.session.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+			for {
+				select {
+				case m := <-h.client.recv:
+					t.Logf("client got %s", m)
+					continue
+				default:
+				}
+				break
+			}
+		}
+	})
 	if configure != nil {
 		configure(h.session)
 	}
@@ -390,4 +407,44 @@ func TestCrashStatusNamesTheRestart(t *testing.T) {
 	assert.Equal(t, 5, st.MaxRestarts)
 	assert.Positive(t, st.Attempts)
 	assert.Contains(t, st.Message(), "is restarting after a crash (restart 1 of 5, attempt 1, retrying in ")
+}
+
+// TestRememberedSubscriptionsAreBounded: the URIs the client subscribes to
+// are kept for replay to a restarted upstream, within the held bounds;
+// past them a subscription is still relayed, but not remembered.
+func TestRememberedSubscriptionsAreBounded(t *testing.T) {
+	h := startRestartable(t, nil, func(s *Session) { s.MaxHeldRequests = 2 })
+	for i, uri := range []string{"x://a", "x://b", "x://c", "x://a"} {
+		req := `{"jsonrpc":"2.0","id":` + string(rune('1'+i)) + `,"method":"resources/subscribe","params":{"uri":"` + uri + `"}}`
+		h.client.send(req + "\n")
+		assert.Equal(t, req, string(h.ups[0].next()), "relayed")
+	}
+	h.client.send(`{"jsonrpc":"2.0","id":9,"method":"resources/unsubscribe","params":{"uri":"x://b"}}` + "\n")
+	h.ups[0].next()
+	h.session.mu.Lock()
+	defer h.session.mu.Unlock()
+	assert.Equal(t, map[string]struct{}{"x://a": {}}, h.session.subs)
+	assert.Equal(t, len("x://a"), h.session.subsBytes)
+}
+
+// TestRelayedHandshakeOwnsItsParams: a second handshake relayed
+// to a ready upstream is sent off the client pump, so it must send its own
+// copy of the params, not the pump's buffer, which the next message
+// overwrites.
+func TestRelayedHandshakeOwnsItsParams(t *testing.T) {
+	h := startRestartable(t, nil, nil)
+	up := h.ups[0]
+	// Both longer than the reader's 64 KiB buffer, so that each is assembled in
+	// one buffer the next read reuses.
+	params := `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"` + strings.Repeat("a", 100<<10) + `","version":"2"}}`
+	h.client.send(`{"jsonrpc":"2.0","id":5,"method":"initialize","params":` + params + "}\n" +
+		`{"jsonrpc":"2.0","id":6,"method":"x/other","params":{"pad":"` + strings.Repeat("b", 200<<10) + `"}}` + "\n")
+	for range 2 {
+		msg := up.next()
+		env, err := framing.Peek(msg)
+		require.NoError(t, err)
+		if env.Method == "initialize" {
+			assert.JSONEq(t, params, string(env.Params), "the params the client sent")
+		}
+	}
 }

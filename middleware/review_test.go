@@ -225,7 +225,7 @@ func (p *descPolicy) Evaluate(tools []json.RawMessage) []Availability {
 	out := make([]Availability, len(tools))
 	for i, t := range tools {
 		out[i].InScope = true
-		if strings.Contains(toolDescription(t), "evil") {
+		if strings.Contains(defOf(t).Description, "evil") {
 			out[i].Status = "pending_approval"
 		}
 	}
@@ -779,7 +779,7 @@ func TestRefreshDoesNotUndoWhatTheClientSaw(t *testing.T) {
 		}
 	}()
 	h.answer(refresh, `{"tools":[{"name":"b"}]}`) // the refresh ends with "a" as its first page had it
-	require.Eventually(t, func() bool { _, ok := h.session.catalogTool("b"); return ok }, timeout, tick, "the refresh ended")
+	require.Eventually(t, func() bool { _, ok, _ := h.session.catalogTool("b"); return ok }, timeout, tick, "the refresh ended")
 
 	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a"}}` + "\n")
 	h.client.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}` + "\n")

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -128,6 +129,8 @@ type Session struct {
 	MaxHeldRequests int
 	// MaxHeldBytes bounds the total size of the requests held, as
 	// MaxHeldRequests bounds their number. Zero means [DefaultMaxHeldBytes].
+	// The same two bounds cap the resource subscriptions remembered for
+	// replay to a restarted upstream.
 	MaxHeldBytes int
 	// CallTimeout bounds the wait for the upstream's answer to a client
 	// request. Past it the sidecar answers the request itself (an isError
@@ -173,17 +176,18 @@ type Session struct {
 	own        map[string]*ownCall  // the sidecar's own requests in flight, by framing.IDKey
 	logLevel   json.RawMessage      // the client's last logging/setLevel params
 	subs       map[string]struct{}  // URIs the client subscribed to
+	listens    map[string][]byte    // the client's subscriptions/listen requests in flight, by framing.IDKey
 
 	// Tool catalog state.
 	catalog      []json.RawMessage
-	catalogNames []string
-	catalogIndex map[string]int
+	catalogIndex *tooldef.Index // the catalog's names, read by the one tool-definition parser
+	identities   identities     // definitions as tooldef read them; has its own lock
 	catalogKnown bool
 	visible      string // the visible tool set the client last learned
 	visibleKnown bool
 	locked       int                 // locked tools in the catalog
 	walkLocked   int                 // locked tools on the pages of the client's current tools/list walk
-	catalogSums  map[uint64]struct{} // hashes of the catalog's definitions, to spot changed ones cheaply
+	catalogSums  definitionPositions // hashes of the catalog's definitions, to spot changed ones cheaply
 	merges       int                 // catalog updates from the client's tools/list pages (notePage)
 	catalogLoads singleflight.Group  // one catalog load at a time, shared by its callers
 	reevaluating sync.Mutex          // serialises reevaluate; taken before mu
@@ -199,6 +203,7 @@ type Session struct {
 	heldBytes      int           // their size
 	restarting     bool          // the upstream is being restarted after a crash: requests wait for it
 	restartChanged chan struct{} // closed and replaced when restarting changes
+	subsBytes      int           // the size of the URIs in subs
 }
 
 // inflight is a client request forwarded to the upstream and not yet
@@ -241,6 +246,7 @@ type hsWaiter struct {
 	method string
 	done   chan struct{}
 	once   sync.Once
+	held   int // bytes counted by hold
 }
 
 // Handshake returns a copy of the handshake captured so far.
@@ -272,6 +278,7 @@ func (s *Session) init() {
 	close(s.timersIdle)
 	s.own = make(map[string]*ownCall)
 	s.subs = make(map[string]struct{})
+	s.listens = make(map[string][]byte)
 	s.hsChanged = make(chan struct{})
 	s.idle = make(chan struct{})
 	close(s.idle)
@@ -453,7 +460,7 @@ func (s *Session) pumpClient(ctx context.Context) error {
 		msg, err := s.Client.ReadMessage()
 		if err != nil {
 			if e, ok := oversize(err); ok {
-				env, _ := framing.Peek(e.Head)
+				env := framing.Envelope{ID: e.ID, Method: e.Method} // found wherever they are in it
 				s.log.Error("client message too large; dropped", "bytes", e.Size, "limit", e.Limit)
 				reason := fmt.Sprintf("message of %d bytes exceeds the %d-byte limit", e.Size, e.Limit)
 				if l := s.takeServerRequest(env); l != nil {
@@ -517,9 +524,9 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 		if json.Unmarshal(env.Params, &p) == nil {
 			s.mu.Lock()
 			if env.Method == "resources/subscribe" {
-				s.subs[p.URI] = struct{}{}
+				s.rememberSubscriptionLocked(p.URI)
 			} else {
-				delete(s.subs, p.URI)
+				s.forgetSubscriptionLocked(p.URI)
 			}
 			s.mu.Unlock()
 		}
@@ -559,6 +566,14 @@ func (s *Session) send(ctx context.Context, msg []byte, env framing.Envelope) {
 	case l == nil:
 		s.answerUnready(ctx, env)
 		return
+	}
+	if env.Method == "subscriptions/listen" {
+		// The client's subscription outlives an upstream: a restarted one
+		// is sent the request again (the 2026-07-28 protocol has no
+		// session state to replay but this).
+		s.mu.Lock()
+		s.listens[framing.IDKey(env.ID)] = bytes.Clone(msg)
+		s.mu.Unlock()
 	}
 	if err := l.conn.WriteMessage(msg); err != nil {
 		s.log.Warn("cannot write to upstream", "error", err)
@@ -656,8 +671,13 @@ func (s *Session) clientBatch(msg []byte) {
 	for _, e := range elems {
 		env, err := framing.Peek(e)
 		if err != nil {
-			if errors.Is(err, framing.ErrAmbiguous) && reason == "" {
-				reason = "Invalid Request: " + err.Error()
+			if errors.Is(err, framing.ErrAmbiguous) {
+				if reason == "" {
+					reason = "Invalid Request: " + err.Error()
+				}
+				if env.Kind == framing.Request {
+					reqs = append(reqs, env) // answered too; with id null when "id" is what is ambiguous
+				}
 			}
 			continue
 		}
@@ -739,7 +759,7 @@ func (s *Session) pumpUpstream(l *link) {
 		msg, err := l.conn.ReadMessage()
 		if err != nil {
 			if e, ok := oversize(err); ok {
-				env, _ := framing.Peek(e.Head)
+				env := framing.Envelope{ID: e.ID, Method: e.Method} // found wherever they are in it
 				s.log.Error("upstream message too large; dropped", "bytes", e.Size, "limit", e.Limit)
 				reason := fmt.Sprintf("the upstream's response of %d bytes exceeds the %d-byte message limit (max_line_bytes); dropped", e.Size, e.Limit)
 				switch {
@@ -749,8 +769,8 @@ func (s *Session) pumpUpstream(l *link) {
 				case s.isOwnID(env.ID):
 					s.deliverOwnReply(env.ID, ownReply{err: errors.New(reason)})
 				default:
-					if method, late := s.answered(env.ID); method != "" && !late {
-						s.replyError(env.ID, codeInternalError, reason)
+					if method, id, late := s.answered(env.ID); method != "" && !late {
+						s.replyError(id, codeInternalError, reason)
 					}
 				}
 				continue
@@ -775,7 +795,7 @@ func (s *Session) pumpUpstream(l *link) {
 				s.deliverOwn(msg, env, err)
 				continue
 			}
-			method, late := s.answered(env.ID)
+			method, _, late := s.answered(env.ID)
 			if late {
 				s.log.Debug("dropping the upstream's late answer to a request that timed out", "id", string(env.ID))
 				continue
@@ -872,7 +892,7 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 				changed = true
 				continue
 			}
-			method, late := s.answered(env.ID)
+			method, _, late := s.answered(env.ID)
 			if late {
 				changed = true
 				continue
@@ -972,6 +992,7 @@ func (s *Session) untrack(id []byte) string {
 // must be held.
 func (s *Session) untrackLocked(r *inflight) {
 	delete(s.reqs, r.key)
+	delete(s.listens, r.key)
 	if r.progress != "" && s.progress[r.progress] == r.key {
 		delete(s.progress, r.progress)
 	}
@@ -988,18 +1009,19 @@ func (s *Session) inflight() int {
 }
 
 // failInflight answers every client request in flight on link l (on any
-// link when l is nil) with an error. l must no longer be the current link,
-// so that no request is tracked on it afterwards.
+// link when l is nil) with an error, but for subscriptions/listen requests
+// on l, which the next upstream is sent again. l must no longer be the
+// current link, so that no request is tracked on it afterwards.
 func (s *Session) failInflight(l *link, reason string) {
 	s.mu.Lock()
 	var ids [][]byte
-	for _, r := range s.reqs {
-		if l == nil || r.link == l {
+	for key, r := range s.reqs {
+		if _, listen := s.listens[key]; l == nil || (r.link == l && !listen) {
 			ids = append(ids, r.id)
 		}
 	}
 	for key, e := range s.ended {
-		if e.link == l {
+		if l == nil || e.link == l {
 			delete(s.ended, key) // l will never answer them
 		}
 	}

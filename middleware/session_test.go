@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -131,6 +132,39 @@ func TestSessionOversizedMessages(t *testing.T) {
 	assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/ok"}`, string(h.client.next()))
 }
 
+// TestOversizedMessagesAreAnsweredWithTheirIDWhereverItIs: the id of a
+// message too large to relay may come after its payload, past the head the
+// reader keeps; it is still found, in both directions, so that nothing
+// waits forever.
+func TestOversizedMessagesAreAnsweredWithTheirIDWhereverItIs(t *testing.T) {
+	h := start(t, 1024)
+	big := strings.Repeat("a", 8<<10)
+	var resp struct {
+		ID    json.RawMessage `json:"id"`
+		Error RPCError        `json:"error"`
+	}
+
+	// From the client: its request is refused under its own id.
+	h.client.send(`{"jsonrpc":"2.0","method":"tools/call","params":{"x":"` + big + `"},"id":"c-1"}` + "\n")
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, `"c-1"`, string(resp.ID))
+	assert.Equal(t, codeInvalidRequest, resp.Error.Code)
+
+	// From the upstream: the request it answers gets an error instead.
+	h.client.send(`{"jsonrpc":"2.0","id":{"k":1},"method":"resources/read"}` + "\n")
+	h.up.next()
+	h.up.send(`{"jsonrpc":"2.0","result":{"contents":"` + big + `"},"id":{"k":1.0}}` + "\n")
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, `{"k":1}`, string(resp.ID), "as the client spelled it")
+	assert.Equal(t, codeInternalError, resp.Error.Code)
+
+	// An upstream request too large to relay is refused back to it.
+	h.up.send(`{"jsonrpc":"2.0","params":{"x":"` + big + `"},"method":"sampling/createMessage","id":"s-1"}` + "\n")
+	require.NoError(t, json.Unmarshal(h.up.next(), &resp))
+	assert.Equal(t, `"s-1"`, string(resp.ID))
+	assert.Equal(t, codeInternalError, resp.Error.Code)
+}
+
 func TestSessionMovesNonJSONUpstreamLinesToLogs(t *testing.T) {
 	h := start(t, 0)
 	h.up.send("Server listening on stdio\n")
@@ -239,6 +273,10 @@ func TestSessionBatches(t *testing.T) {
 		{name: "a tools/call cannot slip past the gate", batch: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"locked"}}]`,
 			wantIDs: []string{"1", `"c"`}},
 		{name: "tools/list is not rewritten inside a batch", batch: `[{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`, wantIDs: []string{"2"}},
+		{name: "an ambiguous element is answered with the others", batch: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping","Method":"tools/call"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`,
+			wantIDs: []string{"1", "2", "3"}},
+		{name: "an element with an ambiguous id is answered with id null", batch: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"id":4,"method":"ping"}]`,
+			wantIDs: []string{"1", "null"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -383,4 +421,60 @@ func TestOwnRequestsCarryTheClientMeta(t *testing.T) {
 	assert.JSONEq(t, `{"cursor":"c1","_meta":`+meta+`}`, string(req.Params))
 	up.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"tools":[]}}` + "\n")
 	require.NoError(t, <-done)
+}
+
+// TestCrashRecoveryReopensListens: in the 2026-07-28 protocol a client's
+// subscriptions are its subscriptions/listen requests; when the upstream
+// crashes they are not failed like other requests but sent to the
+// restarted upstream, so the client's listen stream goes on.
+func TestCrashRecoveryReopensListens(t *testing.T) {
+	client, clientConn := newPeer(t, 0)
+	up1, upConn1 := newPeer(t, 0)
+	up2, upConn2 := newPeer(t, 0)
+	var dials atomic.Int32
+	s := &Session{Name: "modern", Client: clientConn, Dial: func(context.Context) (Conn, error) {
+		if dials.Add(1) == 1 {
+			return upConn1, nil
+		}
+		return upConn2, nil
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+
+	answerDiscover := func(up *peer) {
+		t.Helper()
+		env, err := framing.Peek(up.next())
+		require.NoError(t, err)
+		require.Equal(t, "server/discover", env.Method)
+		up.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}}}}` + "\n")
+	}
+	// next returns the client's next message that is not a list change.
+	next := func() string {
+		t.Helper()
+		for {
+			msg := string(client.next())
+			if !strings.Contains(msg, "notifications/tools/list_changed") {
+				return msg
+			}
+		}
+	}
+	client.send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}` + "\n")
+	answerDiscover(up1)
+	assert.Contains(t, next(), `"id":1,"result"`)
+
+	const listen = `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`
+	client.send(listen + "\n")
+	assert.Equal(t, listen, string(up1.next()))
+	client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}` + "\n")
+	up1.next()
+
+	up1.closeSend() // the upstream crashes
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"upstream restarted; request not completed"}}`, next(),
+		"the call is answered; the listen request is not")
+
+	answerDiscover(up2)
+	assert.Equal(t, listen, string(up2.next()), "the listen request is sent to the restarted upstream as the client sent it")
+	up2.send(`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}` + "\n")
+	assert.Contains(t, next(), `"io.modelcontextprotocol/subscriptionId":"L"`)
 }

@@ -261,6 +261,7 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 		for _, uri := range subs {
 			s.replay(ctx, l, "resources/subscribe", map[string]string{"uri": uri})
 		}
+		s.reopenListens(l)
 		s.refreshLater()
 		return nil
 	}
@@ -286,12 +287,16 @@ func (s *Session) replay(ctx context.Context, l *link, method string, params any
 // client gets the upstream's answer, or the sidecar's own when the upstream
 // is not ready within ReadyTimeout.
 func (s *Session) clientHandshake(env framing.Envelope) {
-	if !s.hold(env, len(env.ID)) { // a waiter keeps its id
+	// A waiter keeps its id, and its params until it is answered (the
+	// session's handshake is replaced by the next one).
+	size := len(env.ID) + len(env.Params)
+	if !s.hold(env, size) {
 		return
 	}
-	w := &hsWaiter{id: bytes.Clone(env.ID), method: env.Method, done: make(chan struct{})}
+	params := bytes.Clone(env.Params)
+	w := &hsWaiter{id: bytes.Clone(env.ID), method: env.Method, done: make(chan struct{}), held: size}
 	s.mu.Lock()
-	s.hs = Handshake{Method: env.Method, Params: bytes.Clone(env.Params), Initialized: s.hs.Initialized}
+	s.hs = Handshake{Method: env.Method, Params: params, Initialized: s.hs.Initialized}
 	s.hsVer++
 	close(s.hsChanged)
 	s.hsChanged = make(chan struct{})
@@ -304,9 +309,9 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 	case ready:
 		// A handshake on a ready upstream (a client starting over): relay it.
 		go func() {
-			r := s.request(s.runCtx(), l, env.Method, json.RawMessage(env.Params))
+			r := s.request(s.runCtx(), l, w.method, json.RawMessage(params)) // env's bytes are the pump's
 			if r.msg != nil {
-				s.resolveWaiters(env.Method, r.msg)
+				s.resolveWaiters(w.method, r.msg)
 			} else {
 				s.answerDegraded(w)
 			}
@@ -361,7 +366,7 @@ func (s *Session) takeWaiters(method string) []*hsWaiter {
 // call it once, under w.once.
 func (s *Session) endWaiter(w *hsWaiter) {
 	close(w.done)
-	s.release(len(w.id))
+	s.release(w.held)
 }
 
 func (s *Session) answerWaitersDegraded() {
@@ -590,4 +595,26 @@ func (s *Session) withClientMeta(params json.RawMessage) json.RawMessage {
 		return params
 	}
 	return out
+}
+
+// reopenListens sends the client's subscriptions/listen requests still in
+// flight to link l, a restarted upstream, as the client sent them: its
+// listen streams go on with the new upstream's notifications.
+func (s *Session) reopenListens(l *link) {
+	s.mu.Lock()
+	var msgs [][]byte
+	for key, msg := range s.listens {
+		if r, ok := s.reqs[key]; ok && r.link != l {
+			r.link = l
+			s.reqs[key] = r
+			msgs = append(msgs, msg)
+		}
+	}
+	s.mu.Unlock()
+	for _, msg := range msgs {
+		s.writeUpstream(l, msg)
+	}
+	if len(msgs) > 0 {
+		s.log.Info("subscriptions re-opened on the restarted upstream", "listens", len(msgs))
+	}
 }

@@ -317,12 +317,13 @@ func isStderrNoise(line string) bool {
 var secretFlagWords = []string{"token", "secret", "password", "passwd", "apikey", "api-key", "api_key", "key", "auth", "credential", "bearer", "cookie", "session"}
 
 // isSecretFlag reports whether a command-line option (with its dashes,
-// without a value) names a secret.
+// and maybe "=VALUE") names a secret.
 func isSecretFlag(opt string) bool {
-	if !strings.HasPrefix(opt, "-") {
+	name, _, _ := strings.Cut(opt, "=")
+	if !strings.HasPrefix(name, "-") {
 		return false
 	}
-	return containsAny(strings.ToLower(strings.TrimLeft(opt, "-")), secretFlagWords)
+	return containsAny(strings.ToLower(strings.TrimLeft(name, "-")), secretFlagWords)
 }
 
 // looksSecret reports whether a bare argument looks like a credential: a

@@ -44,8 +44,9 @@ func policyFor(file *config.File, fileErr error, name string, allow policy.Allow
 // changes, the gate gets the server's new operator policy and, if it
 // differs, onChange runs (to re-evaluate what the client sees, which sends
 // tools/list_changed). Fixing a broken file this way brings the tools back;
-// breaking it locks them again. Only the tool policy follows the file
-// live: the other settings (env, retry, timeouts) apply at the next start.
+// breaking it locks them again. Only what decides tool availability
+// (enabled, tools, approval) follows the file live: the other settings
+// (env, retry, timeouts) apply at the next start.
 // The returned stop ends the watch and waits for it.
 func watchConfig(ctx context.Context, o wrapOptions, tools *gate.Gate, onChange func(), logger *slog.Logger) (stop func()) {
 	path, err := config.ConfigPath(o.configPath, os.Getenv)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/config"
@@ -103,6 +104,15 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
 	}
+	if o.url != "" {
+		// One sign-in for every HTTP session; a browser opens at most as a
+		// sidecar's would.
+		if o.signIn, err = signIn(o, srv, stderr, logger, true); err != nil {
+			logger.Error("bad configuration", "error", err)
+			return exitUsage
+		}
+		defer o.signIn.Close()
+	}
 	if _, err := dialer(o, srv, stderr, logger); err != nil {
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
@@ -134,6 +144,20 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 	}
 	go tools.Watch(ctx, reevaluate)
 	defer watchConfig(ctx, o, tools, reevaluate, logger)()
+	if o.signIn != nil {
+		// A sign-in finished (in any process): load the server again.
+		var watching sync.WaitGroup
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		watching.Go(func() {
+			o.signIn.Watch(watchCtx, 0, func() {
+				for _, s := range front.Sessions() {
+					s.Retry()
+				}
+			})
+		})
+		defer watching.Wait()
+		defer stopWatch()
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", front)
 	hs := o.listen.conns.NewHTTPServer(mux, logger)

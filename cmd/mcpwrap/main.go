@@ -78,7 +78,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // commands are the subcommands `mcpwrap help COMMAND` knows; each prints
 // its usage when given --help.
-var commands = []string{"tools", "doctor", "status", "install", "uninstall", "demo", "version"}
+var commands = []string{"tools", "doctor", "status", "login", "logout", "install", "uninstall", "demo", "version"}
 
 // runHelp is `mcpwrap help [COMMAND]`: the usage of mcpwrap or of one
 // subcommand, on stdout.

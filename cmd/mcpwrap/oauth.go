@@ -118,7 +118,6 @@ Flags:
 func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) int {
 	var o wrapOptions
 	fs := flag.NewFlagSet("mcpwrap "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), loginUsage)
 		fs.PrintDefaults()
@@ -131,17 +130,22 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, rest = args[0], args[1:]
 	}
-	if err := fs.Parse(rest); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if err := parseFlags(fs, rest, stdout); err != nil {
+		if errors.Is(err, errHelp) {
 			return exitOK
 		}
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap "+cmd, err)
 	}
-	if name == "" && fs.NArg() == 1 {
+	switch {
+	case name == "" && fs.NArg() == 1:
 		name = fs.Arg(0)
-	} else if fs.NArg() > 0 || name == "" {
-		fs.Usage()
-		return exitUsage
+	case name == "":
+		return usageFailed(stderr, "mcpwrap "+cmd, errors.New("give the server's name, as in: mcpwrap "+cmd+" linear"))
+	case fs.NArg() > 0:
+		return usageFailed(stderr, "mcpwrap "+cmd, fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	if err := checkURL(o.url); err != nil {
+		return usageFailed(stderr, "mcpwrap "+cmd, err)
 	}
 	o.name = name
 	if o.url == "" {
@@ -157,6 +161,7 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 		if o.stateDir == "" {
 			o.stateDir = found.stateDir
 		}
+		o.oauth = found.oauth.overriddenBy(o.oauth)
 	}
 	logger, closer, err := newLogger(logOptions{level: "warn", format: "text"}, stderr)
 	if err != nil {
@@ -207,6 +212,27 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 type foundEntry struct {
 	url, configPath, stateDir string
 	env                       map[string]string
+	oauth                     oauthFlags // the entry's own --oauth-* flags
+}
+
+// overriddenBy returns f with the flags set in g replacing its own.
+func (f oauthFlags) overriddenBy(g oauthFlags) oauthFlags {
+	if g.clientID != "" {
+		f.clientID = g.clientID
+	}
+	if g.clientSecretEnv != "" {
+		f.clientSecretEnv = g.clientSecretEnv
+	}
+	if g.clientMetadataURL != "" {
+		f.clientMetadataURL = g.clientMetadataURL
+	}
+	if g.scopes != "" {
+		f.scopes = g.scopes
+	}
+	if g.redirectPort != 0 {
+		f.redirectPort = g.redirectPort
+	}
+	return f
 }
 
 // entryURL finds the remote server named name in the client configs.
@@ -229,7 +255,7 @@ func entryURL(name string) (foundEntry, error) {
 			if o.url == "" {
 				return foundEntry{}, fmt.Errorf("server %q in %s is not a remote (--url) server", name, f.Path)
 			}
-			return foundEntry{url: o.url, env: e.Env, configPath: o.configPath, stateDir: o.stateDir}, nil
+			return foundEntry{url: o.url, env: e.Env, configPath: o.configPath, stateDir: o.stateDir, oauth: o.oauth}, nil
 		}
 	}
 	return foundEntry{}, fmt.Errorf("no remote server %q in the client configs; give its --url", name)

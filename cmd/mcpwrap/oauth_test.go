@@ -29,3 +29,24 @@ func TestWriteSignIns(t *testing.T) {
 		assert.NotContains(t, out.String(), secret)
 	}
 }
+
+func TestLoginArguments(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "no name", args: []string{"login"}, wantErr: "mcpwrap login: give the server's name"},
+		{name: "two names", args: []string{"logout", "a", "b"}, wantErr: `mcpwrap logout: unexpected arguments ["b"]`},
+		{name: "bad port", args: []string{"login", "a", "--oauth-redirect-port", "x"}, wantErr: `--oauth-redirect-port: "x" is not a whole number`},
+		{name: "unknown flag", args: []string{"login", "a", "--nope"}, wantErr: "unknown flag --nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tt.args, nil, &stdout, &stderr)
+			assert.Equal(t, exitUsage, code)
+			assert.Contains(t, stderr.String(), tt.wantErr)
+		})
+	}
+}

@@ -27,6 +27,8 @@ restarts and counters, and the --listen fronts with their URL and one line
 per HTTP session. Sidecars that were killed are left out (and their
 status files removed).
 
+Exit codes: 0 listed, 1 the status directory cannot be read, 2 bad flags.
+
 Flags:
 `
 

@@ -53,10 +53,11 @@ const exitCodesHelp = `
 Exit codes:
   0  clean shutdown (the client closed stdin, or SIGINT/SIGTERM)
   1  the session ended with an error (for example, reading the client's stdin failed)
-  2  bad flags, configuration or arguments
-  3  mcpwrap tools enable: refused by operator policy
+  2  bad flags or arguments
 A server that fails while the client is connected never ends the session:
-the agent is told what is wrong instead.
+the agent is told what is wrong instead. Neither does a config file with an
+error: every tool stays locked, and the agent is told to fix the file.
+Each command's exit codes are in its help: mcpwrap help COMMAND.
 `
 
 // wrapOptions are the flags of the wrap command.
@@ -106,8 +107,12 @@ func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 	fs.DurationVar(&o.readyTimeout, "ready-timeout", 0, fmt.Sprintf("how long the client's handshake waits for the server before mcpwrap answers it (default from config, else %s)", config.DefaultReadyTimeout))
 	fs.Func("call-timeout", "answer and cancel a request the server has not answered within this duration; 0 means never (default from config, else 0)", func(v string) error {
 		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return fmt.Errorf("%q: want a duration such as 2m, or 0 for none", v)
+		switch {
+		case err != nil && v != "0":
+			var kind flag.Getter = new(durationKind)
+			return errors.New(badValue(kind, v, err))
+		case d < 0:
+			return fmt.Errorf("%q is negative; 0 means no timeout", v)
 		}
 		o.callTimeout = &d
 		return nil
@@ -225,6 +230,9 @@ func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middlew
 		Discovery:     srv.Discovery,
 		ReadyTimeout:  srv.ReadyTimeout,
 		CallTimeout:   srv.CallTimeout,
+
+		MaxHeldRequests: srv.MaxHeldRequests,
+		MaxHeldBytes:    srv.MaxHeldBytes,
 		Retrier: &resilience.Retrier{
 			Policy:     retryPolicy(srv.Retry),
 			Classifier: resilience.Classifier{RetryRefused: srv.RetryRefused},
@@ -314,6 +322,7 @@ func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 		Stderr: stderr,
 		Logger: logger,
 	}
+	cmd.HideEnv = secretEnvNames(o)
 	programs := &desktop.Resolver{Logger: logger} // GUI apps' minimal PATH, Windows .cmd scripts
 	return func(ctx context.Context) (middleware.Conn, error) {
 		child, err := upstream.StartStdio(ctx, programs.Command(ctx, cmd), srv.MaxLineBytes)
@@ -393,3 +402,11 @@ func checkURL(raw string) error {
 	}
 	return nil
 }
+
+// durationKind tells badValue that --call-timeout takes a duration, so it
+// words a bad value like every other duration flag's.
+type durationKind struct{}
+
+func (*durationKind) String() string   { return "" }
+func (*durationKind) Set(string) error { return nil }
+func (*durationKind) Get() any         { return time.Duration(0) }

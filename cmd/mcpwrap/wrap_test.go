@@ -5,7 +5,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -81,6 +84,37 @@ func TestDefaultNames(t *testing.T) {
 			o, err := parseWrapFlags(tt.args, io.Discard)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, o.name)
+		})
+	}
+}
+
+// TestCallTimeoutFlagOverridesConfig: --call-timeout replaces the config's
+// call_timeout, 0 included (no bound), and reaches the Session.
+func TestCallTimeoutFlagOverridesConfig(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	configPath := filepath.Join(dir, "config.json")
+	require.NoError(t, os.WriteFile(configPath, []byte(`{"defaults": {"call_timeout": "2m"}}`), 0o600))
+	tests := []struct {
+		name  string
+		flags []string
+		want  time.Duration
+	}{
+		{name: "from config", want: 2 * time.Minute},
+		{name: "flag", flags: []string{"--call-timeout", "5s"}, want: 5 * time.Second},
+		{name: "flag turns it off", flags: []string{"--call-timeout", "0"}, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"--config", configPath, "--state-dir", filepath.Join(dir, "state"), "--name", "srv"}, tt.flags...)
+			o, err := parseWrapFlags(append(args, "--", "srv"), io.Discard)
+			require.NoError(t, err)
+			logger := slog.New(slog.DiscardHandler)
+			srv, tools, err := loadPolicy(t.Context(), o, logger)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, srv.CallTimeout)
+			assert.Equal(t, tt.want, newSession(o, srv, tools, nil, logger).CallTimeout)
 		})
 	}
 }

@@ -131,6 +131,7 @@ func run(serverURL string) error {
 
 	msgs := make(chan map[string]json.RawMessage)
 	failed := make(chan string, 1)
+	signedIn := make(chan struct{}, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(nil, 64<<20)
@@ -147,6 +148,12 @@ func run(serverURL string) error {
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(os.Stderr, line)
+			if strings.Contains(line, "INF signed in ") {
+				select {
+				case signedIn <- struct{}{}:
+				default:
+				}
+			}
 			if strings.Contains(line, "sign-in failed") {
 				select {
 				case failed <- line:
@@ -155,8 +162,79 @@ func run(serverURL string) error {
 			}
 		}
 	}()
-	c := &conn{in: stdin, msgs: msgs, failed: failed}
+	c := &conn{in: stdin, msgs: msgs, failed: failed, signedIn: signedIn}
 
+	meta := ""
+	if stateless[os.Getenv("MCP_CONFORMANCE_SCENARIO")] {
+		if meta, err = c.discover(); err != nil {
+			return err
+		}
+	} else if err := c.initialize(); err != nil {
+		return err
+	}
+	if _, err := c.call("tools/list", `{`+meta+`}`, 30*time.Second); err != nil {
+		return err
+	}
+	if meta != "" {
+		meta = "," + meta
+	}
+	res, err := c.call("tools/call", `{"name":"test-tool","arguments":{}`+meta+`}`, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	var cr struct {
+		IsError bool `json:"isError"`
+	}
+	_ = json.Unmarshal(res, &cr)
+	if cr.IsError {
+		return fmt.Errorf("test-tool failed: %s", res)
+	}
+	return nil
+}
+
+// stateless are the scenarios whose server speaks only the 2026-07-28
+// protocol (it refuses initialize); the others speak 2025-11-25. The
+// go-sdk's reference client finds out by trying server/discover first;
+// through mcpwrap a remote 2025 server's refusal of it (HTTP 400) is
+// still a failed load, so this client is told instead.
+var stateless = map[string]bool{
+	"auth/authorization-server-migration": true, "auth/iss-normalized": true, "auth/iss-not-advertised": true,
+	"auth/iss-supported": true, "auth/iss-supported-missing": true, "auth/iss-unexpected": true,
+	"auth/iss-wrong-issuer": true, "auth/metadata-issuer-mismatch": true, "auth/offline-access-not-supported": true,
+	"auth/offline-access-scope": true, "auth/resource-mismatch": true,
+}
+
+// The 2026-07-28 protocol: every request carries its version, client info
+// and capabilities in _meta.
+const meta2026 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"authclient","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+
+// discover opens a 2026-07-28 session with server/discover. When mcpwrap
+// answers for a server that wants a sign-in, it waits for the sign-in and
+// asks again. It returns the _meta member later requests carry.
+func (c *conn) discover() (string, error) {
+	for attempt := 0; attempt < 100; attempt++ {
+		res, err := c.call("server/discover", `{`+meta2026+`}`, 30*time.Second)
+		if err != nil {
+			return "", err
+		}
+		if !strings.Contains(string(res), "mcpwrap-degraded") {
+			return meta2026, nil
+		}
+		if attempt == 0 {
+			fmt.Fprintf(os.Stderr, "authclient: told: %s\n", res)
+			if err := c.waitSignIn(waitForTools); err != nil {
+				return "", err
+			}
+		}
+		// Signed in: mcpwrap loads the server again; ask until it has.
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "", errors.New("mcpwrap never loaded the server after the sign-in")
+}
+
+// initialize opens a 2025-11-25 session; when mcpwrap answers for a server
+// that wants a sign-in, it waits for the tools to appear.
+func (c *conn) initialize() error {
 	init, err := c.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"authclient","version":"1"}}`, 30*time.Second)
 	if err != nil {
 		return err
@@ -173,32 +251,29 @@ func run(serverURL string) error {
 	_ = json.Unmarshal(init, &ir)
 	if ir.ServerInfo.Version == "mcpwrap-degraded" {
 		fmt.Fprintln(os.Stderr, "authclient: told:", ir.Instructions)
-		if err := c.waitNotification("notifications/tools/list_changed", waitForTools); err != nil {
-			return err
-		}
-	}
-	if _, err := c.call("tools/list", `{}`, 30*time.Second); err != nil {
-		return err
-	}
-	res, err := c.call("tools/call", `{"name":"test-tool","arguments":{}}`, 30*time.Second)
-	if err != nil {
-		return err
-	}
-	var cr struct {
-		IsError bool `json:"isError"`
-	}
-	_ = json.Unmarshal(res, &cr)
-	if cr.IsError {
-		return fmt.Errorf("test-tool failed: %s", res)
+		return c.waitNotification("notifications/tools/list_changed", waitForTools)
 	}
 	return nil
 }
 
+// waitSignIn waits for mcpwrap to log that the sign-in completed.
+func (c *conn) waitSignIn(timeout time.Duration) error {
+	select {
+	case <-c.signedIn:
+		return nil
+	case line := <-c.failed:
+		return fmt.Errorf("mcpwrap: %s", line)
+	case <-time.After(timeout):
+		return fmt.Errorf("mcpwrap did not sign in within %s", timeout)
+	}
+}
+
 type conn struct {
-	in     io.Writer
-	msgs   chan map[string]json.RawMessage
-	failed chan string
-	id     int
+	signedIn chan struct{}
+	in       io.Writer
+	msgs     chan map[string]json.RawMessage
+	failed   chan string
+	id       int
 }
 
 func (c *conn) send(line string) error {

@@ -38,6 +38,9 @@ func (b *Browser) Open(ctx context.Context, url string) error {
 		if out == nil {
 			out = io.Discard
 		}
+		// cli/browser writes through package variables: one launch at a time.
+		osDefault.Lock()
+		defer osDefault.Unlock()
 		browser.Stdout, browser.Stderr = out, out
 		return browser.OpenURL(url)
 	}
@@ -57,6 +60,9 @@ func (b *Browser) Open(ctx context.Context, url string) error {
 
 // Wait waits for the browser commands Open started to exit.
 func (b *Browser) Wait() { b.wg.Wait() }
+
+// osDefault serialises launches through cli/browser's package variables.
+var osDefault sync.Mutex
 
 // command is the configured browser command, "" for the OS default.
 func (b *Browser) command() string {

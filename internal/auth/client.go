@@ -63,12 +63,13 @@ type Client struct {
 	wg      sync.WaitGroup
 	changed chan struct{} // a background sign-in ended
 
-	mu        sync.Mutex
-	tok       *Token          // cached; nil until read
-	opened    bool            // the background sign-in was started (once per process)
-	loginErr  error           // how the last background sign-in failed, or nil
-	loggingIn bool            // a background sign-in is under way
-	loginDone <-chan struct{} // closed when the background sign-in ended
+	mu         sync.Mutex
+	tok        *Token        // cached; nil until read
+	autoLogins int           // background sign-ins started (see mayStartLogin)
+	loginErr   error         // how the last background sign-in failed, or nil
+	loggingIn  bool          // a background sign-in is under way
+	loginDone  chan struct{} // closed when the background sign-in ended
+	loginOK    bool          // the last background sign-in succeeded
 }
 
 func (c *Client) setup() {
@@ -213,12 +214,16 @@ func expiresIn(t Token) string {
 // chance to, and returns the denied error to report, and, while a sign-in
 // of this Client runs, a channel closed when it ends.
 func (c *Client) loginRequired(ch challenge) (<-chan struct{}, error) {
+	var done chan struct{}
 	c.mu.Lock()
-	start := c.AutoLogin && !c.opened && c.Browser != nil && !c.Browser.Disabled()
+	start := c.mayStartLogin()
 	if start {
-		c.opened = true
+		// Claimed under the lock, so that concurrent requests start one.
+		c.autoLogins++
+		c.loggingIn, c.loginDone = true, make(chan struct{})
 	}
-	running, lastErr, done := c.loggingIn, c.loginErr, c.loginDone
+	running, lastErr := c.loggingIn, c.loginErr
+	done = c.loginDone
 	c.mu.Unlock()
 
 	login := "run `mcpwrap login " + c.Name + "`"
@@ -227,11 +232,15 @@ func (c *Client) loginRequired(ch challenge) (<-chan struct{}, error) {
 	case start:
 		unlock, ok, err := c.Store.tryLock(lockName("login", c.ServerURL))
 		if err != nil || !ok {
+			c.mu.Lock()
+			c.loggingIn = false
+			close(c.loginDone)
+			c.mu.Unlock()
+			running = false
 			hint = "A sign-in is under way in another window; finish it in the browser, or " + login
 			break
 		}
-		done = c.startLogin(ch, unlock)
-		running = true
+		c.startLogin(ch, unlock, done)
 		hint = "A browser window has been opened; or " + login
 	case running:
 		hint = "A browser window has been opened; or " + login
@@ -248,6 +257,21 @@ func (c *Client) loginRequired(ch challenge) (<-chan struct{}, error) {
 	return done, denied
 }
 
+// maxAutoLogins bounds the background sign-ins of one process: the first,
+// and one more when the server rejects what that sign-in got (it moved to
+// another authorization server), never a loop of browser tabs.
+const maxAutoLogins = 2
+
+// mayStartLogin reports whether a background sign-in may start now; c.mu
+// must be held. The browser opens on the first demand, and again only
+// after a sign-in that succeeded was rejected, at most maxAutoLogins times.
+func (c *Client) mayStartLogin() bool {
+	if !c.AutoLogin || c.Browser == nil || c.Browser.Disabled() || c.loggingIn {
+		return false
+	}
+	return c.autoLogins == 0 || c.autoLogins < maxAutoLogins && c.loginOK
+}
+
 func (c *Client) grace() time.Duration {
 	if c.LoginGrace > 0 {
 		return c.LoginGrace
@@ -257,12 +281,8 @@ func (c *Client) grace() time.Duration {
 
 // startLogin runs a sign-in in the background, holding the login lock
 // (released by unlock) so that other processes wait for it instead of
-// opening another tab.
-func (c *Client) startLogin(ch challenge, unlock func()) <-chan struct{} {
-	done := make(chan struct{})
-	c.mu.Lock()
-	c.loggingIn, c.loginDone = true, done
-	c.mu.Unlock()
+// opening another tab, and closes done when it ends.
+func (c *Client) startLogin(ch challenge, unlock func(), done chan struct{}) {
 	timeout := c.LoginTimeout
 	if timeout <= 0 {
 		timeout = DefaultLoginTimeout
@@ -276,12 +296,12 @@ func (c *Client) startLogin(ch challenge, unlock func()) <-chan struct{} {
 		c.log.Info("the server needs a sign-in; opening the browser")
 		err := c.authorize(ctx, ch, func(ctx context.Context, url string) error {
 			return c.Browser.Open(ctx, url)
-		})
+		}, false)
 		if err != nil {
 			c.log.Warn("sign-in failed", "error", safeReason(err))
 		}
 		c.mu.Lock()
-		c.loggingIn, c.loginErr = false, err
+		c.loggingIn, c.loginErr, c.loginOK = false, err, err == nil
 		c.mu.Unlock()
 		close(done)
 		select {
@@ -289,7 +309,6 @@ func (c *Client) startLogin(ch challenge, unlock func()) <-chan struct{} {
 		default:
 		}
 	}()
-	return done
 }
 
 // safeReason is err's text for messages. The package's errors carry no
@@ -310,7 +329,7 @@ func (c *Client) Watch(ctx context.Context, interval time.Duration, fn func()) {
 	if interval <= 0 {
 		interval = time.Second
 	}
-	gen := c.Store.Generation()
+	gen := "" // the first tick compares the store with what is in memory
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -323,9 +342,23 @@ func (c *Client) Watch(ctx context.Context, interval time.Duration, fn func()) {
 		case <-tick.C:
 			if g := c.Store.Generation(); g != gen {
 				gen = g
+				before := c.current()
 				_, _ = c.reload()
-				fn()
+				if c.current() != before {
+					fn() // this server's sign-in changed, not another's
+				}
 			}
 		}
 	}
+}
+
+// current returns the access token in memory, "" when there is none. It
+// is compared, never shown.
+func (c *Client) current() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tok == nil {
+		return ""
+	}
+	return c.tok.AccessToken
 }

@@ -3,9 +3,11 @@ package auth
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,23 +20,28 @@ import (
 // sign-in while another process runs one does not open another tab.
 func TestSecondProcessWaitsForTheSignIn(t *testing.T) {
 	dir := t.TempDir()
-	log := filepath.Join(t.TempDir(), "browser.log")
-	// A browser that records its launch and never comes back.
+	// The authorization server never answers: the first sign-in stays
+	// under way for the whole test.
+	stop := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-stop }))
+	defer hang.Close()
+	defer close(stop)
+	serverURL := hang.URL + "/mcp"
 	browser := &Browser{Getenv: func(k string) string {
 		if k == "MCPWRAP_BROWSER" {
-			return "sh -c 'echo open >>" + log + "'"
+			return "true"
 		}
 		return ""
 	}}
 	newClient := func(port int) *Client {
 		store, err := newFileStore(dir)
 		require.NoError(t, err)
-		c := &Client{Name: "linear", ServerURL: "http://127.0.0.1:1/mcp", Store: store, AutoLogin: true,
+		c := &Client{Name: "linear", ServerURL: serverURL, Store: store, AutoLogin: true,
 			Browser: browser, Config: Config{RedirectPort: port}}
 		c.setup()
 		return c
 	}
-	ch := challenge{url: "http://127.0.0.1:1/mcp", status: http.StatusUnauthorized, header: http.Header{}}
+	ch := challenge{url: serverURL, status: http.StatusUnauthorized, header: http.Header{}}
 	first := newClient(freePort(t))
 	defer first.Close()
 	done, err := first.loginRequired(ch)
@@ -88,4 +95,57 @@ func TestStoreKeepsSecretsOutOfErrors(t *testing.T) {
 	_, err = s.Token("https://a/mcp")
 	require.Error(t, err)
 	assert.False(t, strings.Contains(err.Error(), "secret-xyz"))
+}
+
+// TestConcurrentDemandsStartOneSignIn: requests refused at the same moment
+// start one background sign-in between them.
+func TestConcurrentDemandsStartOneSignIn(t *testing.T) {
+	stop := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-stop }))
+	defer hang.Close()
+	defer close(stop)
+	store, err := newFileStore(t.TempDir())
+	require.NoError(t, err)
+	c := &Client{Name: "linear", ServerURL: hang.URL + "/mcp", Store: store, AutoLogin: true,
+		Browser: &Browser{Getenv: func(k string) string { return map[string]string{"MCPWRAP_BROWSER": "true"}[k] }},
+		Config:  Config{RedirectPort: freePort(t)}}
+	c.setup()
+	defer c.Close()
+	ch := challenge{url: hang.URL + "/mcp", status: http.StatusUnauthorized, header: http.Header{}}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			done, err := c.loginRequired(ch)
+			assert.NotNil(t, done, "each waits for the sign-in under way")
+			assert.Contains(t, resilience.Classify(err).Hint, "A browser window has been opened")
+		})
+	}
+	wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	assert.Equal(t, 1, c.autoLogins, "background sign-ins started")
+}
+
+// TestWatchIgnoresOtherServers: a sign-in to another server does not
+// reload this one.
+func TestWatchIgnoresOtherServers(t *testing.T) {
+	dir := t.TempDir()
+	watcherStore, err := newFileStore(dir)
+	require.NoError(t, err)
+	c := &Client{Name: "linear", ServerURL: "https://mcp.example/mcp", Store: watcherStore}
+	ctx, cancel := context.WithCancel(t.Context())
+	calls := make(chan struct{}, 4)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		c.Watch(ctx, 1, func() { calls <- struct{}{} })
+	}()
+	other, err := newFileStore(dir)
+	require.NoError(t, err)
+	require.NoError(t, other.SaveToken(ctx, Token{ServerURL: "https://other.example/mcp", AccessToken: "x"}, nil))
+	require.NoError(t, other.SaveToken(ctx, Token{ServerURL: "https://mcp.example/mcp", AccessToken: "mine"}, nil))
+	<-calls // for this server's token
+	cancel()
+	<-stopped
+	assert.Empty(t, calls, "no call for the other server's sign-in")
 }

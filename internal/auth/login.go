@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -71,18 +72,45 @@ func (ch challenge) stepUp() bool {
 // authorize runs one authorization code flow (with PKCE S256, resource,
 // state and iss checked by the go-sdk's handler) against ch, sends the
 // user to the authorization page with open, and stores the token.
-func (c *Client) authorize(ctx context.Context, ch challenge, open func(ctx context.Context, url string) error) error {
+//
+// A registration stored from an earlier sign-in is used when the
+// authorization server is the one it was made with; when the server moved
+// to another authorization server, the attempt fails before the browser is
+// opened, and the sign-in registers anew.
+//
+// anyPort lets the redirect fall back to a free port when the server's is
+// taken (a sidecar's sign-in waiting on it): the user who runs mcpwrap
+// login should not have to hunt down an abandoned tab. The redirect then
+// differs from the registered one, so a dynamic registration is made for it.
+func (c *Client) authorize(ctx context.Context, ch challenge, open func(ctx context.Context, url string) error, anyPort bool) error {
 	port := c.Config.RedirectPort
 	if port == 0 {
 		port = RedirectPort(c.Name)
 	}
-	redirect := RedirectURL(port)
 	cb, err := listenCallback(c.Name, port)
+	if err != nil && anyPort {
+		if cb, err = listenCallback(c.Name, 0); err == nil {
+			port = cb.ln.Addr().(*net.TCPAddr).Port
+			c.log.Warn("the sign-in redirect port is taken (another sign-in waits on it); using another", "port", port)
+		}
+	}
 	if err != nil {
 		return err
 	}
 	defer cb.close()
+	opened, err := c.authorizeOnce(ctx, ch, open, cb, RedirectURL(port), true)
+	if err != nil && !opened {
+		if _, stored, _ := c.Store.Registration(c.ServerURL, RedirectURL(port)); stored && c.Config.ClientID == "" {
+			c.log.Debug("the stored registration does not fit; registering anew", "error", err)
+			_, err = c.authorizeOnce(ctx, ch, open, cb, RedirectURL(port), false)
+		}
+	}
+	return err
+}
 
+// authorizeOnce is one attempt of authorize, with the stored registration
+// when useStored. It reports whether the user was sent to the browser.
+func (c *Client) authorizeOnce(ctx context.Context, ch challenge, open func(ctx context.Context, url string) error, cb *callback, redirect string, useStored bool) (opened bool, err error) {
 	var prior []string // scopes granted before: a step-up keeps them
 	if ch.stepUp() {
 		if t, err := c.Store.Token(c.ServerURL); err == nil {
@@ -106,6 +134,7 @@ func (c *Client) authorize(ctx context.Context, ch challenge, open func(ctx cont
 				return nil, fmt.Errorf("the authorization URL does not parse: %w", err)
 			}
 			cb.expect(u.Query().Get("state"))
+			opened = true
 			if err := open(ctx, args.URL); err != nil {
 				return nil, err
 			}
@@ -140,27 +169,30 @@ func (c *Client) authorize(ctx context.Context, ch challenge, open func(ctx cont
 	switch {
 	case c.Config.ClientID != "":
 		hc.PreregisteredClient = credentials(c.Config.ClientID, c.Config.ClientSecret)
-	default:
+	case useStored:
 		if reg, ok, err := c.Store.Registration(c.ServerURL, redirect); err == nil && ok {
 			hc.PreregisteredClient = credentials(reg.ClientID, reg.ClientSecret)
+			// Bound to its authorization server: another one fails the
+			// attempt before the browser opens.
+			hc.PreregisteredClient.Issuer = reg.Issuer
 			storedReg = true
 		}
 	}
 	h, err := sdkauth.NewAuthorizationCodeHandler(hc)
 	if err != nil {
-		return fmt.Errorf("sign-in setup: %w", err)
+		return false, fmt.Errorf("sign-in setup: %w", err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ch.url, nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	resp := &http.Response{StatusCode: ch.status, Header: ch.header.Clone(), Body: io.NopCloser(strings.NewReader("")), Request: req}
 	if err := h.Authorize(ctx, req, resp); err != nil {
-		return fmt.Errorf("sign-in failed: %w", err)
+		return opened, fmt.Errorf("sign-in failed: %w", err)
 	}
 	if got.cfg == nil || got.tok == nil {
 		// A 403 that was not insufficient_scope: the handler had nothing to do.
-		return fmt.Errorf("sign-in failed: %w", ErrNotProtected)
+		return opened, fmt.Errorf("sign-in failed: %w", ErrNotProtected)
 	}
 
 	t := Token{
@@ -190,11 +222,11 @@ func (c *Client) authorize(ctx context.Context, ch challenge, open func(ctx cont
 		reg = &Registration{Issuer: t.Issuer, ServerURL: c.ServerURL, RedirectURL: redirect, ClientID: got.cfg.ClientID, ClientSecret: got.cfg.ClientSecret}
 	}
 	if err := c.Store.SaveToken(ctx, t, reg); err != nil {
-		return err
+		return opened, err
 	}
 	c.setToken(&t)
 	c.log.Info("signed in", "issuer", t.Issuer, "expires_in", expiresIn(t))
-	return nil
+	return opened, nil
 }
 
 func credentials(id, secret string) *oauthex.ClientCredentials {

@@ -42,6 +42,9 @@ const (
 	DefaultDiscoveryTool = middleware.DefaultDiscoveryTool
 	DefaultDiscovery     = DiscoveryAuto
 	DefaultMaxLineBytes  = middleware.DefaultMaxMessageBytes
+	// DefaultMaxHeldRequests and DefaultMaxHeldBytes are the middleware's.
+	DefaultMaxHeldRequests = middleware.DefaultMaxHeldRequests
+	DefaultMaxHeldBytes    = middleware.DefaultMaxHeldBytes
 
 	// MinMaxLineBytes is the smallest accepted max_line_bytes, so that a
 	// value meant in KiB or MiB is caught rather than breaking every message.
@@ -110,6 +113,12 @@ type Server struct {
 	Discovery DiscoveryMode
 	// MaxLineBytes is the largest JSON-RPC line relayed (`max_line_bytes`).
 	MaxLineBytes int
+	// MaxHeldRequests bounds the client requests waiting at once for the
+	// tool catalog, the upstream's handshake or its restart
+	// (`max_held_requests`).
+	MaxHeldRequests int
+	// MaxHeldBytes bounds their total size (`max_held_bytes`).
+	MaxHeldBytes int
 	// OAuth is how mcpwrap signs in to a remote server (`oauth`).
 	OAuth OAuth
 }
@@ -127,6 +136,9 @@ func Default(name string) Server {
 		DiscoveryTool: DefaultDiscoveryTool,
 		Discovery:     DefaultDiscovery,
 		MaxLineBytes:  DefaultMaxLineBytes,
+
+		MaxHeldRequests: DefaultMaxHeldRequests,
+		MaxHeldBytes:    DefaultMaxHeldBytes,
 	}
 }
 
@@ -232,6 +244,8 @@ type layer struct {
 	discoveryTool *string
 	discovery     *DiscoveryMode
 	maxLineBytes  *int
+	maxHeld       *int
+	maxHeldBytes  *int
 	oauth         oauthLayer
 }
 
@@ -259,6 +273,8 @@ func (l *layer) applyTo(s *Server) {
 	set(&s.DiscoveryTool, l.discoveryTool)
 	set(&s.Discovery, l.discovery)
 	set(&s.MaxLineBytes, l.maxLineBytes)
+	set(&s.MaxHeldRequests, l.maxHeld)
+	set(&s.MaxHeldBytes, l.maxHeldBytes)
 	l.oauth.applyTo(&s.OAuth)
 }
 

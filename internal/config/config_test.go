@@ -28,6 +28,9 @@ func TestDefault(t *testing.T) {
 		DiscoveryTool: "discover_tools",
 		Discovery:     DiscoveryAuto,
 		MaxLineBytes:  64 << 20,
+
+		MaxHeldRequests: 256,
+		MaxHeldBytes:    64 << 20,
 	}
 	assert.Equal(t, want, Default("fs"))
 	var missing *File
@@ -120,6 +123,9 @@ func TestServerMerge(t *testing.T) {
 		DiscoveryTool: "find_tools",
 		Discovery:     DiscoveryAlways,
 		MaxLineBytes:  1 << 20,
+
+		MaxHeldRequests: 16,
+		MaxHeldBytes:    8 << 20,
 	}
 	tests := []struct {
 		name   string
@@ -143,6 +149,7 @@ func TestServerMerge(t *testing.T) {
 			s.RetryRefused = false
 			s.Env = map[string]string{"LOG_LEVEL": "info", "REGION": "us", "TOKEN": ""}
 			s.Discovery = DiscoveryNever
+			s.MaxHeldRequests = 4
 			return s
 		}()},
 	}

@@ -229,6 +229,10 @@ func (p *parser) settings(n *node, path string, l *layer) error {
 			l.discovery, err = enum[DiscoveryMode](p, v, at, DiscoveryAuto, DiscoveryAlways, DiscoveryNever)
 		case "max_line_bytes":
 			l.maxLineBytes, err = p.integer(v, at, MinMaxLineBytes)
+		case "max_held_requests":
+			l.maxHeld, err = p.integer(v, at, 1)
+		case "max_held_bytes":
+			l.maxHeldBytes, err = p.integer(v, at, MinMaxLineBytes)
 		case "oauth":
 			err = p.oauth(v, at, &l.oauth)
 		default:

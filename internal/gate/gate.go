@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/policy"
 	"github.com/mcpwrap/mcpwrap/internal/state"
+	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
@@ -139,12 +141,14 @@ func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
 	for _, i := range missed { // one lock for a whole page, not one per tool
 		tools[i] = g.tool(raws[i])
 	}
+	refuseUntrusted(raws, tools)
 	g.mu.RLock()
 	ev := g.eval.Evaluate(tools, g.user, g.errUse)
 	g.mu.RUnlock()
 	out := make([]middleware.Availability, len(raws))
+	pinned := g.eval.Approval() != policy.ApprovalOff
 	for _, e := range ev.Entries {
-		a := middleware.Availability{InScope: true}
+		a := middleware.Availability{InScope: true, Pinned: pinned}
 		if e.Status.Locked() {
 			a.Status = string(e.Status)
 		}
@@ -172,6 +176,29 @@ func (g *Gate) ConfigErr() error {
 	defer g.mu.RUnlock()
 	return g.eval.ConfigErr()
 }
+
+// refuseUntrusted marks refused each tool of a catalog that has no name
+// anyone can trust because another definition claims its name too (see
+// tooldef.Index), as the sidecar's catalog index does.
+func refuseUntrusted(raws []json.RawMessage, tools []policy.Tool) {
+	var index tooldef.Index
+	index.Grow(len(tools))
+	for i, t := range tools {
+		var err error
+		if t.Refused {
+			err = errRefused
+		}
+		index.Add(raws[i], tooldef.Def{Name: t.Name}, err)
+	}
+	for i := range tools {
+		if index.Name(i) == "" {
+			tools[i].Refused = true
+		}
+	}
+}
+
+// errRefused stands for the reason a cached tool was refused.
+var errRefused = errors.New("refused tool definition")
 
 // Remediation implements middleware.ToolPolicy.
 func (g *Gate) Remediation(status, tool string) string {
@@ -235,6 +262,7 @@ func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 	g.mu.Lock()
 	g.tools = cache // what older catalogs defined is no longer evaluated
 	g.mu.Unlock()
+	refuseUntrusted(raws, tools)
 
 	g.mu.RLock()
 	eval := g.eval
@@ -244,7 +272,7 @@ func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 		srv := st.Server(g.server)
 		catalog := &state.Catalog{SeenAt: now, Tools: make(map[string]state.CatalogTool, len(raws))}
 		for i, t := range tools {
-			if t.Name != "" {
+			if !t.Refused { // a refused tool has no name to record it under
 				catalog.Tools[t.Name] = state.CatalogTool{Definition: raws[i], Hash: t.Hash}
 			}
 		}

@@ -47,9 +47,10 @@ type session struct {
 	// The stateless session's (see serveStateless); zero for others.
 	stateless bool
 	seq       atomic.Uint64 // numbers the rewritten request ids
-	ready     chan struct{} // closed once the relay answered the Server's server/discover
-	readyOnce sync.Once
-	refused   bool            // the upstream refused server/discover; set before ready closes
+	// guarded by mu:
+	ready     bool            // a server/discover succeeded: the upstream is set up
+	refused   bool            // the upstream refused server/discover: it speaks the session era only
+	attempt   *handshake      // the Server's own server/discover in flight, if any
 	discovers map[string]bool // keys of the client server/discover requests in flight
 
 	mu         sync.Mutex
@@ -249,7 +250,7 @@ func (ss *session) Close() error {
 func (ss *session) route(msg []byte, env framing.Envelope) {
 	if ss.stateless && env.Kind == framing.Response {
 		if isHandshake(env) {
-			ss.discoverAnswered(env, true)
+			ss.discoverAnswered(msg, env, true)
 			return
 		}
 		key := idKey(env.ID)
@@ -259,7 +260,7 @@ func (ss *session) route(msg []byte, env framing.Envelope) {
 		ss.mu.Unlock()
 		ss.routeResponse(msg, env)
 		if discover {
-			ss.discoverAnswered(env, false)
+			ss.discoverAnswered(msg, env, false)
 		}
 		return
 	}

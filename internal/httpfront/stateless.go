@@ -2,6 +2,7 @@ package httpfront
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/paramheader"
+	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
 // The 2026-07-28 protocol has no sessions: every request stands alone,
@@ -165,19 +168,35 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 	defer ss.leave()
 	discover := m.env.Kind == framing.Request && m.env.Method == "server/discover"
 	if !discover { // a client's server/discover sets the upstream up itself
-		select {
-		case <-ss.ready:
-		case <-ss.ended:
-			writeError(w, http.StatusServiceUnavailable, m.env.ID, codeServerError, "Service Unavailable: the server is shutting down")
+		failed, err := ss.awaitReady(r, m)
+		switch {
+		case err != nil:
+			if r.Context().Err() == nil {
+				writeError(w, http.StatusServiceUnavailable, m.env.ID, codeServerError, "Service Unavailable: "+err.Error())
+			}
 			return
-		case <-r.Context().Done():
+		case failed != nil:
+			// The upstream refused a server/discover made of this request's
+			// own _meta: the request gets the same answer.
+			answer := failed
+			if m.env.Kind == framing.Request {
+				answer = framing.Splice(failed, mustPeek(failed).ID, m.env.ID)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(cmp.Or(errorStatus(answer), http.StatusOK))
+			_, _ = w.Write(answer)
 			return
 		}
 	}
-	if ss.refused {
+	if ss.isRefused() {
 		// An upstream of the session era only: the client falls back to
 		// initialize on this answer.
 		writeDiscoverUnsupported(w, http.StatusOK, codeUnsupportedProtocolVersion, m.env.ID, r.Header.Get(HeaderProtocolVersion))
+		return
+	}
+
+	if perr := checkParamHeaders(r.Header, ss.relay, m); perr != nil {
+		writeError(w, http.StatusBadRequest, perr.id, perr.code, perr.message)
 		return
 	}
 
@@ -270,7 +289,6 @@ func (s *Server) openStateless(r *http.Request, first incoming) (*session, error
 	id := rand.Text()
 	ss := newSession(s, id)
 	ss.stateless = true
-	ss.ready = make(chan struct{})
 	ss.discovers = make(map[string]bool)
 	ss.log = s.log.With("session", "stateless")
 	ss.relay = s.NewSession(ss, ss.log)
@@ -280,13 +298,57 @@ func (s *Server) openStateless(r *http.Request, first incoming) (*session, error
 	s.mu.Unlock()
 	ss.log.Info("stateless session opened", "sessions", n)
 	ss.start()
-	if first.env.Kind == framing.Request && first.env.Method == "server/discover" {
-		return ss, nil // the client's own discover sets the upstream up
-	}
+	return ss, nil
+}
 
+// A handshake is one server/discover the Server sends the stateless
+// session's relay to set its upstream up, for requests that arrive before
+// any succeeded.
+type handshake struct {
+	done   chan struct{} // closed when it was answered, or the session ended
+	failed []byte        // its answer, when an error
+}
+
+// awaitReady waits until the stateless session's upstream is set up,
+// sending the relay a server/discover made of the request's _meta (its
+// version, identity and capabilities) when none is under way. It returns
+// the discover's error answer when the upstream refused it, and an error
+// when the session ended or the client left first.
+func (ss *session) awaitReady(r *http.Request, m incoming) (failed []byte, err error) {
+	for {
+		ss.mu.Lock()
+		if ss.ready || ss.refused {
+			ss.mu.Unlock()
+			return nil, nil
+		}
+		hs, send := ss.attempt, false
+		if hs == nil {
+			hs, send = &handshake{done: make(chan struct{})}, true
+			ss.attempt = hs
+		}
+		ss.mu.Unlock()
+		if send && !ss.deliver(ss.ctx, discoverFor(r, m)) {
+			return nil, ErrShuttingDown
+		}
+		select {
+		case <-hs.done:
+		case <-ss.ended:
+			return nil, ErrShuttingDown
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+		if hs.failed != nil {
+			return hs.failed, nil
+		}
+	}
+}
+
+// discoverFor builds the Server's server/discover from the _meta of a
+// client request.
+func discoverFor(r *http.Request, m incoming) []byte {
 	meta := map[string]json.RawMessage{}
 	var full map[string]json.RawMessage
-	if f := parseFacts(first.env); json.Unmarshal(f.meta, &full) == nil {
+	if f := parseFacts(m.env); json.Unmarshal(f.meta, &full) == nil {
 		for _, k := range []string{metaProtocolVersion, metaClientInfo, metaClientCapabilities} {
 			if v, ok := full[k]; ok {
 				meta[k] = v
@@ -297,11 +359,18 @@ func (s *Server) openStateless(r *http.Request, first incoming) (*session, error
 		meta[metaProtocolVersion], _ = json.Marshal(r.Header.Get(HeaderProtocolVersion))
 	}
 	params, _ := json.Marshal(map[string]any{"_meta": meta})
-	discover := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":"server/discover","params":%s}`, handshakeID, params)
-	if !ss.deliver(ss.ctx, discover) {
-		return nil, ErrShuttingDown
-	}
-	return ss, nil
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":"server/discover","params":%s}`, handshakeID, params)
+}
+
+func (ss *session) isRefused() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.refused
+}
+
+func mustPeek(msg []byte) framing.Envelope {
+	env, _ := framing.Peek(msg)
+	return env
 }
 
 // statelessIDPrefix starts the ids the stateless session's requests are
@@ -495,30 +564,62 @@ func errorStatus(msg []byte) int {
 	return 0
 }
 
-// discoverAnswered takes the relay's answer to a server/discover on the
-// stateless session: the Server's own (synthetic) or a client's. A result
-// makes the session ready. An error offering another 2026-era version
-// leaves a client to retry with it (the Server's own discover gives up
-// waiting instead); any other error means the upstream speaks the session
-// era only: the session ends, and stateless requests are sent to
-// initialize from now on.
-func (ss *session) discoverAnswered(env framing.Envelope, synthetic bool) {
-	retry := env.Error != nil && offersModernVersion(env.Error)
-	if retry && !synthetic {
-		return
+// discoverAnswered takes the relay's answer msg to a server/discover on
+// the stateless session: the Server's own (synthetic) or a client's. A
+// result sets the session up. An error saying the upstream does not know
+// server/discover, or knows no version of the 2026-07-28 era, means the
+// upstream speaks the session era only: the session ends, and stateless
+// requests are sent to initialize from now on. Any other error (a version
+// to retry with, invalid params) is the asker's: a client reads it, and
+// the requests waiting for the Server's own discover get it.
+func (ss *session) discoverAnswered(msg []byte, env framing.Envelope, synthetic bool) {
+	legacy := env.Error != nil && refusesModernProtocol(env.Error)
+	ss.mu.Lock()
+	switch {
+	case env.Result != nil:
+		ss.ready = true
+	case legacy:
+		ss.refused = true
 	}
-	ss.readyOnce.Do(func() {
-		if env.Error != nil && !retry {
-			ss.log.Info("the upstream refused server/discover", "error", string(env.Error))
-			ss.refused = true
-			ss.srv.legacyOnly.Store(true)
+	hs := ss.attempt
+	if synthetic || env.Result != nil || legacy {
+		ss.attempt = nil
+	} else {
+		hs = nil // a client's error is its own
+	}
+	ss.mu.Unlock()
+	if hs != nil {
+		if env.Error != nil && !legacy {
+			hs.failed = bytes.Clone(msg)
 		}
-		close(ss.ready)
-	})
-	if ss.refused {
+		close(hs.done)
+	}
+	if legacy {
+		ss.log.Info("the upstream refused server/discover", "error", string(env.Error))
+		ss.srv.legacyOnly.Store(true)
 		// Its upstream is of no use to stateless requests.
 		ss.end("the upstream refused server/discover; 2026-07-28 requests are answered with the session versions")
 	}
+}
+
+// refusesModernProtocol reports whether a JSON-RPC error answering
+// server/discover says the server does not speak the 2026-07-28 protocol:
+// the method is unknown, or the versions it lists are all of the session
+// era.
+func refusesModernProtocol(rpcErr []byte) bool {
+	var e struct {
+		Code int `json:"code"`
+	}
+	if json.Unmarshal(rpcErr, &e) != nil {
+		return false
+	}
+	switch e.Code {
+	case codeMethodNotFound:
+		return true
+	case codeUnsupportedProtocolVersion:
+		return !offersModernVersion(rpcErr)
+	}
+	return false
 }
 
 // offersModernVersion reports whether a JSON-RPC error is an unsupported
@@ -540,4 +641,33 @@ func offersModernVersion(rpcErr []byte) bool {
 		}
 	}
 	return false
+}
+
+// checkParamHeaders checks the tool-designated headers of a tools/call
+// against the tool's definition, as the protocol requires of a server
+// (see package paramheader). A tool the relay's catalog does not know yet
+// is not checked: its upstream judges the call.
+func checkParamHeaders(h http.Header, relay *middleware.Session, m incoming) *postError {
+	if m.env.Kind != framing.Request || m.env.Method != "tools/call" {
+		return nil
+	}
+	f := parseFacts(m.env)
+	def, ok := relay.ToolDefinition(f.name)
+	if !ok {
+		return nil
+	}
+	var tool struct {
+		InputSchema json.RawMessage `json:"inputSchema"`
+	}
+	if json.Unmarshal(def, &tool) != nil {
+		return nil
+	}
+	bindings, err := paramheader.Bindings(tool.InputSchema)
+	if err != nil || len(bindings) == 0 {
+		return nil
+	}
+	if err := paramheader.Validate(h, bindings, m.env.Params); err != nil {
+		return &postError{id: m.env.ID, code: codeHeaderMismatch, message: err.Error()}
+	}
+	return nil
 }

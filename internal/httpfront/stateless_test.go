@@ -195,3 +195,43 @@ func TestClientDiscoverIsTheHandshake(t *testing.T) {
 		assert.NotContains(t, line, handshakeID, "no discover of the front's own")
 	}
 }
+
+// TestInvalidDiscoverIsTheClientsOwn: a server/discover the upstream
+// refuses for its params (not for its protocol) is that client's error; it
+// neither sends later stateless requests to initialize nor leaves them
+// waiting.
+func TestInvalidDiscoverIsTheClientsOwn(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	ts.up.rejectInvalid.Store(true)
+	ts.up.rejectDiscovers.Store(1)
+	resp := ts.do(t, request{
+		Body:   `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`,
+		Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "server/discover"},
+	})
+	body := readAll(t, resp)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+	assert.Contains(t, body, `"id":1,"error":{"code":-32602`)
+
+	resp = ts.do(t, modernCall(2, "echo", `{"text":"hi"}`))
+	body = readAll(t, resp)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, body)
+	assert.Contains(t, body, `"hi"`, "the front's own discover sets the upstream up")
+}
+
+// TestRefusedHandshakeAnswersTheWaitingRequest: when the server/discover the
+// front makes of a request's _meta is refused for its params, the request
+// gets that answer (with its own id), and a later one tries again.
+func TestRefusedHandshakeAnswersTheWaitingRequest(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	ts.up.rejectInvalid.Store(true)
+	ts.up.rejectDiscovers.Store(1)
+	resp := ts.do(t, modernCall(5, "echo", `{"text":"hi"}`))
+	body := readAll(t, resp)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+	assert.Contains(t, body, `"id":5,"error":{"code":-32602`)
+
+	resp = ts.do(t, modernCall(6, "echo", `{"text":"again"}`))
+	assert.Contains(t, readAll(t, resp), `"again"`)
+}

@@ -89,6 +89,7 @@ func (st *stream) writeLocked(b []byte) error {
 		h.Set("X-Accel-Buffering", "no") // tells reverse proxies not to buffer the stream
 		st.w.WriteHeader(http.StatusOK)
 		st.started = true
+		b = append([]byte(retryField), b...)
 	}
 	if len(b) > 0 {
 		if _, err := st.w.Write(b); err != nil {
@@ -102,6 +103,12 @@ func (st *stream) writeLocked(b []byte) error {
 	}
 	return nil
 }
+
+// retryField opens every stream: the SSE retry field tells a client how
+// long to wait before it reconnects a stream that ends (clients also get it
+// on streams that carry no event ids, which they do not resume). It is an
+// event without data, which clients do not dispatch.
+const retryField = "retry: 1000\n\n"
 
 // fail marks the stream unusable after a write error.
 func (st *stream) fail() {

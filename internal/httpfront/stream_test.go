@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"sync"
@@ -200,4 +201,13 @@ func TestEndStopsARelayBlockedOnItsClient(t *testing.T) {
 	}
 	<-fc.closed
 	client.expire()
+}
+
+// TestStreamOpensWithRetryField: an SSE stream tells its client how long to
+// wait before reconnecting, in an event without data, before any message.
+func TestStreamOpensWithRetryField(t *testing.T) {
+	rec := httptest.NewRecorder()
+	st := newStream(rec)
+	require.NoError(t, st.send([]byte(`{"jsonrpc":"2.0","method":"x"}`)))
+	assert.Equal(t, "retry: 1000\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n", rec.Body.String())
 }

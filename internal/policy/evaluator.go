@@ -73,6 +73,9 @@ func (e *Evaluator) ConfigErr() error { return e.configErr }
 // have no status: leave them out of listings, counts and discovery.
 func (e *Evaluator) InScope(name string) bool { return e.allow.Allows(name) }
 
+// Approval returns the server's approval mode, never "".
+func (e *Evaluator) Approval() ApprovalMode { return e.approval }
+
 // inScope is InScope for a parsed tool: a refused one has no name the
 // allow-list could judge, and is kept in scope so that it is counted (as
 // disabled_unknown) rather than silently dropped.

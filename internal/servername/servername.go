@@ -36,8 +36,25 @@ type Source struct {
 // Describe returns the source as "npx @scope/pkg", "docker ghcr.io/o/img",
 // "https://mcp.example.com": short, and without the arguments, environment
 // or URL parts that may hold secrets.
+// A file system path is cut to its last two elements ("node
+// …/@modelcontextprotocol/server-memory"): enough to tell servers apart in
+// a table.
 func (s Source) Describe() string {
-	return strings.TrimSpace(s.Program + " " + s.Subject)
+	subject := s.Subject
+	if isPath(subject) {
+		p := strings.ReplaceAll(subject, `\`, "/")
+		if parts := strings.Split(strings.Trim(p, "/"), "/"); len(parts) > 2 {
+			subject = "…/" + strings.Join(parts[len(parts)-2:], "/")
+		}
+	}
+	return strings.TrimSpace(s.Program + " " + subject)
+}
+
+// isPath reports whether a subject is a file system path rather than a
+// package, image or URL.
+func isPath(s string) bool {
+	return strings.HasPrefix(s, "/") || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "~") ||
+		strings.Contains(s, `\`) || len(s) > 2 && s[1] == ':' && !strings.Contains(s, "://")
 }
 
 // Derive returns the default name of the server run by command, or of the

@@ -74,6 +74,10 @@ func TestDescribeAndDigest(t *testing.T) {
 	cmd := []string{"npx", "-y", "@modelcontextprotocol/server-github", "--token", "s3cret"}
 	assert.Equal(t, "npx @modelcontextprotocol/server-github", Identify(cmd, "").Describe())
 	assert.Equal(t, "https://api.example.com", Identify(nil, "https://user:pw@api.example.com/mcp?key=s3cret").Describe())
+	assert.Equal(t, "node …/@modelcontextprotocol/server-memory",
+		Identify([]string{"node", "/home/me/node_modules/@modelcontextprotocol/server-memory/dist/index.js"}, "").Describe())
+	assert.Equal(t, "python3 …/servers/weather.py", Identify([]string{"python3", "/opt/servers/weather.py"}, "").Describe())
+	assert.Equal(t, "docker ghcr.io/github/github-mcp-server", Identify([]string{"docker", "run", "-i", "ghcr.io/github/github-mcp-server"}, "").Describe())
 	assert.NotContains(t, Digest(cmd, ""), "s3cret")
 	assert.Equal(t, Digest(cmd, ""), Digest(append([]string(nil), cmd...), ""))
 	assert.NotEqual(t, Digest(cmd, ""), Digest(cmd[:4], ""))

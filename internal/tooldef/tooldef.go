@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -348,4 +349,85 @@ func decodeKey(quoted []byte) string {
 	var s string
 	_ = json.Unmarshal(quoted, &s) // valid: json.Valid passed
 	return s
+}
+
+// Index is the name index of one catalog: which definition, if any, each
+// name of the catalog reaches. A name is trusted only when exactly one
+// definition claims it and that definition is accepted; a name claimed by a
+// refused definition, or by two definitions, reaches none, since the
+// upstream may run either. The zero Index is empty and ready to use; an
+// Index is not safe for concurrent mutation.
+type Index struct {
+	names []string       // the accepted name of each definition, "" when refused
+	shown []string       // the name to show for each definition (see Shown)
+	descs []string       // the description of each accepted definition
+	pos   map[string]int // each claimed name: its one accepted claimant, or -1
+}
+
+// Grow makes room for n more definitions.
+func (x *Index) Grow(n int) {
+	if x.pos == nil {
+		x.pos = make(map[string]int, n)
+	}
+	x.names = slices.Grow(x.names, n)
+	x.shown = slices.Grow(x.shown, n)
+	x.descs = slices.Grow(x.descs, n)
+}
+
+// Add appends the definition raw, read as d and err by Parse or Identify.
+func (x *Index) Add(raw []byte, d Def, err error) {
+	if x.pos == nil {
+		x.pos = make(map[string]int)
+	}
+	i := len(x.names)
+	if err != nil {
+		claims := Claims(raw)
+		x.names = append(x.names, "")
+		x.shown = append(x.shown, strings.Join(claims, " | "))
+		x.descs = append(x.descs, "")
+		for _, name := range claims {
+			x.pos[name] = -1
+		}
+		return
+	}
+	x.names = append(x.names, d.Name)
+	x.shown = append(x.shown, d.Name)
+	x.descs = append(x.descs, d.Description)
+	if _, claimed := x.pos[d.Name]; claimed {
+		x.pos[d.Name] = -1
+	} else {
+		x.pos[d.Name] = i
+	}
+}
+
+// Len returns the number of definitions added.
+func (x *Index) Len() int { return len(x.names) }
+
+// Name returns the trusted name of definition i, or "" when the definition
+// is refused or another definition claims its name too.
+func (x *Index) Name(i int) string {
+	if name := x.names[i]; name != "" && x.pos[name] == i {
+		return name
+	}
+	return ""
+}
+
+// Shown returns a name to show for definition i, trusted or not, such as in
+// a list of locked tools: its name when it is accepted, else the names it
+// claims joined by " | " (possibly none). Never use it to route a call.
+func (x *Index) Shown(i int) string { return x.shown[i] }
+
+// Description returns the description of definition i, "" when it is
+// refused.
+func (x *Index) Description(i int) string { return x.descs[i] }
+
+// Lookup returns the definition trusted under name. When ok is false,
+// claimed reports whether some definition claims name nonetheless: a call
+// under that name must be refused, not forwarded.
+func (x *Index) Lookup(name string) (i int, ok, claimed bool) {
+	i, claimed = x.pos[name]
+	if !claimed || i < 0 {
+		return -1, false, claimed
+	}
+	return i, true, true
 }

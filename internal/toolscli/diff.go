@@ -33,12 +33,12 @@ func (c *cli) diff(ctx context.Context, server, tool string) error {
 		return nil
 	case !approved:
 		fmt.Fprintf(c.stdout, "%s: never approved. Its current definition (seen %s):\n", ref, stamp(v.user.Catalog.SeenAt))
-		for _, line := range prettyLines(current.definition) {
+		for _, line := range current.lines() {
 			fmt.Fprintln(c.stdout, line)
 		}
 		return nil
 	}
-	script := diffLines(prettyLines(approval.Definition), prettyLines(current.definition))
+	script := diffLines(prettyLines(approval.Definition), current.lines())
 	if !changed(script) {
 		fmt.Fprintf(c.stdout, "%s: no change since it was approved at %s.\n", ref, stamp(approval.ApprovedAt))
 		return nil
@@ -56,6 +56,16 @@ func (c *cli) diff(ctx context.Context, server, tool string) error {
 		fmt.Fprintf(c.stdout, "To approve the current definition: mcpwrap tools approve %s %s\n", shellWord(server), shellWord(tool))
 	}
 	return nil
+}
+
+// lines renders the tool's definition for a diff: pretty, unless the
+// definition is refused, whose every member (a duplicate a decoder would
+// drop included) is shown as written.
+func (info toolInfo) lines() []string {
+	if info.refused != nil {
+		return strings.Split(string(info.definition), "\n")
+	}
+	return prettyLines(info.definition)
 }
 
 // prettyLines renders a definition as indented JSON with sorted keys, one

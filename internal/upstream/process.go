@@ -5,7 +5,9 @@
 // group, passes its stderr through while keeping the last lines for
 // diagnosis, captures how it exited, and makes sure the whole group is gone
 // when mcpwrap stops, even when mcpwrap is killed with SIGKILL (on Linux,
-// through a guardian process: see [RunGuardianIfRequested]).
+// through a guardian process that also finds descendants which left the
+// group: see [RunGuardianIfRequested]). A [Stdio] child that closes its
+// stdin or stdout is stopped as crashed.
 package upstream
 
 import (
@@ -337,7 +339,9 @@ func (p *Process) await(stderrDone <-chan struct{}) {
 }
 
 // Stdin returns the child's standard input. Closing it is how the child is
-// asked to finish; [Process.Terminate] closes it too.
+// asked to finish; [Process.Terminate] closes it too. Until it is closed,
+// mcpwrap also holds a second descriptor of it, to notice at once when the
+// child closes its end (on Unix).
 func (p *Process) Stdin() io.WriteCloser { return stdinWriter{p} }
 
 // stdinWriter is the child's stdin as [Process.Stdin] returns it.
@@ -360,7 +364,8 @@ func (p *Process) closeStdin() error {
 func (p *Process) stdinGone() <-chan struct{} { return p.watch.Gone() }
 
 // Stdout returns the child's standard output. It reaches EOF once the child
-// and everything it started have exited. The caller closes it when done.
+// and everything it started have exited or closed it (on Linux the guardian
+// kills what is left when the child exits). The caller closes it when done.
 func (p *Process) Stdout() io.ReadCloser { return p.stdout }
 
 // Pid returns the child's process id; on Unix it is also the id of the

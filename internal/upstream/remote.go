@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/paramheader"
 	"github.com/mcpwrap/mcpwrap/middleware"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -148,7 +149,7 @@ type RemoteConn struct {
 	// result, and paramHeaders the tool-designated headers learnt from
 	// those results, by tool name (see remote_params.go).
 	toolLists    map[string]struct{}
-	paramHeaders map[string][]paramBinding
+	paramHeaders map[string][]paramheader.Binding
 }
 
 // inbound is one item for ReadMessage: a message or a per-message error.
@@ -209,7 +210,7 @@ func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
 		unanswered: make(map[string]struct{}),
 		toolLists:  make(map[string]struct{}),
 
-		paramHeaders: make(map[string][]paramBinding),
+		paramHeaders: make(map[string][]paramheader.Binding),
 	}
 	if c.max <= 0 {
 		c.max = middleware.DefaultMaxMessageBytes
@@ -379,6 +380,12 @@ func (c *RemoteConn) deliverRaw(raw []byte, pending pendingCalls) bool {
 // the request it answered, which the relay then answers with an error.
 func (c *RemoteConn) deliverTooLong(e *framing.LineTooLongError, pending pendingCalls) bool {
 	c.settle(e.Head, pending)
+	if e.ID == nil && e.Method == "" {
+		// Only the head of a body or event was kept: its id and method are
+		// read there, where they usually come first.
+		env, _ := framing.Peek(e.Head)
+		e.ID, e.Method = env.ID, env.Method
+	}
 	return c.deliver(nil, tooLarge(e))
 }
 
@@ -478,7 +485,7 @@ func (c *RemoteConn) newRequest(method string, u *url.URL, out *outbound) (*http
 	}
 	c.mu.Lock()
 	sessionID, version := c.sessionID, c.version
-	var bindings []paramBinding
+	var bindings []paramheader.Binding
 	if out != nil && out.kind == framing.Request && out.method == "tools/call" {
 		bindings = c.paramHeaders[out.name]
 	}
@@ -508,8 +515,8 @@ func (c *RemoteConn) newRequest(method string, u *url.URL, out *outbound) (*http
 		if out.name != "" && validHeaderValue(out.name) {
 			req.Header.Set("Mcp-Name", out.name)
 		}
-		if len(bindings) > 0 {
-			setParamHeaders(req.Header, bindings, out.params)
+		for name, value := range paramheader.Headers(bindings, out.params) {
+			req.Header.Set(name, value)
 		}
 	}
 	return req, nil

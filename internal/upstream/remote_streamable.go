@@ -61,8 +61,10 @@ func (c *RemoteConn) firstContact(out *outbound) error {
 		// initialize on an error, which it must get rather than a failed
 		// connection.
 		c.established(TransportStreamableHTTP, c.endpoint)
-		why := fmt.Sprintf("the server refused server/discover (HTTP %d): it speaks an earlier protocol version", resp.StatusCode)
-		c.goAsync(func() { c.deliverRaw(errorResponse(out.calls[0], why), nil) })
+		// Method not found: what a server that does not know the method
+		// answers, and what tells the client to fall back.
+		answer := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"the server refused server/discover (HTTP %d): it speaks an earlier protocol version"}}`, out.calls[0], resp.StatusCode)
+		c.goAsync(func() { c.deliverRaw(answer, nil) })
 		return nil
 	case fallbackStatus(resp.StatusCode):
 		c.log.Debug("first POST refused; trying the legacy HTTP+SSE transport", "url", c.logURL, "status", resp.StatusCode)

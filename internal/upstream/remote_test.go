@@ -466,6 +466,7 @@ func TestRemoteDiscoverRefusedWithoutAnAnswerFallsBack(t *testing.T) {
 	assert.Equal(t, "7", string(m.ID))
 	require.NotNil(t, m.Error, "an error the client falls back on")
 	assert.Contains(t, m.Error.Message, "HTTP 400")
+	assert.Equal(t, -32601, m.Error.Code, "method not found: the client falls back")
 	assert.Equal(t, TransportStreamableHTTP, conn.Transport())
 	p.call(2, "initialize", initializeRequestParams())
 }
@@ -623,7 +624,7 @@ func TestRemoteOversizedMessageIsDropped(t *testing.T) {
 	require.True(t, ok, "want a MessageTooLargeError, got %v", err)
 	assert.Equal(t, int64(len(big)), tooLong.Size)
 	assert.Equal(t, 100, tooLong.Limit)
-	assert.True(t, strings.HasPrefix(big, string(tooLong.Head)))
+	assert.Equal(t, "notifications/message", tooLong.Method, "read from the message's head")
 	_, m := p.next()
 	assert.Equal(t, "1", string(m.ID), "the stream goes on after a dropped message")
 }

@@ -13,7 +13,7 @@ import (
 // Other errors, nil included, are returned as they are.
 func tooLarge(err error) error {
 	if e, ok := errors.AsType[*framing.LineTooLongError](err); ok {
-		return &middleware.MessageTooLargeError{Size: e.Size, Limit: e.Limit, Head: e.Head, Err: e}
+		return &middleware.MessageTooLargeError{Size: e.Size, Limit: e.Limit, ID: e.ID, Method: e.Method, Err: e}
 	}
 	return err
 }
