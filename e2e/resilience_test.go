@@ -394,7 +394,7 @@ func TestSlowUpstreamIsAnsweredThenListed(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name            string
-		protocolVersion string // "" is go-sdk's default: the draft's server/discover, then initialize
+		protocolVersion string // "" is go-sdk's default: the 2026-07-28 protocol's server/discover
 	}{
 		{name: "initialize", protocolVersion: protocolVersionInitialize},
 		{name: "server-discover", protocolVersion: ""},
@@ -418,10 +418,12 @@ func TestSlowUpstreamIsAnsweredThenListed(t *testing.T) {
 			start := time.Now()
 			session := sc.connect(ctx, t, client)
 			elapsed := time.Since(start)
-			// For the draft, the handshake is server/discover, refused while the upstream is not
-			// ready, then initialize: the ready timeout bounds both together, not each.
+			// For the 2026-07-28 protocol the handshake is server/discover, which mcpwrap
+			// answers itself while the upstream is not ready, explaining its status: the client
+			// stays in the era it chose.
 			assert.Less(t, elapsed, shortReadyTimeout+handshakeSlack, "the client's handshake answered late")
 			init := session.InitializeResult()
+			assert.Equal(t, cmp.Or(tt.protocolVersion, protocolVersionStateless), init.ProtocolVersion, "negotiated protocol version")
 			assert.Equal(t, degradedVersion, init.ServerInfo.Version)
 			assert.Contains(t, init.Instructions, "still starting up")
 
