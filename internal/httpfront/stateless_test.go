@@ -235,3 +235,50 @@ func TestRefusedHandshakeAnswersTheWaitingRequest(t *testing.T) {
 	resp = ts.do(t, modernCall(6, "echo", `{"text":"again"}`))
 	assert.Contains(t, readAll(t, resp), `"again"`)
 }
+
+// TestStatelessChildCrashAnswersWhatItHeld: when the shared child of the
+// stateless requests crashes, exactly the requests it held are answered,
+// each with its client's own id; a listen stream stays open and is
+// re-opened on the restarted child, which serves the next request.
+func TestStatelessChildCrashAnswersWhatItHeld(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	listen := ts.do(t, request{
+		Accept: acceptBoth,
+		Body:   `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`,
+		Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "subscriptions/listen"},
+	})
+	sc := bufio.NewScanner(listen.Body)
+	nextAck := func() {
+		t.Helper()
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "notifications/subscriptions/acknowledged") {
+				assert.Contains(t, sc.Text(), `"io.modelcontextprotocol/subscriptionId":"L"`)
+				return
+			}
+		}
+		t.Fatalf("listen stream ended: %v", sc.Err())
+	}
+	nextAck()
+	resp := ts.do(t, modernCall(1, "echo", `{"text":"before"}`))
+	require.Contains(t, readAll(t, resp), `"before"`)
+	fc := ts.up.next(t)
+
+	held := make(chan string, 1)
+	go func() {
+		r := modernCall(1, "hang", `{}`) // the same id as the answered call: ids are the clients' own
+		r.Accept = acceptBoth
+		resp := ts.do(t, r)
+		held <- strings.Join(events(t, resp.Body), "\n")
+	}()
+	<-ts.up.hung
+	require.NoError(t, fc.w.Close()) // the child crashes: its stdout ends
+	got := <-held
+	assert.Contains(t, got, `"id":1,"error"`)
+	assert.Contains(t, got, "upstream restarted; request not completed")
+
+	nextAck() // the restarted child got the listen request again
+	resp = ts.do(t, modernCall(2, "echo", `{"text":"after"}`))
+	assert.Contains(t, readAll(t, resp), `"after"`)
+	assert.EqualValues(t, 2, ts.up.dials.Load(), "the child was restarted, once")
+}
