@@ -486,12 +486,21 @@ func (ss *session) routeStateless(msg []byte, env framing.Envelope) {
 			targets = append(targets, target{ex.stream, withSubscriptionID(msg, env, ex.orig[key])})
 		}
 	case nr.progressToken != nil:
+		// Progress tokens are the clients' own, like their ids: a token two
+		// requests in flight share names neither for sure, and one client's
+		// progress must not reach another.
 		token := idKey(nr.progressToken)
+		holders := 0
 		for _, ex := range ss.live {
-			if ex.progress[token] && !ex.complete && ex.stream != nil {
-				targets = append(targets, target{ex.stream, msg})
-				break
+			if ex.progress[token] && !ex.complete {
+				holders++
+				if ex.stream != nil {
+					targets = append(targets, target{ex.stream, msg})
+				}
 			}
+		}
+		if holders > 1 {
+			targets = nil
 		}
 	default:
 		for _, ex := range ss.live {
