@@ -1,116 +1,240 @@
 package e2e
 
 import (
-	"context"
+	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
 
-// The benchmarks run the same go-sdk client workload against the built-in
-// demo server twice in one run: directly ("direct") and through mcpwrap
-// ("wrapped"). `make bench` turns their output into a table of what mcpwrap
-// adds (e2e/benchtable).
+// BenchmarkRelay measures what a relay adds to a stdio MCP server that costs
+// almost nothing itself (the raw server, rawserver_test.go), so that the
+// relay's own cost is not hidden behind a slow server. Three modes reach the
+// same server in one run, alternating with every -count:
+//
+//   - direct: the client talks to the server;
+//   - floor: through a minimal store-and-forward line relay (linerelay_test.go),
+//     the yardstick of what any relay costs here;
+//   - wrapped: through mcpwrap.
+//
+// Each mode runs one process tree for all its cases, in order: small round
+// trips (latency p50/p99 and the relay's CPU per round trip from
+// /proc/PID/stat), a 10 MiB request, a 10 MiB result, then 64 calls in flight
+// (after the large messages, which is when a relay that keeps big buffers
+// slows down), with the relay's peak RSS. `make bench` prints the medians as a
+// table with the wrapped/direct and mcpwrap/floor ratios (e2e/benchtable).
+func BenchmarkRelay(b *testing.B) {
+	for _, mode := range []string{benchDirect, benchFloor, benchWrapped} {
+		b.Run(mode, func(b *testing.B) {
+			c := startRawClient(b, benchArgv(b, mode))
+			relay := mode != benchDirect
 
-// benchModes are the two ways of reaching the demo server.
-var benchModes = []struct {
-	name    string
-	command func() []string
-}{
-	{"direct", func() []string { return []string{mcpwrapPath, "demo-server"} }},
-	{"wrapped", func() []string {
-		return []string{mcpwrapPath, "--name", "bench", "--log-level", "warn", "--", mcpwrapPath, "demo-server"}
-	}},
+			b.Run("RoundTrip", func(b *testing.B) {
+				req := c.request("tools/call", `{"name":"echo","arguments":{"text":"ping"}}`)
+				c.roundTrip(b, req) // warm up
+				var lat []time.Duration
+				cpu := c.cpu(b)
+				for b.Loop() {
+					start := time.Now()
+					c.roundTrip(b, req)
+					lat = append(lat, time.Since(start))
+				}
+				if relay {
+					b.ReportMetric(float64((c.cpu(b)-cpu).Microseconds())/float64(len(lat)), "relay-cpu-µs/op")
+				}
+				slices.Sort(lat)
+				b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+				b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+			})
+			b.Run("Request10MiB", func(b *testing.B) {
+				req := c.request("tools/call", `{"name":"sink","arguments":{"data":"`+strings.Repeat("x", 10<<20)+`"}}`)
+				b.SetBytes(int64(len(req)))
+				for b.Loop() {
+					c.roundTrip(b, req)
+				}
+			})
+			b.Run("Result10MiB", func(b *testing.B) {
+				req := c.request("tools/call", `{"name":"blob","arguments":{}}`)
+				b.SetBytes(rawBlobBytes)
+				for b.Loop() {
+					c.roundTrip(b, req)
+				}
+			})
+			b.Run("InFlight64", func(b *testing.B) {
+				req := c.request("tools/call", `{"name":"echo","arguments":{"text":"ping"}}`)
+				start := time.Now()
+				c.inFlight(b, req, 64, b.N)
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+				if kib, err := procStatusKiB(c.pid, "VmHWM:"); err == nil && relay {
+					b.ReportMetric(float64(kib)/1024, "relay-peak-RSS-MiB")
+				}
+			})
+		})
+	}
 }
 
-// benchSession connects a go-sdk client to argv and returns the session and
-// the pid of the process the client started.
-func benchSession(b *testing.B, argv []string) (*mcp.ClientSession, int) {
+// The modes of BenchmarkRelay.
+const (
+	benchDirect  = "direct"
+	benchFloor   = "floor"
+	benchWrapped = "wrapped"
+)
+
+// benchArgv is the command line the client starts in mode.
+func benchArgv(b *testing.B, mode string) []string {
+	self, err := os.Executable()
+	require.NoError(b, err)
+	server := []string{self, rawServerArg}
+	switch mode {
+	case benchFloor:
+		return append([]string{self, lineRelayArg}, server...)
+	case benchWrapped:
+		return append([]string{mcpwrapPath, "--name", "bench", "--log-level", "warn",
+			"--state-dir", b.TempDir(), "--config", writeBenchConfig(b), "--"}, server...)
+	}
+	return server
+}
+
+// writeBenchConfig writes an empty config file, so that the user's own
+// config plays no part in the benchmark.
+func writeBenchConfig(b *testing.B) string {
+	path := b.TempDir() + "/config.json"
+	require.NoError(b, os.WriteFile(path, []byte("{}\n"), 0o600))
+	return path
+}
+
+// rawClient is a minimal MCP client over newline-delimited JSON-RPC: it
+// costs the same in every mode and nothing worth measuring.
+type rawClient struct {
+	pid int
+	in  *bufio.Writer
+	out *bufio.Reader
+}
+
+// startRawClient starts argv and performs the MCP handshake and a tools/list.
+func startRawClient(b *testing.B, argv []string) *rawClient {
 	b.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	stdin, err := cmd.StdinPipe()
 	require.NoError(b, err)
-	b.Cleanup(func() { cs.Close() })
-	return cs, cmd.Process.Pid
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(b, err)
+	require.NoError(b, cmd.Start())
+	b.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	c := &rawClient{pid: cmd.Process.Pid, in: bufio.NewWriterSize(stdin, 64<<10), out: bufio.NewReaderSize(stdout, 64<<10)}
+	c.roundTrip(b, c.request("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`))
+	c.send(b, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"))
+	c.roundTrip(b, c.request("tools/list", `{}`))
+	return c
 }
 
-func callTool(b *testing.B, cs *mcp.ClientSession, name string, args map[string]any) {
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
+// request returns a request line with the id 1, for roundTrip, which has
+// one request out at a time; inFlight numbers its own from it.
+func (c *rawClient) request(method, params string) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + "}\n")
+}
+
+// idPrefix is what every request line starts with, up to its id.
+var idPrefix = []byte(`{"jsonrpc":"2.0","id":`)
+
+func (c *rawClient) send(b *testing.B, line []byte) {
+	if _, err := c.in.Write(line); err != nil {
 		b.Fatal(err)
 	}
-	if res.IsError {
-		b.Fatalf("%s: tool error", name)
+	if err := c.in.Flush(); err != nil {
+		b.Fatal(err)
 	}
 }
 
-// BenchmarkRoundTrip measures sequential small tools/call round trips.
-func BenchmarkRoundTrip(b *testing.B) {
-	for _, m := range benchModes {
-		b.Run(m.name, func(b *testing.B) {
-			cs, _ := benchSession(b, m.command())
-			args := map[string]any{"text": "ping"}
-			callTool(b, cs, "echo", args) // warm up
-			var lat []time.Duration
-			for b.Loop() {
-				start := time.Now()
-				callTool(b, cs, "echo", args)
-				lat = append(lat, time.Since(start))
-			}
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
-		})
+// receive returns the next response, skipping notifications (a response's
+// "id" is in its head; a notification has none).
+func (c *rawClient) receive(b *testing.B) []byte {
+	for {
+		line, err := c.out.ReadBytes('\n')
+		if err != nil {
+			b.Fatalf("reading a response: %v", err)
+		}
+		head := line[:min(len(line), 64)]
+		if bytes.Contains(head, []byte(`"error"`)) {
+			b.Fatalf("error response: %.300s", line)
+		}
+		if bytes.Contains(head, []byte(`"id"`)) {
+			return line
+		}
 	}
 }
 
-// BenchmarkInFlight64 measures throughput with 64 calls in flight.
-func BenchmarkInFlight64(b *testing.B) {
-	for _, m := range benchModes {
-		b.Run(m.name, func(b *testing.B) {
-			cs, _ := benchSession(b, m.command())
-			args := map[string]any{"text": "ping"}
-			callTool(b, cs, "echo", args)
-			b.SetParallelism((64 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-			start := time.Now()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					callTool(b, cs, "echo", args)
-				}
-			})
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
-		})
-	}
+func (c *rawClient) roundTrip(b *testing.B, req []byte) {
+	c.send(b, req)
+	c.receive(b)
 }
 
-// BenchmarkResult10MiB measures one tools/call whose result is 10 MiB, and
-// the peak RSS of the process the client started (mcpwrap when wrapped).
-func BenchmarkResult10MiB(b *testing.B) {
-	for _, m := range benchModes {
-		b.Run(m.name, func(b *testing.B) {
-			cs, pid := benchSession(b, m.command())
-			args := map[string]any{"bytes": 10 << 20}
-			callTool(b, cs, "blob", args)
-			b.SetBytes(10 << 20)
-			for b.Loop() {
-				callTool(b, cs, "blob", args)
+// inFlight sends n copies of req, each with an id of its own, keeping up to
+// window of them in flight, and reads their n responses.
+func (c *rawClient) inFlight(b *testing.B, req []byte, window, n int) {
+	rest := req[len(idPrefix)+1:] // after `"id":1`
+	var line []byte
+	slots := make(chan struct{}, window)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range n {
+			c.receive(b)
+			<-slots
+		}
+	}()
+	for i := range n {
+		slots <- struct{}{}
+		line = append(strconv.AppendInt(append(line[:0], idPrefix...), int64(i+2), 10), rest...)
+		if _, err := c.in.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		if len(slots) == window || c.out.Buffered() == 0 {
+			if err := c.in.Flush(); err != nil {
+				b.Fatal(err)
 			}
-			if kib, err := procStatusKiB(pid, "VmHWM:"); err == nil {
-				b.ReportMetric(float64(kib)/1024, "peak-RSS-MiB")
-			}
-		})
+		}
 	}
+	if err := c.in.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	wg.Wait()
+}
+
+// cpu is the user+system CPU time the client's process (the relay, except
+// in direct mode) has used so far, from /proc/PID/stat (Linux).
+func (c *rawClient) cpu(b *testing.B) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.pid))
+	if err != nil {
+		b.Skipf("no /proc: %v", err)
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticksPerSecond
 }
 
 // procStatusKiB reads a size field of a process's /proc status (Linux),

@@ -107,7 +107,7 @@ func TestDoctor(t *testing.T) {
 	missing := byName["missing"]
 	assert.Equal(t, "permanent", missing.Status)
 	assert.Contains(t, missing.Error, `cannot start "mcpwrap-e2e-no-such-command": command not found`)
-	assert.Contains(t, missing.Hint, "GUI apps get a minimal PATH")
+	assert.Contains(t, missing.Hint, "mcpwrap-e2e-no-such-command is not installed", "it is on no PATH, the login shell's included")
 
 	exits := byName["exits"]
 	assert.Equal(t, "permanent", exits.Status)
@@ -158,4 +158,33 @@ func TestDoctorAllAvailable(t *testing.T) {
 	assert.Regexp(t, `(?m)^healthy\s+custom\s+stdio\s+available\s+1\s+\S+\s+7$`, out)
 	assert.NotContains(t, out, "broken")
 	assert.Contains(t, out, "All 1 server(s) available.")
+}
+
+// TestDoctorReportsConfigErrorAndNameClash: doctor names the config file's error (file, line,
+// column) for each server instead of reporting the tools it would lock, and warns when one name
+// is used for two different servers.
+func TestDoctorReportsConfigErrorAndNameClash(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	configPath := filepath.Join(t.TempDir(), "mcp.json")
+	raw, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"notes": map[string]any{"command": mcpwrapPath, "args": []string{"demo-server"}},
+		"other": map[string]any{"command": mcpwrapPath, "args": []string{"--name", "notes", "--", mcpwrapPath, "demo-server", "--name", "other"}},
+	}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(configPath, raw, 0o600))
+	env := mcpwrapEnv(t, "{\n  \"defaults\": {\"aproval\": \"off\"}\n}\n")
+
+	p := startProcess(ctx, t, processOptions{Env: env}, mcpwrapPath, "doctor", "--config-path", configPath, "--json")
+	_ = p.Wait(ctx)
+	assert.Equal(t, 1, p.Cmd.ProcessState.ExitCode(), "stderr: %s", p.Stderr())
+	var results []doctorResult
+	require.NoError(t, json.Unmarshal([]byte(p.Output()), &results), "doctor --json: %s", p.Output())
+	require.Len(t, results, 2)
+	for _, r := range results {
+		assert.Equal(t, "permanent", r.Status, r.Name)
+		assert.Contains(t, r.Error, envValue(env, "MCPWRAP_CONFIG")+`:2:16: unknown key "defaults.aproval"`, r.Name)
+	}
+	assert.Contains(t, p.Stderr(), `mcpwrap doctor: warning: the name "notes" is used for 2 different servers`)
 }

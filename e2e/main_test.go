@@ -38,8 +38,15 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == fixtureArg {
-		os.Exit(runFixture(os.Args[2:]))
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case fixtureArg:
+			os.Exit(runFixture(os.Args[2:]))
+		case rawServerArg:
+			os.Exit(runRawServer())
+		case lineRelayArg:
+			os.Exit(runLineRelay(os.Args[2:]))
+		}
 	}
 	if len(os.Args) > 1 && os.Args[1] == throughArg {
 		os.Exit(runThrough(os.Args[2:]))

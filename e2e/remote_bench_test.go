@@ -101,3 +101,13 @@ func BenchmarkRemoteFirstList(b *testing.B) {
 		})
 	}
 }
+
+func callTool(b *testing.B, cs *mcp.ClientSession, name string, args map[string]any) {
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.IsError {
+		b.Fatalf("%s: tool error", name)
+	}
+}

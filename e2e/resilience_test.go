@@ -31,7 +31,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// These tests hold mcpwrap to DESIGN §4 from the outside: real upstreams that fail in each
+// These tests hold mcpwrap to docs/DESIGN.md, Resilience, from the outside: real upstreams that fail in each
 // classified way (loopback HTTP servers answering with a status, closed ports, unresolvable
 // hosts, missing commands, children that exit or start slowly, children killed mid-call), and a
 // go-sdk client that must always get an answer it can act on.
@@ -54,7 +54,7 @@ const (
 	// shortReadyTimeout is the --ready-timeout of runs that wait for a transient upstream.
 	shortReadyTimeout = time.Second
 	// handshakeSlack is how much later than its ready timeout a degraded handshake may arrive,
-	// starting mcpwrap included: DESIGN §4 sets the ready timeout below the ~60 s clients wait,
+	// starting mcpwrap included: the ready timeout stays below the ~60 s clients wait,
 	// so the client must not wait much longer than it.
 	handshakeSlack = time.Second
 	// pollEvery is the tick of bounded polls (require.Eventually).
@@ -172,7 +172,8 @@ type loadFailure struct {
 	says []string
 }
 
-// loadFailures are the failure kinds of DESIGN §4's table that a test can provoke on loopback.
+// loadFailures are the failure kinds of the classification table (docs/DESIGN.md, Resilience)
+// that a test can provoke on loopback.
 // Each call returns fresh upstreams (the counters are per call).
 func loadFailures() []loadFailure {
 	denied, gateway, notFound := &atomic.Int32{}, &atomic.Int32{}, &atomic.Int32{}
@@ -225,15 +226,16 @@ func loadFailures() []loadFailure {
 			name:     "command not found is permanent",
 			upstream: func(*testing.T) []string { return []string{"--", "mcpwrap-e2e-no-such-command"} },
 			class:    "permanent", attempts: 1,
-			says: []string{"failed to load", `cannot start "mcpwrap-e2e-no-such-command": command not found`, "Use a full path", "minimal PATH"},
+			says: []string{"failed to load", `cannot start "mcpwrap-e2e-no-such-command": command not found`, "is not installed"},
 		},
 		{
 			name: "exit before the handshake is permanent",
 			upstream: func(*testing.T) []string {
-				return []string{"--", mcpwrapPath, "demo-server", "--exit-code", "3", "--stderr", earlyExitStderr}
+				return []string{"--", mcpwrapPath, "demo-server", "--exit-code", "3", "--stderr", earlyExitOutput}
 			},
 			class: "permanent", attempts: 1,
-			says: []string{"failed to load", "exited with code 3", strconv.Quote(earlyExitStderr), "Run the command by hand"},
+			says: []string{"failed to load", "exited with code 3", "stderr: " + strconv.Quote(earlyExitStderr) + ".",
+				"Run it by hand to see why it exits: " + mcpwrapPath + " demo-server --exit-code 3 --stderr 'fatal: "},
 		},
 	}
 }
@@ -241,6 +243,10 @@ func loadFailures() []loadFailure {
 // earlyExitStderr is what the upstream that exits during start-up prints: no transient or
 // denial signature, so the exit stays permanent.
 const earlyExitStderr = "fatal: no database configured in /srv/demo/settings.toml"
+
+// earlyExitOutput is all it prints: the line that explains the exit, then lines that do not
+// (a config dump's tail and npm's update notice), which the agent must not be shown instead.
+const earlyExitOutput = earlyExitStderr + "\nconfig was {\n  port: 9443\n}\nnpm notice New major version of npm available! 10.8.2 -> 11.0.0"
 
 // readyTimeoutFor returns the --ready-timeout of a run whose upstream fails with class: short
 // for transient failures, which the handshake waits out, long for the others, which it must not.
@@ -494,7 +500,7 @@ func testCrashFailsInflightAndRestarts(t *testing.T, version string) {
 	require.Eventually(t, func() bool { return countRecorded(t, record, subscribe) == subscribed },
 		promptAnswer, pollEvery, "the upstream did not get the client's subscriptions")
 
-	const inflight = 10
+	const inflight = 20 // the hardening issue's figure: every one answered exactly once
 	errs := make(chan error, inflight)
 	for range inflight {
 		go func() {

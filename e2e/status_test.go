@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -71,7 +73,7 @@ func TestStatus(t *testing.T) {
 
 	p := startProcess(ctx, t, processOptions{Env: env}, mcpwrapPath, "status")
 	require.NoError(t, p.Wait(ctx), "stderr: %s", p.Stderr())
-	assert.Regexp(t, `(?m)^beta\s+\d+\s+\S+\s+permanent\s+1\s+0\s+0\s+0\s+0\s+cannot start`, p.Output())
+	assert.Regexp(t, `(?m)^beta\s+mcpwrap-e2e-no-such-command\s+\d+\s+\S+\s+permanent\s+1\s+0\s+0\s+0\s+0\s+cannot start`, p.Output())
 	assert.NotContains(t, p.Output(), "alpha")
 }
 
@@ -129,4 +131,47 @@ func envValue(env []string, key string) string {
 		}
 	}
 	return ""
+}
+
+// TestStatusListsListenFronts: `mcpwrap status` lists a --listen front with its URL and one
+// entry per HTTP session, each with its own upstream's status.
+func TestStatusListsListenFronts(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	srv := startListen(ctx, t, listenOptions{Name: "front"}, mcpwrapPath, "demo-server")
+	env := []string{"MCPWRAP_STATE_DIR=" + srv.StateDir}
+	for range 2 {
+		// The 2025 protocol: one HTTP session per client (2026 clients share a stateless one).
+		cs, err := newClient(nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL},
+			&mcp.ClientSessionOptions{ProtocolVersion: protocolVersionInitialize})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cs.Close() })
+		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+		require.NoError(t, err)
+	}
+
+	type session struct {
+		Status string `json:"status"`
+		Calls  int    `json:"calls"`
+	}
+	type front struct {
+		Server   string    `json:"server"`
+		Status   string    `json:"status"`
+		Listen   string    `json:"listen"`
+		Sessions []session `json:"sessions"`
+	}
+	want := []front{{Server: "front", Status: "listening", Listen: srv.URL,
+		Sessions: []session{{Status: "available", Calls: 1}, {Status: "available", Calls: 1}}}}
+	var got []front
+	require.Eventually(t, func() bool { // the front publishes within a moment; poll as a user would
+		p := startProcess(ctx, t, processOptions{Env: env}, mcpwrapPath, "status", "--json")
+		got = nil
+		return p.Wait(ctx) == nil && json.Unmarshal([]byte(p.Output()), &got) == nil && assert.ObjectsAreEqual(want, got)
+	}, 10*time.Second, 100*time.Millisecond, "mcpwrap status --json: %+v", &got)
+
+	p := startProcess(ctx, t, processOptions{Env: env}, mcpwrapPath, "status")
+	require.NoError(t, p.Wait(ctx), "stderr: %s", p.Stderr())
+	assert.Regexp(t, `(?m)^front\s+mcpwrap\s+\d+\s+\S+\s+listening `+regexp.QuoteMeta(srv.URL)+`, 2 session\(s\)`, p.Output())
+	assert.Regexp(t, `(?m)^  session 2\s+available\s+1\s+0\s+1\s+0\s+0`, p.Output())
 }

@@ -112,11 +112,11 @@ func (s *Session) discover(ctx context.Context, rawArgs json.RawMessage) json.Ra
 		} else {
 			counts[a.Status]++
 		}
-		desc := toolDescription(v.tools[i])
-		if !match(v.names[i], desc) {
+		name, desc := v.index.Shown(i), v.index.Description(i)
+		if !match(name, desc) {
 			continue
 		}
-		entry := DiscoveredTool{Name: v.names[i], Server: s.Name, Description: desc}
+		entry := DiscoveredTool{Name: name, Server: s.Name, Description: desc}
 		switch {
 		case a.Status == "":
 			if len(res.Tools) < args.Limit {
@@ -149,20 +149,17 @@ func (s *Session) discover(ctx context.Context, rawArgs json.RawMessage) json.Ra
 	} else if len(res.Tools) == 0 && lockedMatches > 0 {
 		res.Notice = fmt.Sprintf("%d matching tool(s) exist but are locked; call again with include_disabled:true for details and remediation.", lockedMatches)
 	}
+	if n, ok := s.policy().(PolicyNotifier); ok {
+		if notice := n.Notice(); notice != "" {
+			res.Notice = strings.TrimSpace(notice + " " + res.Notice)
+		}
+	}
 	body, _ := json.Marshal(res)
 	out, _ := json.Marshal(map[string]any{
 		"content":           []any{map[string]any{"type": "text", "text": string(body)}},
 		"structuredContent": json.RawMessage(body),
 	})
 	return out
-}
-
-func toolDescription(tool json.RawMessage) string {
-	var t struct {
-		Description string `json:"description"`
-	}
-	_ = json.Unmarshal(tool, &t)
-	return t.Description
 }
 
 // matcher returns a case-insensitive match over a tool's name and

@@ -12,6 +12,9 @@ const (
 	codeInternalError  = -32603
 	codeInvalidParams  = -32602
 	codeMethodNotFound = -32601
+	// codeRequestTimeout is the code MCP SDKs use for a request that timed
+	// out (the TypeScript SDK's ErrorCode.RequestTimeout).
+	codeRequestTimeout = -32001
 )
 
 // RPCError is a JSON-RPC error object, as returned by [Session.Call] when the

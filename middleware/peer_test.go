@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os/exec"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -125,7 +126,7 @@ func handshake(t *testing.T, client, up *peer) {
 	env, err := framing.Peek(got)
 	require.NoError(t, err)
 	require.Equal(t, "initialize", env.Method)
-	require.True(t, isOwnID(env.ID), "initialize goes out with an own id, got %s", env.ID)
+	require.True(t, strings.HasPrefix(framing.IDKey(env.ID), "s"+ownIDPrefix), "initialize goes out with an own id, got %s", env.ID)
 	require.Equal(t, clientInitialize, string(framing.Splice(got, env.ID, []byte("0"))), "same bytes but the id")
 	up.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + initializeResult + "}\n")
 	require.Equal(t, `{"jsonrpc":"2.0","id":0,"result":`+initializeResult+`}`, string(client.next()))

@@ -11,12 +11,24 @@ type Availability struct {
 	// Status is "" for a callable tool, else the one reason it is locked,
 	// such as "disabled_by_config" or "pending_approval".
 	Status string
+	// Pinned reports that the tool may only be called once its definition
+	// is approved (approval is on for its server). A tool the upstream does
+	// not list has no definition to approve, so a call to it is answered as
+	// one to an unknown tool and never forwarded when the policy's verdict
+	// on its bare name is Pinned. When false, the zero value, such a call
+	// is forwarded if that verdict is callable, and the upstream answers it.
+	Pinned bool
 }
 
 // Callable reports whether the tool may be called.
 func (a Availability) Callable() bool { return a.InScope && a.Status == "" }
 
 // A ToolPolicy decides which upstream tools the client may see and call.
+// It judges definitions the Session can name; a definition the Session
+// cannot trust under one name (it spells a member that names or defines the
+// tool twice, in another letter case or escaped, or another definition
+// claims its name too) is listed nowhere, counted as "disabled_unknown" and
+// never called, whatever Evaluate says of it.
 // Implementations must be safe for concurrent use; Evaluate is on the hot
 // path of every tools/list and tools/call and should not block.
 type ToolPolicy interface {
@@ -28,6 +40,14 @@ type ToolPolicy interface {
 	// Rejection is the text a call to a tool locked with status is answered
 	// with; it names the discovery tool discoveryTool.
 	Rejection(status, tool, discoveryTool string) string
+}
+
+// A PolicyNotifier is a [ToolPolicy] that may have something to say about
+// every tool at once, such as "the operator's config file has an error".
+// When Notice returns a non-empty text, every answer of the discovery tool
+// carries it in its notice. Notice must be safe for concurrent use.
+type PolicyNotifier interface {
+	Notice() string
 }
 
 // UpstreamState is the upstream's load status as the agent is told it.

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
 	"github.com/stretchr/testify/assert"
@@ -177,11 +176,12 @@ func TestReviewBatchRequestsAreAnsweredWhenTheUpstreamDies(t *testing.T) {
 // answered, or it answers (poisons) a concurrent own request of the sidecar.
 func TestReviewClientIDCannotReachTheOwnIDSpace(t *testing.T) {
 	h := start(t, 0)
-	h.client.send(`{"jsonrpc":"2.0","id":"mcpwrap\u002d999","method":"ping"}` + "\n")
+	escaped := strings.Replace(h.session.ownID, "-", `\u002d`, 1)
+	h.client.send(`{"jsonrpc":"2.0","id":"` + escaped + `999","method":"ping"}` + "\n")
 	select {
 	case msg := <-h.up.recv:
 		// A normalising upstream answers with the decoded id.
-		h.up.send(`{"jsonrpc":"2.0","id":"mcpwrap-999","result":{}}` + "\n")
+		h.up.send(`{"jsonrpc":"2.0","id":"` + h.session.ownID + `999","result":{}}` + "\n")
 		_ = msg
 		h.up.send(`{"jsonrpc":"2.0","method":"notifications/marker"}` + "\n")
 		got := h.client.next()
@@ -225,7 +225,7 @@ func (p *descPolicy) Evaluate(tools []json.RawMessage) []Availability {
 	out := make([]Availability, len(tools))
 	for i, t := range tools {
 		out[i].InScope = true
-		if strings.Contains(toolDescription(t), "evil") {
+		if strings.Contains(defOf(t).Description, "evil") {
 			out[i].Status = "pending_approval"
 		}
 	}
@@ -468,7 +468,7 @@ func TestDrainWaitsForGatedCalls(t *testing.T) {
 	require.NoError(t, <-h.done)
 }
 
-// recordingTimer is a backoff.Timer that fires at once and records waits.
+// recordingTimer is a resilience.Timer that fires at once and records waits.
 type recordingTimer struct {
 	waits chan time.Duration
 	c     chan time.Time
@@ -493,7 +493,7 @@ func TestCrashRestartIsSpaced(t *testing.T) {
 		Dial: func(context.Context) (Conn, error) { return <-conns, nil },
 		Retrier: &resilience.Retrier{
 			Policy:   resilience.Policy{Initial: 40 * time.Millisecond, Jitter: -1},
-			NewTimer: func() backoff.Timer { return &recordingTimer{waits: waits, c: make(chan time.Time, 1)} },
+			NewTimer: func() resilience.Timer { return &recordingTimer{waits: waits, c: make(chan time.Time, 1)} },
 		}}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -779,7 +779,7 @@ func TestRefreshDoesNotUndoWhatTheClientSaw(t *testing.T) {
 		}
 	}()
 	h.answer(refresh, `{"tools":[{"name":"b"}]}`) // the refresh ends with "a" as its first page had it
-	require.Eventually(t, func() bool { _, ok := h.session.catalogTool("b"); return ok }, timeout, tick, "the refresh ended")
+	require.Eventually(t, func() bool { _, ok, _ := h.session.catalogTool("b"); return ok }, timeout, tick, "the refresh ended")
 
 	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a"}}` + "\n")
 	h.client.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}` + "\n")

@@ -2,7 +2,10 @@ package middleware
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +21,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -32,8 +36,10 @@ const (
 )
 
 // ownIDPrefix starts the id of every request the sidecar sends itself. Its
-// ids are JSON strings with this prefix; a client request using the prefix
-// is refused, so the two id spaces never collide.
+// ids are JSON strings "mcpwrap-NONCE-SEQ", where NONCE is random per
+// Session: a client request using this Session's "mcpwrap-NONCE-" is
+// refused, so the two id spaces never collide, while the ids of another
+// mcpwrap in front of this one (whose nonce differs) pass like any other.
 const ownIDPrefix = "mcpwrap-"
 
 // ErrNotReady is returned by [Session.Call] while no upstream is ready.
@@ -96,51 +102,92 @@ type Session struct {
 	// slow to start: it is not killed for being slow.
 	HandshakeTimeout time.Duration
 	// Retrier loads the upstream; nil means a zero [resilience.Retrier]
-	// (DESIGN §4 defaults).
+	// (its default policy: see docs/DESIGN.md, Resilience). The Session
+	// retries with a copy, whose OnRetry publishes the Session's status and
+	// whose Logger, when nil, is the Session's; the Retrier itself is never
+	// written, so Sessions may share one.
 	Retrier *resilience.Retrier
-	// CrashBudget bounds restarts after crashes; nil means 5 in 5 minutes.
+	// CrashBudget bounds restarts after crashes; nil means a budget of the
+	// Session's own, of [resilience.DefaultCrashRestarts] restarts in
+	// [resilience.DefaultCrashWindow]. Sessions sharing one share the
+	// budget.
 	CrashBudget *resilience.CrashBudget
 	// Reconnect paces "reconnect on use" after a permanent failure; nil
-	// means once every 30 s.
+	// means a Throttle of the Session's own, allowing one attempt every
+	// [resilience.DefaultThrottleInterval]. Sessions sharing one share
+	// the pace.
 	Reconnect *resilience.Throttle
 	// DrainTimeout bounds the wait for in-flight requests when the client
 	// goes away or Run's context is done. Zero means [DefaultDrainTimeout].
 	DrainTimeout time.Duration
+	// MaxHeldRequests bounds the client requests held at once while they
+	// wait: calls to a tool not known yet waiting for the tool catalog,
+	// handshakes waiting for the upstream, requests waiting for an upstream
+	// that restarts after a crash. Past it a request is answered at once
+	// with a retryable error (an isError result for tools/call). Zero means
+	// [DefaultMaxHeldRequests].
+	MaxHeldRequests int
+	// MaxHeldBytes bounds the total size of the requests held, as
+	// MaxHeldRequests bounds their number. Zero means [DefaultMaxHeldBytes].
+	// The same two bounds cap the resource subscriptions remembered for
+	// replay to a restarted upstream.
+	MaxHeldBytes int
+	// CallTimeout bounds the wait for the upstream's answer to a client
+	// request. Past it the sidecar answers the request itself (an isError
+	// result for tools/call, a JSON-RPC error otherwise), sends the upstream
+	// notifications/cancelled for it and frees its id; a late answer is
+	// dropped. A progress notification from the upstream for the request
+	// (its _meta.progressToken) restarts the bound. Zero means no bound.
+	CallTimeout time.Duration
 
-	// afterFunc arms the ready timeout; tests replace time.AfterFunc.
+	// afterFunc arms the ready timeout and the call timeouts; tests replace
+	// time.AfterFunc.
 	afterFunc func(time.Duration, func()) interface{ Stop() bool }
 
-	once sync.Once
-	log  *slog.Logger
-	seq  atomic.Uint64
-	kick chan struct{} // wakes the supervisor for a reconnect on use
+	once  sync.Once
+	log   *slog.Logger
+	ownID string // this Session's own-id prefix: ownIDPrefix, its nonce and "-"
+	seq   atomic.Uint64
+	kick  chan struct{} // wakes the supervisor for a reconnect on use
+
+	// What Retrier, CrashBudget and Reconnect stand for. The Session never
+	// writes its caller's values (several Sessions may share them): it
+	// retries with a copy of the Retrier, which logs through the Session's
+	// logger when the caller's has none.
+	retrier   resilience.Retrier
+	crashes   *resilience.CrashBudget
+	reconnect *resilience.Throttle
 
 	mu         sync.Mutex
 	ctx        context.Context // Run's, for the sidecar's own background requests
 	up         *link           // the current upstream connection, nil between connections
 	status     resilience.Outcome
 	hs         Handshake
-	hsVer      int                 // counts the client's handshake requests
-	hsChanged  chan struct{}       // closed and replaced on each client handshake
-	waiters    []*hsWaiter         // client handshakes awaiting an answer
-	clientView int                 // what the client last learned of availability (view*)
-	reqs       map[string]inflight // the client's requests in flight, by framing.IDKey
-	idle       chan struct{}       // closed while reqs is empty
-	own        map[string]*ownCall // the sidecar's own requests in flight, by framing.IDKey
-	logLevel   json.RawMessage     // the client's last logging/setLevel params
-	subs       map[string]struct{} // URIs the client subscribed to
-	listens    map[string][]byte   // the client's subscriptions/listen requests in flight, by framing.IDKey
+	hsVer      int                  // counts the client's handshake requests
+	hsChanged  chan struct{}        // closed and replaced on each client handshake
+	waiters    []*hsWaiter          // client handshakes awaiting an answer
+	clientView int                  // what the client last learned of availability (view*)
+	reqs       map[string]*inflight // the client's requests in flight, by framing.IDKey
+	idle       chan struct{}        // closed while reqs is empty
+	ended      map[string]ended     // requests ended before the upstream answered them, by framing.IDKey
+	progress   map[string]string    // progress token's framing.IDKey -> key in reqs, with CallTimeout
+	timers     int                  // call timers armed or running
+	timersIdle chan struct{}        // closed while timers is zero
+	own        map[string]*ownCall  // the sidecar's own requests in flight, by framing.IDKey
+	logLevel   json.RawMessage      // the client's last logging/setLevel params
+	subs       map[string]struct{}  // URIs the client subscribed to
+	listens    map[string][]byte    // the client's subscriptions/listen requests in flight, by framing.IDKey
 
 	// Tool catalog state.
 	catalog      []json.RawMessage
-	catalogNames []string
-	catalogIndex map[string]int
+	catalogIndex *tooldef.Index // the catalog's names, read by the one tool-definition parser
+	identities   identities     // definitions as tooldef read them; has its own lock
 	catalogKnown bool
 	visible      string // the visible tool set the client last learned
 	visibleKnown bool
 	locked       int                 // locked tools in the catalog
 	walkLocked   int                 // locked tools on the pages of the client's current tools/list walk
-	catalogSums  map[uint64]struct{} // hashes of the catalog's definitions, to spot changed ones cheaply
+	catalogSums  definitionPositions // hashes of the catalog's definitions, to spot changed ones cheaply
 	merges       int                 // catalog updates from the client's tools/list pages (notePage)
 	catalogLoads singleflight.Group  // one catalog load at a time, shared by its callers
 	reevaluating sync.Mutex          // serialises reevaluate; taken before mu
@@ -151,14 +198,26 @@ type Session struct {
 	gating     int           // calls being judged off the client pump
 	gatingIdle chan struct{} // closed while gating is zero
 	stopping   bool          // Run is returning: no new gating
+
+	held           int           // client requests held (see hold)
+	heldBytes      int           // their size
+	restarting     bool          // the upstream is being restarted after a crash: requests wait for it
+	restartChanged chan struct{} // closed and replaced when restarting changes
+	subsBytes      int           // the size of the URIs in subs
 }
 
 // inflight is a client request forwarded to the upstream and not yet
 // answered.
 type inflight struct {
-	id     []byte // as the client sent it
-	method string
-	link   *link // the connection it was written to
+	id       []byte // as the client sent it
+	key      string // framing.IDKey(id)
+	method   string
+	link     *link  // the connection it was written to
+	progress string // framing.IDKey of its _meta.progressToken; "" when none
+	// With CallTimeout: the timer armed for it, and a count of the timers
+	// armed, so that a superseded one that fires anyway does nothing.
+	timer interface{ Stop() bool }
+	armed int
 }
 
 // link is one connection to the upstream, from dial to death.
@@ -187,6 +246,7 @@ type hsWaiter struct {
 	method string
 	done   chan struct{}
 	once   sync.Once
+	held   int // bytes counted by hold
 }
 
 // Handshake returns a copy of the handshake captured so far.
@@ -210,7 +270,12 @@ func (s *Session) init() {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.reqs = make(map[string]inflight)
+	s.ownID = newOwnIDPrefix()
+	s.reqs = make(map[string]*inflight)
+	s.ended = make(map[string]ended)
+	s.progress = make(map[string]string)
+	s.timersIdle = make(chan struct{})
+	close(s.timersIdle)
 	s.own = make(map[string]*ownCall)
 	s.subs = make(map[string]struct{})
 	s.listens = make(map[string][]byte)
@@ -219,21 +284,19 @@ func (s *Session) init() {
 	close(s.idle)
 	s.gatingIdle = make(chan struct{})
 	close(s.gatingIdle)
+	s.restartChanged = make(chan struct{})
 	s.kick = make(chan struct{}, 1)
 	s.ctx = context.Background()
 	s.status = resilience.Outcome{Server: s.Name, Class: resilience.Transient}
-	if s.Retrier == nil {
-		s.Retrier = &resilience.Retrier{}
+	if s.Retrier != nil {
+		s.retrier = *s.Retrier
 	}
-	if s.Retrier.Logger == nil {
-		s.Retrier.Logger = s.log
+	if s.retrier.Logger == nil {
+		s.retrier.Logger = s.log
 	}
-	if s.CrashBudget == nil {
-		s.CrashBudget = &resilience.CrashBudget{}
-	}
-	if s.Reconnect == nil {
-		s.Reconnect = &resilience.Throttle{}
-	}
+	s.retrier.OnRetry = s.setStatus
+	s.crashes = cmp.Or(s.CrashBudget, &resilience.CrashBudget{})
+	s.reconnect = cmp.Or(s.Reconnect, &resilience.Throttle{})
 	if s.afterFunc == nil {
 		s.afterFunc = func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) }
 	}
@@ -241,11 +304,18 @@ func (s *Session) init() {
 
 // Run relays messages until the client goes away or ctx is done, then waits
 // up to DrainTimeout for in-flight requests, closes the upstream and
-// returns. It returns nil when the client closed its side; an upstream that
-// fails never ends the session.
+// returns. Either way it shuts down alike: while the drain lasts the upstream
+// keeps running and its answers still reach the client, and a request the
+// drain leaves unanswered is answered with an error. It returns nil when
+// the client closed its side or ctx is done; an upstream that fails never
+// ends the session.
 func (s *Session) Run(ctx context.Context) error {
 	s.once.Do(s.init)
-	ctx, cancel := context.WithCancel(ctx)
+	done := ctx.Done()
+	// The relay's own context outlives ctx by the drain: cancelling ctx
+	// (SIGTERM, SIGINT) must not stop the upstream before its in-flight
+	// answers are relayed, exactly as when the client closes its side.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	s.mu.Lock()
 	s.ctx = ctx
@@ -266,19 +336,23 @@ func (s *Session) Run(ctx context.Context) error {
 			err = nil
 		}
 		s.log.Debug("client closed its side; draining")
-	case <-ctx.Done():
+	case <-done:
 		s.log.Debug("shutting down; draining")
 	}
 	s.drain()
 	cancel()
 	s.awaitWriters(supervised)
+	// The upstream is closed and its reader gone: what is still in flight
+	// will never be answered by it.
+	s.failInflight(nil, "the session ended before the request was answered")
 	s.mu.Lock()
 	s.stopping = true
 	gating := s.gatingIdle
 	s.mu.Unlock()
 	s.awaitWriters(gating)
+	s.awaitWriters(s.stopCallTimers())
 	for _, w := range s.takeWaiters("") { // stop their ready timers
-		w.once.Do(func() { close(w.done) })
+		w.once.Do(func() { s.endWaiter(w) })
 	}
 	return err
 }
@@ -386,7 +460,7 @@ func (s *Session) pumpClient(ctx context.Context) error {
 		msg, err := s.Client.ReadMessage()
 		if err != nil {
 			if e, ok := oversize(err); ok {
-				env, _ := framing.Peek(e.Head)
+				env := framing.Envelope{ID: e.ID, Method: e.Method} // found wherever they are in it
 				s.log.Error("client message too large; dropped", "bytes", e.Size, "limit", e.Limit)
 				reason := fmt.Sprintf("message of %d bytes exceeds the %d-byte limit", e.Size, e.Limit)
 				if l := s.takeServerRequest(env); l != nil {
@@ -431,8 +505,8 @@ func (s *Session) pumpClient(ctx context.Context) error {
 }
 
 func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Envelope) {
-	if isOwnID(env.ID) {
-		s.replyError(env.ID, codeInvalidRequest, "Invalid Request: ids starting with "+strconv.Quote(ownIDPrefix)+" are reserved by mcpwrap")
+	if s.isOwnID(env.ID) {
+		s.replyError(env.ID, codeInvalidRequest, s.errOwnID())
 		return
 	}
 	switch env.Method {
@@ -450,9 +524,9 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 		if json.Unmarshal(env.Params, &p) == nil {
 			s.mu.Lock()
 			if env.Method == "resources/subscribe" {
-				s.subs[p.URI] = struct{}{}
+				s.rememberSubscriptionLocked(p.URI)
 			} else {
-				delete(s.subs, p.URI)
+				s.forgetSubscriptionLocked(p.URI)
 			}
 			s.mu.Unlock()
 		}
@@ -463,14 +537,22 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 		s.mu.Unlock()
 	}
 	if s.readyLink() == nil {
-		s.answerUnready(ctx, env)
+		s.awaitUpstream(ctx, msg, env, false)
 		return
 	}
+	s.relayRequest(ctx, msg, env, false)
+}
+
+// relayRequest gates a client's tools/call, or sends any other request to
+// the ready upstream. held says msg is kept (see keep); relayRequest
+// releases it.
+func (s *Session) relayRequest(ctx context.Context, msg []byte, env framing.Envelope, held bool) {
 	if env.Method == "tools/call" && s.Tools != nil {
-		s.gateCall(ctx, msg, env)
+		s.gateCall(ctx, msg, env, held)
 		return
 	}
 	s.send(ctx, msg, env)
+	s.unhold(msg, held)
 }
 
 // send writes a client request to the ready upstream and tracks it until
@@ -515,6 +597,9 @@ func (s *Session) clientNotification(msg []byte, env framing.Envelope) {
 		// an upstream that dispatches on the method alone would run it.
 		s.log.Warn("tools/call sent as a notification; dropped")
 		return
+	}
+	if env.Method == "notifications/cancelled" {
+		s.clientCancelled(env.Params)
 	}
 	s.forward(msg)
 }
@@ -586,8 +671,13 @@ func (s *Session) clientBatch(msg []byte) {
 	for _, e := range elems {
 		env, err := framing.Peek(e)
 		if err != nil {
-			if errors.Is(err, framing.ErrAmbiguous) && reason == "" {
-				reason = "Invalid Request: " + err.Error()
+			if errors.Is(err, framing.ErrAmbiguous) {
+				if reason == "" {
+					reason = "Invalid Request: " + err.Error()
+				}
+				if env.Kind == framing.Request {
+					reqs = append(reqs, env) // answered too; with id null when "id" is what is ambiguous
+				}
 			}
 			continue
 		}
@@ -603,8 +693,8 @@ func (s *Session) clientBatch(msg []byte) {
 			reason = "mcpwrap does not relay " + env.Method + " inside a batch; send it on its own"
 		}
 		if env.Kind == framing.Request {
-			if isOwnID(env.ID) && reason == "" {
-				reason = "Invalid Request: ids starting with " + strconv.Quote(ownIDPrefix) + " are reserved by mcpwrap"
+			if s.isOwnID(env.ID) && reason == "" {
+				reason = s.errOwnID()
 			}
 			reqs = append(reqs, env)
 		}
@@ -669,17 +759,19 @@ func (s *Session) pumpUpstream(l *link) {
 		msg, err := l.conn.ReadMessage()
 		if err != nil {
 			if e, ok := oversize(err); ok {
-				env, _ := framing.Peek(e.Head)
+				env := framing.Envelope{ID: e.ID, Method: e.Method} // found wherever they are in it
 				s.log.Error("upstream message too large; dropped", "bytes", e.Size, "limit", e.Limit)
 				reason := fmt.Sprintf("the upstream's response of %d bytes exceeds the %d-byte message limit (max_line_bytes); dropped", e.Size, e.Limit)
 				switch {
 				case env.ID == nil:
 				case env.Method != "": // the upstream's own request: it must not wait forever
 					s.writeUpstream(l, errorResponse(env.ID, codeInternalError, fmt.Sprintf("the request of %d bytes exceeds the %d-byte message limit of mcpwrap (max_line_bytes); dropped", e.Size, e.Limit), nil))
-				case isOwnID(env.ID):
+				case s.isOwnID(env.ID):
 					s.deliverOwnReply(env.ID, ownReply{err: errors.New(reason)})
-				case s.untrack(env.ID) != "":
-					s.replyError(env.ID, codeInternalError, reason)
+				default:
+					if method, id, late := s.answered(env.ID); method != "" && !late {
+						s.replyError(id, codeInternalError, reason)
+					}
 				}
 				continue
 			}
@@ -699,11 +791,16 @@ func (s *Session) pumpUpstream(l *link) {
 		}
 		switch env.Kind {
 		case framing.Response:
-			if isOwnID(env.ID) {
+			if s.isOwnID(env.ID) {
 				s.deliverOwn(msg, env, err)
 				continue
 			}
-			switch method := s.untrack(env.ID); {
+			method, _, late := s.answered(env.ID)
+			if late {
+				s.log.Debug("dropping the upstream's late answer to a request that timed out", "id", string(env.ID))
+				continue
+			}
+			switch {
 			case method != "tools/list" || s.Tools == nil:
 			case ambiguous:
 				// Which result the client reads is unknown: it cannot be filtered.
@@ -720,8 +817,11 @@ func (s *Session) pumpUpstream(l *link) {
 				continue
 			}
 		case framing.Notification:
-			if env.Method == "notifications/tools/list_changed" {
+			switch env.Method {
+			case "notifications/tools/list_changed":
 				s.refreshLater()
+			case "notifications/progress":
+				s.progressed(env.Params)
 			}
 		}
 		if err := s.Client.WriteMessage(msg); err != nil {
@@ -787,12 +887,17 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 		}
 		switch env.Kind {
 		case framing.Response:
-			if isOwnID(env.ID) {
+			if s.isOwnID(env.ID) {
 				s.deliverOwn(e, env, err)
 				changed = true
 				continue
 			}
-			switch method := s.untrack(env.ID); {
+			method, _, late := s.answered(env.ID)
+			if late {
+				changed = true
+				continue
+			}
+			switch {
 			case method != "tools/list" || s.Tools == nil:
 			case ambiguous:
 				e, changed = errorResponse(env.ID, codeInternalError, "the upstream's tools/list response is ambiguous; refused: "+err.Error(), nil), true
@@ -827,10 +932,14 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 // are matched to requests by id, so it must be unique.
 func (s *Session) trackReady(envs ...framing.Envelope) (l *link, inUse bool) {
 	keys := make([]string, len(envs))
+	tokens := make([]string, len(envs))
 	for i, env := range envs {
 		keys[i] = framing.IDKey(env.ID)
 		if slices.Contains(keys[:i], keys[i]) {
 			inUse = true
+		}
+		if s.CallTimeout > 0 {
+			tokens[i] = progressToken(env.Params)
 		}
 	}
 	s.mu.Lock()
@@ -851,7 +960,13 @@ func (s *Session) trackReady(envs ...framing.Envelope) (l *link, inUse bool) {
 		if len(s.reqs) == 0 {
 			s.idle = make(chan struct{})
 		}
-		s.reqs[keys[i]] = inflight{id: bytes.Clone(env.ID), method: env.Method, link: l}
+		r := &inflight{id: bytes.Clone(env.ID), key: keys[i], method: env.Method, link: l, progress: tokens[i]}
+		s.reqs[keys[i]] = r
+		delete(s.ended, keys[i]) // a reused id: an answer now is the new request's
+		if r.progress != "" {
+			s.progress[r.progress] = r.key
+		}
+		s.armLocked(r)
 	}
 	return l, false
 }
@@ -869,12 +984,22 @@ func (s *Session) untrack(id []byte) string {
 	if !ok {
 		return ""
 	}
-	delete(s.reqs, key)
-	delete(s.listens, key)
+	s.untrackLocked(r)
+	return r.method
+}
+
+// untrackLocked forgets in-flight request r and stops its timer; s.mu
+// must be held.
+func (s *Session) untrackLocked(r *inflight) {
+	delete(s.reqs, r.key)
+	delete(s.listens, r.key)
+	if r.progress != "" && s.progress[r.progress] == r.key {
+		delete(s.progress, r.progress)
+	}
+	s.disarmLocked(r)
 	if len(s.reqs) == 0 {
 		close(s.idle)
 	}
-	return r.method
 }
 
 func (s *Session) inflight() int {
@@ -883,16 +1008,21 @@ func (s *Session) inflight() int {
 	return len(s.reqs)
 }
 
-// failInflight answers every client request in flight on link l with an
-// error, but for subscriptions/listen requests, which the next upstream is
-// sent again. l must no longer be the current link, so that no request is
-// tracked on it afterwards.
+// failInflight answers every client request in flight on link l (on any
+// link when l is nil) with an error, but for subscriptions/listen requests
+// on l, which the next upstream is sent again. l must no longer be the
+// current link, so that no request is tracked on it afterwards.
 func (s *Session) failInflight(l *link, reason string) {
 	s.mu.Lock()
 	var ids [][]byte
 	for key, r := range s.reqs {
-		if _, listen := s.listens[key]; r.link == l && !listen {
+		if _, listen := s.listens[key]; l == nil || (r.link == l && !listen) {
 			ids = append(ids, r.id)
+		}
+	}
+	for key, e := range s.ended {
+		if l == nil || e.link == l {
+			delete(s.ended, key) // l will never answer them
 		}
 	}
 	s.mu.Unlock()
@@ -919,7 +1049,7 @@ func (s *Session) Call(ctx context.Context, method string, params any) (json.Raw
 // request sends an own request on link l and waits for the reply, the
 // link's death or ctx.
 func (s *Session) request(ctx context.Context, l *link, method string, params any) ownReply {
-	id := strconv.Quote(ownIDPrefix + strconv.FormatUint(s.seq.Add(1), 10))
+	id := strconv.Quote(s.ownID + strconv.FormatUint(s.seq.Add(1), 10))
 	var rawParams json.RawMessage
 	switch p := params.(type) {
 	case nil:
@@ -1009,10 +1139,24 @@ func (s *Session) deliverOwnReply(id []byte, r ownReply) {
 	}
 }
 
-// isOwnID reports whether id is in the sidecar's own id space, however it
+// isOwnID reports whether id is in this Session's own id space, however it
 // is spelled.
-func isOwnID(id []byte) bool {
-	return strings.HasPrefix(framing.IDKey(id), "s"+ownIDPrefix)
+func (s *Session) isOwnID(id []byte) bool {
+	return strings.HasPrefix(framing.IDKey(id), "s"+s.ownID)
+}
+
+// errOwnID is why a client request using the own id space is refused.
+func (s *Session) errOwnID() string {
+	return "Invalid Request: ids starting with " + strconv.Quote(s.ownID) + " are reserved by this mcpwrap"
+}
+
+// newOwnIDPrefix returns a fresh own-id prefix: ownIDPrefix, a random
+// nonce and "-". Two Sessions (such as two mcpwraps in a chain) get
+// different ones, so neither refuses the other's requests.
+func newOwnIDPrefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return ownIDPrefix + base64.RawURLEncoding.EncodeToString(b[:]) + "-"
 }
 
 // printable shortens a stray line for a log record.

@@ -43,7 +43,9 @@ type harness struct {
 	cancel     context.CancelFunc
 }
 
-func start(t *testing.T, maxLine int) *harness {
+// start runs a Session (set up further by each of configure) between a
+// client and an upstream peer, through the handshake.
+func start(t *testing.T, maxLine int, configure ...func(*Session)) *harness {
 	t.Helper()
 	h := &harness{logs: &syncBuffer{}, done: make(chan error, 1)}
 	var clientConn, upConn Conn
@@ -51,6 +53,9 @@ func start(t *testing.T, maxLine int) *harness {
 	h.up, upConn = newPeer(t, maxLine)
 	h.session = &Session{Name: "fixture", Client: clientConn, Dial: dialOnce(upConn),
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	for _, c := range configure {
+		c(h.session)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.session.Run(ctx) }()
@@ -61,28 +66,37 @@ func start(t *testing.T, maxLine int) *harness {
 
 func TestSessionRejectsBadClientInput(t *testing.T) {
 	tests := []struct {
-		name     string
-		line     string
-		wantCode int
-		wantID   string
+		name        string
+		line        string
+		wantCode    int
+		wantID      string
+		wantRelayed bool
 	}{
 		{name: "not JSON", line: "hello there", wantCode: -32700, wantID: "null"},
 		{name: "truncated object", line: `{"jsonrpc":"2.0","id":1,"method":"ping"`, wantCode: -32700, wantID: "null"},
 		{name: "bad nested value", line: `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":tru}}`, wantCode: -32700, wantID: "null"},
 		{name: "neither request nor response", line: `{"jsonrpc":"2.0","id":4}`, wantCode: -32600, wantID: "4"},
-		{name: "reserved id prefix", line: `{"jsonrpc":"2.0","id":"mcpwrap-1","method":"ping"}`, wantCode: -32600, wantID: `"mcpwrap-1"`},
+		{name: "reserved id prefix", line: `{"jsonrpc":"2.0","id":"OWN1","method":"ping"}`, wantCode: -32600, wantID: `"OWN1"`},
+		{name: "another mcpwrap's own id passes", line: `{"jsonrpc":"2.0","id":"mcpwrap-x-1","method":"ping"}`, wantRelayed: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := start(t, 0)
-			h.client.send(tt.line + "\n")
+			own := strings.NewReplacer("OWN", h.session.ownID) // this Session's own-id prefix
+			h.client.send(own.Replace(tt.line) + "\n")
+			if tt.wantRelayed {
+				assert.Equal(t, tt.line, string(h.up.next()))
+				h.up.send(`{"jsonrpc":"2.0","id":"mcpwrap-x-1","result":{}}` + "\n")
+				assert.Equal(t, `{"jsonrpc":"2.0","id":"mcpwrap-x-1","result":{}}`, string(h.client.next()), "answered, not taken for an own reply")
+				return
+			}
 			var resp struct {
 				ID    json.RawMessage `json:"id"`
 				Error RPCError        `json:"error"`
 			}
 			require.NoError(t, json.Unmarshal(h.client.next(), &resp))
 			assert.Equal(t, tt.wantCode, resp.Error.Code)
-			assert.Equal(t, tt.wantID, string(resp.ID))
+			assert.Equal(t, own.Replace(tt.wantID), string(resp.ID))
 
 			// The session goes on: the next good message is relayed.
 			h.client.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n")
@@ -116,6 +130,39 @@ func TestSessionOversizedMessages(t *testing.T) {
 
 	h.up.send(`{"jsonrpc":"2.0","method":"notifications/ok"}` + "\n")
 	assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/ok"}`, string(h.client.next()))
+}
+
+// TestOversizedMessagesAreAnsweredWithTheirIDWhereverItIs: the id of a
+// message too large to relay may come after its payload, past the head the
+// reader keeps; it is still found, in both directions, so that nothing
+// waits forever.
+func TestOversizedMessagesAreAnsweredWithTheirIDWhereverItIs(t *testing.T) {
+	h := start(t, 1024)
+	big := strings.Repeat("a", 8<<10)
+	var resp struct {
+		ID    json.RawMessage `json:"id"`
+		Error RPCError        `json:"error"`
+	}
+
+	// From the client: its request is refused under its own id.
+	h.client.send(`{"jsonrpc":"2.0","method":"tools/call","params":{"x":"` + big + `"},"id":"c-1"}` + "\n")
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, `"c-1"`, string(resp.ID))
+	assert.Equal(t, codeInvalidRequest, resp.Error.Code)
+
+	// From the upstream: the request it answers gets an error instead.
+	h.client.send(`{"jsonrpc":"2.0","id":{"k":1},"method":"resources/read"}` + "\n")
+	h.up.next()
+	h.up.send(`{"jsonrpc":"2.0","result":{"contents":"` + big + `"},"id":{"k":1.0}}` + "\n")
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, `{"k":1}`, string(resp.ID), "as the client spelled it")
+	assert.Equal(t, codeInternalError, resp.Error.Code)
+
+	// An upstream request too large to relay is refused back to it.
+	h.up.send(`{"jsonrpc":"2.0","params":{"x":"` + big + `"},"method":"sampling/createMessage","id":"s-1"}` + "\n")
+	require.NoError(t, json.Unmarshal(h.up.next(), &resp))
+	assert.Equal(t, `"s-1"`, string(resp.ID))
+	assert.Equal(t, codeInternalError, resp.Error.Code)
 }
 
 func TestSessionMovesNonJSONUpstreamLinesToLogs(t *testing.T) {
@@ -226,6 +273,10 @@ func TestSessionBatches(t *testing.T) {
 		{name: "a tools/call cannot slip past the gate", batch: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"locked"}}]`,
 			wantIDs: []string{"1", `"c"`}},
 		{name: "tools/list is not rewritten inside a batch", batch: `[{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`, wantIDs: []string{"2"}},
+		{name: "an ambiguous element is answered with the others", batch: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping","Method":"tools/call"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`,
+			wantIDs: []string{"1", "2", "3"}},
+		{name: "an element with an ambiguous id is answered with id null", batch: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"id":4,"method":"ping"}]`,
+			wantIDs: []string{"1", "null"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

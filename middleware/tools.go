@@ -9,11 +9,13 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -65,7 +67,7 @@ func (openPolicy) Rejection(string, string, string) string { return "" }
 // catalogView is the full upstream catalog with its evaluation.
 type catalogView struct {
 	tools []json.RawMessage
-	names []string
+	index *tooldef.Index // never nil
 	avail []Availability
 }
 
@@ -82,11 +84,31 @@ func (v catalogView) locked() int {
 // view evaluates the cached catalog against the current policy.
 func (s *Session) view() catalogView {
 	s.mu.Lock()
-	v := catalogView{tools: s.catalog, names: s.catalogNames}
+	v := catalogView{tools: s.catalog, index: s.catalogIndex}
 	s.mu.Unlock()
+	if v.index == nil {
+		v.index = new(tooldef.Index)
+	}
 	v.avail = s.policy().Evaluate(v.tools)
+	for i := range v.avail {
+		if v.index.Name(i) == "" {
+			v.avail[i] = untrusted
+		}
+	}
 	return v
 }
+
+// untrusted is the availability of a tool definition that has no name the
+// sidecar can trust (see tooldef: it is ambiguous or malformed, or another
+// definition claims its name too), whatever the policy says: an upstream
+// could show the client one tool under that name and run another. It is
+// listed nowhere and counted as locked, and a call under any name it claims
+// is answered by the sidecar.
+var untrusted = Availability{InScope: true, Status: statusUnknown}
+
+// statusUnknown is the status of a tool whose availability cannot be
+// determined; the policy explains it like any other status.
+const statusUnknown = "disabled_unknown"
 
 // showDiscovery reports whether the discovery tool is listed, given how many
 // tools are locked.
@@ -142,8 +164,13 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 		s.log.Warn("tools/list result whose tools is not an array; passed through")
 		return msg
 	}
-	s.notePage(page)
+	trusted := s.notePage(page)
 	avail := s.Tools.Evaluate(rawList(page))
+	for i, ok := range trusted {
+		if !ok {
+			avail[i] = untrusted
+		}
+	}
 	kept := make([][]byte, 0, len(page))
 	locked := 0
 	for i, a := range avail {
@@ -223,15 +250,6 @@ func rawList(items [][]byte) []json.RawMessage {
 	return out
 }
 
-// toolName reads a raw tool definition's name.
-func toolName(tool json.RawMessage) string {
-	var t struct {
-		Name string `json:"name"`
-	}
-	_ = json.Unmarshal(tool, &t)
-	return t.Name
-}
-
 // discoveryDefinition is the discovery tool as listed in tools/list, given
 // how many tools are locked.
 func (s *Session) discoveryDefinition(locked int) []byte {
@@ -307,24 +325,40 @@ func parseCall(params []byte) (callParams, error) {
 // tool, to locked tools and to out-of-scope tools itself and forwards the
 // rest. A call it cannot judge without loading the catalog is judged off
 // the client pump, so that the client's answers to the upstream's requests
-// (which the upstream may need before it serves tools/list) keep flowing.
-func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope) {
+// (which the upstream may need before it serves tools/list) keep flowing;
+// while it waits it is held (see hold), and refused past the bounds. held
+// says msg is kept already (see keep); gateCall releases it.
+func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope, held bool) {
 	p, err := parseCall(env.Params)
 	if err != nil {
 		s.log.Warn("tools/call refused", "error", err)
 		s.replyError(env.ID, codeInvalidParams, "Invalid params: "+err.Error())
+		s.unhold(msg, held)
 		return
 	}
-	tool, known := s.catalogTool(p.Name)
-	if known || (p.Name == s.discoveryName() && s.catalogLoaded()) {
+	tool, known, claimed := s.catalogTool(p.Name)
+	switch {
+	case p.Name == s.discoveryName() && s.catalogLoaded():
+		s.judge(ctx, msg, env, p, nil)
+		s.unhold(msg, held)
+		return
+	case known:
 		s.judge(ctx, msg, env, p, tool)
+		s.unhold(msg, held)
+		return
+	case claimed:
+		s.rejectUntrusted(env.ID, p.Name)
+		s.unhold(msg, held)
 		return
 	}
-	msg = bytes.Clone(msg) // it is only valid until the pump reads again
-	env, _ = framing.Peek(msg)
+	msg, env, ok := s.keep(msg, env, held)
+	if !ok {
+		return
+	}
 	p, _ = parseCall(env.Params)
 	if !s.startGating() {
 		s.answerUnready(ctx, env)
+		s.unhold(msg, true)
 		return
 	}
 	// The catalog is not loaded yet, or lacks the tool: it may be new (the
@@ -336,17 +370,22 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 		defer s.doneGating()
 		if err := (<-loaded).Err; err != nil && p.Name != s.discoveryName() {
 			if s.readyLink() == nil {
-				s.answerUnready(ctx, env)
+				s.awaitUpstream(ctx, msg, env, true) // the upstream crashed: wait for its restart
 				return
 			}
 			s.reject(env.ID, p.Name, "disabled_unknown") // fail closed
+			s.unhold(msg, true)
 			return
 		}
-		tool, known := s.catalogTool(p.Name)
-		if !known {
-			tool = minimalTool(p.Name) // judged by its name alone
+		switch tool, known, claimed := s.catalogTool(p.Name); {
+		case p.Name == s.discoveryName() || known:
+			s.judge(ctx, msg, env, p, tool)
+		case claimed:
+			s.rejectUntrusted(env.ID, p.Name)
+		default:
+			s.judgeUnlisted(ctx, msg, env, p)
 		}
-		s.judge(ctx, msg, env, p, tool)
+		s.unhold(msg, true)
 	}()
 }
 
@@ -365,6 +404,29 @@ func (s *Session) judge(ctx context.Context, msg []byte, env framing.Envelope, p
 	default:
 		s.send(ctx, msg, env)
 	}
+}
+
+// judgeUnlisted answers or forwards a call to a tool the loaded catalog
+// does not list. Such a tool has no definition anyone approved, so while
+// approval is on (Availability.Pinned) the sidecar answers the call itself
+// as one to an unknown tool; with approval off, a name the policy lets on
+// by its name alone is forwarded for the upstream to answer. Either way no
+// answer names a remediation: there is nothing to approve or enable.
+func (s *Session) judgeUnlisted(ctx context.Context, msg []byte, env framing.Envelope, p callParams) {
+	a := s.Tools.Evaluate([]json.RawMessage{minimalTool(p.Name)})[0]
+	if a.Callable() && !a.Pinned {
+		s.send(ctx, msg, env)
+		return
+	}
+	s.log.Info("call to a tool the upstream does not list answered as unknown", "tool", p.Name)
+	s.replyError(env.ID, codeInvalidParams, fmt.Sprintf("unknown tool %q", p.Name))
+}
+
+// rejectUntrusted answers a call under a name that a definition of the
+// catalog claims but the sidecar cannot trust (see untrusted).
+func (s *Session) rejectUntrusted(id []byte, tool string) {
+	s.log.Warn("call under the name of an ambiguous tool definition refused", "tool", tool)
+	s.reject(id, tool, statusUnknown)
 }
 
 // reject answers a call to a tool locked with status.
@@ -388,19 +450,25 @@ func minimalTool(name string) json.RawMessage {
 // for concurrent use.
 func (s *Session) ToolDefinition(name string) (json.RawMessage, bool) {
 	s.once.Do(s.init)
-	return s.catalogTool(name)
+	tool, known, _ := s.catalogTool(name)
+	return tool, known
 }
 
 // catalogTool returns the definition of the named tool in the loaded
-// catalog; false when the catalog is not loaded or lacks the tool.
-func (s *Session) catalogTool(name string) (json.RawMessage, bool) {
+// catalog; known is false when the catalog is not loaded or no definition
+// is trusted under the name, and claimed then reports whether one claims
+// it nonetheless (see untrusted).
+func (s *Session) catalogTool(name string) (tool json.RawMessage, known, claimed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, ok := s.catalogIndex[name]
-	if !ok {
-		return nil, false
+	if s.catalogIndex == nil {
+		return nil, false, false
 	}
-	return s.catalog[i], true
+	i, known, claimed := s.catalogIndex.Lookup(name)
+	if !known {
+		return nil, false, claimed
+	}
+	return s.catalog[i], true, true
 }
 
 // catalogLoaded reports whether the upstream's catalog has been loaded.
@@ -453,6 +521,7 @@ func (s *Session) loadAndKeepCatalog(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		s.identities.warm(all)
 		s.mu.Lock()
 		stale := s.merges != merges
 		if !stale {
@@ -491,7 +560,9 @@ func (s *Session) loadCatalog(ctx context.Context) ([]json.RawMessage, error) {
 		}
 		res, err := s.Call(ctx, "tools/list", params)
 		if err != nil {
-			s.log.Warn("cannot load the tool catalog", "error", err)
+			if ctx.Err() == nil { // not a shutdown
+				s.log.Warn("cannot load the tool catalog", "error", err)
+			}
 			return nil, err
 		}
 		var r struct {
@@ -514,16 +585,64 @@ func (s *Session) loadCatalog(ctx context.Context) ([]json.RawMessage, error) {
 // setCatalogLocked replaces the catalog; s.mu must be held. The slices it
 // replaces are never modified, as views of them may be in use.
 func (s *Session) setCatalogLocked(all []json.RawMessage) {
-	names := make([]string, len(all))
-	index := make(map[string]int, len(all))
-	sums := make(map[uint64]struct{}, len(all))
+	index := new(tooldef.Index)
+	index.Grow(len(all))
+	sums := make(definitionPositions, len(all))
 	for i, t := range all {
-		names[i] = toolName(t)
-		index[names[i]] = i
-		sums[maphash.Bytes(catalogSeed, t)] = struct{}{}
+		sum := maphash.Bytes(catalogSeed, t)
+		d, err := s.identities.read(sum, t)
+		index.Add(t, d, err)
+		sums[sum] = i
 	}
-	s.catalog, s.catalogNames, s.catalogIndex, s.catalogSums, s.catalogKnown = all, names, index, sums, true
+	s.catalog, s.catalogIndex, s.catalogSums, s.catalogKnown = all, index, sums, true
 }
+
+// identities caches what tooldef read from tool definitions, by their hash
+// under catalogSeed, so that each definition is read once rather than on
+// every tools/list page. It holds at most maxIdentities entries. It is safe
+// for concurrent use; its lock is never held while taking another.
+type identities struct {
+	mu sync.Mutex
+	m  map[uint64]identity
+}
+
+type identity struct {
+	def tooldef.Def
+	err error
+}
+
+// maxIdentities bounds the identities cache; past it, it starts afresh.
+const maxIdentities = 1 << 16
+
+// read returns what tooldef.Identify reads from raw, whose hash is sum.
+func (c *identities) read(sum uint64, raw []byte) (tooldef.Def, error) {
+	c.mu.Lock()
+	id, ok := c.m[sum]
+	c.mu.Unlock()
+	if ok {
+		return id.def, id.err
+	}
+	d, err := tooldef.Identify(raw)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxIdentities {
+		c.m = make(map[uint64]identity)
+	}
+	c.m[sum] = identity{d, err}
+	c.mu.Unlock()
+	return d, err
+}
+
+// warm reads the definitions the cache lacks, so that a caller holding
+// s.mu afterwards does not read them under it.
+func (c *identities) warm(all []json.RawMessage) {
+	for _, t := range all {
+		c.read(maphash.Bytes(catalogSeed, t), t)
+	}
+}
+
+// definitionPositions maps the hash (under catalogSeed) of each definition
+// of the catalog to its position.
+type definitionPositions map[uint64]int
 
 // catalogSeed keys the hashes that spot a changed definition.
 var catalogSeed = maphash.MakeSeed()
@@ -532,47 +651,78 @@ var catalogSeed = maphash.MakeSeed()
 // about to see into the loaded catalog, so that a call is judged by the
 // definition the client saw, even when the upstream changed it without
 // notifications/tools/list_changed. A change also reloads the whole
-// catalog, to record it and announce what it changes.
-func (s *Session) notePage(page [][]byte) {
-	all, changed := s.mergePage(page)
+// catalog, to record it and announce what it changes. It returns, for each
+// definition of the page, whether a name is trusted for it (see untrusted):
+// by the catalog once one is loaded, else by the page alone.
+func (s *Session) notePage(page [][]byte) (trusted []bool) {
+	all, trusted, changed := s.mergePage(page)
+	if trusted == nil {
+		return s.pageTrust(page)
+	}
 	if !changed {
-		return
+		return trusted
 	}
 	s.log.Info("tools/list shows tool definitions the catalog lacked; catalog updated")
 	if s.CatalogSeen != nil {
 		s.CatalogSeen(all)
 	}
 	s.reevaluate(false) // the client is being shown the change right now
+	return trusted
 }
 
-// mergePage is notePage's merge; it returns the catalog and whether it
-// changed.
-func (s *Session) mergePage(page [][]byte) ([]json.RawMessage, bool) {
+// pageTrust is notePage's verdict on a page when no catalog is loaded.
+func (s *Session) pageTrust(page [][]byte) []bool {
+	var index tooldef.Index
+	index.Grow(len(page))
+	for _, t := range page {
+		d, err := s.identities.read(maphash.Bytes(catalogSeed, t), t)
+		index.Add(t, d, err)
+	}
+	trusted := make([]bool, len(page))
+	for i := range trusted {
+		trusted[i] = index.Name(i) != ""
+	}
+	return trusted
+}
+
+// mergePage is notePage's merge; it returns the catalog, the page's trust
+// (nil when no catalog is loaded) and whether the catalog changed.
+func (s *Session) mergePage(page [][]byte) ([]json.RawMessage, []bool, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.catalogKnown {
-		return nil, false // the first load is under way
+		return nil, nil, false // the first load is under way
 	}
+	sums := make([]uint64, len(page))
 	var all []json.RawMessage
-	for _, t := range page {
-		if _, ok := s.catalogSums[maphash.Bytes(catalogSeed, t)]; ok {
+	for k, t := range page {
+		sums[k] = maphash.Bytes(catalogSeed, t)
+		if _, ok := s.catalogSums[sums[k]]; ok {
 			continue
 		}
 		if all == nil {
 			all = slices.Clone(s.catalog)
 		}
-		if i, ok := s.catalogIndex[toolName(t)]; ok {
-			all[i] = bytes.Clone(t)
-		} else {
-			all = append(all, bytes.Clone(t))
+		// A changed definition replaces the one trusted under its name;
+		// anything else, refused definitions included, is added, so that
+		// every name it claims is refused.
+		if d, err := s.identities.read(sums[k], t); err == nil {
+			if i, ok, _ := s.catalogIndex.Lookup(d.Name); ok {
+				all[i] = bytes.Clone(t)
+				continue
+			}
 		}
+		all = append(all, bytes.Clone(t))
 	}
-	if all == nil {
-		return nil, false
+	if all != nil {
+		s.setCatalogLocked(all)
+		s.merges++
 	}
-	s.setCatalogLocked(all)
-	s.merges++
-	return all, true
+	trusted := make([]bool, len(page))
+	for k, sum := range sums {
+		trusted[k] = s.catalogIndex.Name(s.catalogSums[sum]) != ""
+	}
+	return all, trusted, all != nil
 }
 
 // ReevaluateTools recomputes which tools the client can see and, when that
@@ -602,7 +752,7 @@ func (s *Session) reevaluate(notify bool) {
 	var sig strings.Builder
 	for i, a := range v.avail {
 		if a.Callable() {
-			sig.WriteString(v.names[i])
+			sig.WriteString(v.index.Name(i))
 			sig.WriteByte(0)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -21,6 +22,7 @@ type fakePolicy struct {
 	mu     sync.Mutex
 	status map[string]string // tool → locked status
 	scope  map[string]bool   // when non-nil, only these tools are in scope
+	pinned bool              // approval is on: every Availability is Pinned
 }
 
 func (p *fakePolicy) set(tool, status string) {
@@ -34,8 +36,8 @@ func (p *fakePolicy) Evaluate(tools []json.RawMessage) []Availability {
 	defer p.mu.Unlock()
 	out := make([]Availability, len(tools))
 	for i, t := range tools {
-		name := toolName(t)
-		out[i] = Availability{InScope: p.scope == nil || p.scope[name], Status: p.status[name]}
+		name := defOf(t).Name
+		out[i] = Availability{InScope: p.scope == nil || p.scope[name], Status: p.status[name], Pinned: p.pinned}
 	}
 	return out
 }
@@ -44,6 +46,13 @@ func (p *fakePolicy) Remediation(status, tool string) string { return "remedy fo
 
 func (p *fakePolicy) Rejection(status, tool, discovery string) string {
 	return fmt.Sprintf("%s is %s; see %s", tool, status, discovery)
+}
+
+// defOf reads a tool definition as the sidecar does; fakes use it to name
+// tools.
+func defOf(t json.RawMessage) tooldef.Def {
+	d, _ := tooldef.Identify(t)
+	return d
 }
 
 // fakeUpstream answers tools/list from pages of a catalog and tools/call
@@ -324,25 +333,43 @@ func checkGolden(t *testing.T, path, got string) {
 	assert.Equal(t, string(want), got)
 }
 
-// TestCallToAToolMissingFromTheCatalogIsJudged: a call to a tool the
-// sidecar's catalog lacks reloads the catalog, and is judged by the policy
-// rather than forwarded unjudged.
-func TestCallToAToolMissingFromTheCatalogIsJudged(t *testing.T) {
-	h := startTools(t, [][]string{{tool("a", "x")}}, map[string]string{"ghost": "pending_approval"})
-	require.Eventually(t, h.session.catalogLoaded, timeout, tick)
-	lists := h.up.calls("tools/list")
-
-	var resp struct {
-		Result struct {
-			IsError bool           `json:"isError"`
-			Meta    map[string]any `json:"_meta"`
-		} `json:"result"`
+// TestCallToAnUnlistedTool: a call to a tool the upstream does not list
+// reloads the catalog once and is then answered as a call to an unknown
+// tool, never with a remediation (there is nothing to approve or enable).
+// While approval is on the sidecar answers it even when the policy would
+// let the name on; only with approval off may the upstream answer it.
+func TestCallToAnUnlistedTool(t *testing.T) {
+	tests := []struct {
+		name          string
+		pinned        bool   // approval on
+		status        string // the policy's verdict on the bare name
+		wantForwarded bool
+	}{
+		{name: "approval on, pending by name", pinned: true, status: "pending_approval"},
+		{name: "approval on, callable by name", pinned: true},
+		{name: "approval off, callable by name", wantForwarded: true},
+		{name: "approval off, config-denied by name", status: "disabled_by_config"},
 	}
-	require.NoError(t, json.Unmarshal(h.call(1, "tools/call", `{"name":"ghost"}`), &resp))
-	assert.True(t, resp.Result.IsError)
-	assert.Equal(t, "pending_approval", resp.Result.Meta["status"])
-	assert.Equal(t, lists+1, h.up.calls("tools/list"), "the catalog was reloaded once")
-	assert.Equal(t, 0, h.up.calls("tools/call"), "the call never reached the upstream")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startTools(t, [][]string{{tool("a", "x")}}, map[string]string{"ghost": tt.status})
+			h.policy.mu.Lock()
+			h.policy.pinned = tt.pinned
+			h.policy.mu.Unlock()
+			require.Eventually(t, h.session.catalogLoaded, timeout, tick)
+			lists := h.up.calls("tools/list")
+
+			resp := string(h.call(1, "tools/call", `{"name":"ghost"}`))
+			assert.Equal(t, lists+1, h.up.calls("tools/list"), "the catalog was reloaded once")
+			if tt.wantForwarded {
+				assert.Equal(t, 1, h.up.calls("tools/call"), "the upstream answers it")
+				return
+			}
+			assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"unknown tool \"ghost\""}}`, resp)
+			assert.NotContains(t, resp, "approve")
+			assert.Equal(t, 0, h.up.calls("tools/call"), "the call never reached the upstream")
+		})
+	}
 }
 
 // TestRewrittenListPromisesNoCacheLifetime: a tools/list result the sidecar

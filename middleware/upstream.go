@@ -20,10 +20,12 @@ import (
 // supervise keeps the upstream loaded until ctx is done.
 func (s *Session) supervise(ctx context.Context) {
 	defer s.shutdownLink()
-	r := *s.Retrier
-	r.OnRetry = s.setStatus
+	r := &s.retrier
 	for {
 		out := r.Load(ctx, s.Name, s.loadOnce)
+		s.mu.Lock()
+		s.setRestartingLocked(false) // the requests waiting for a restart go on, or are answered
+		s.mu.Unlock()
 		if out.Class == resilience.Transient && ctx.Err() == nil {
 			s.setStatus(out)
 			out = r.Background(ctx, out, s.loadOnce)
@@ -42,7 +44,7 @@ func (s *Session) supervise(ctx context.Context) {
 				continue
 			}
 		}
-		s.Reconnect.Reset()
+		s.reconnect.Reset()
 
 		s.mu.Lock()
 		l := s.up
@@ -59,15 +61,20 @@ func (s *Session) supervise(ctx context.Context) {
 		s.log.Warn("upstream crashed", "error", crash)
 		// The status changes with the link, so that no call in between is
 		// told the upstream is available.
-		loop := s.CrashBudget.Crash(crash)
-		delay := r.RestartDelay(s.CrashBudget.Recent())
-		status := resilience.Outcome{Server: s.Name, Class: resilience.Transient, Err: resilience.Classify(crash), RetryIn: delay}
+		loop := s.crashes.Crash(crash)
+		restart := s.crashes.Recent()
+		delay := r.RestartDelay(restart)
+		// Attempt 1 of the restart is under way (its delay is part of it).
+		status := resilience.Outcome{Server: s.Name, Class: resilience.Transient, Err: resilience.Classify(crash),
+			Attempts: 1, RetryIn: delay, Restart: restart, MaxRestarts: s.crashes.Limit()}
 		if loop != nil {
 			status = resilience.Outcome{Server: s.Name, Class: resilience.Permanent, Err: resilience.Classify(loop), Attempts: out.Attempts}
 		}
 		tell := s.publishStatus(status) // first: a call now finds the link dead or gone, never "available"
 		s.mu.Lock()
 		s.up = nil
+		// With the link gone, in one step: a request finds the link, or waits for the restart.
+		s.setRestartingLocked(loop == nil)
 		s.mu.Unlock()
 		l.conn.Close()                                                 // its pipes, its process group, its remote session
 		s.failInflight(l, "upstream restarted; request not completed") // before the news, as they were asked first
@@ -79,7 +86,7 @@ func (s *Session) supervise(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-s.kick:
-				s.CrashBudget.Reset()
+				s.crashes.Reset()
 				continue
 			}
 		}
@@ -98,6 +105,7 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 	s.mu.Lock()
 	if s.status.Class != resilience.Available {
 		s.status.Attempts = attempt // "attempt 1" while the first one runs
+		s.status.RetryIn = 0        // it runs now
 	}
 	s.mu.Unlock()
 	conn, err := s.Dial(ctx)
@@ -209,11 +217,18 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 		var rpcErr *RPCError
 		switch {
 		case errors.As(r.err, &rpcErr):
-			s.resolveWaiters(hs.Method, r.msg)
 			if hs.Method == "server/discover" {
+				s.resolveWaiters(hs.Method, r.msg)
 				continue // the client falls back to initialize; wait for it
 			}
-			return &resilience.RPCError{Code: rpcErr.Code, Message: rpcErr.Message}
+			err := &resilience.RPCError{Code: rpcErr.Code, Message: rpcErr.Message}
+			if c := s.retrier.Classifier.Classify(err); !c.Class.Retryable() {
+				// Published before the client learns of the failure, so that
+				// a call it sends next is told this class, not "starting up".
+				s.setStatus(resilience.Outcome{Class: c.Class, Err: c, Attempts: attempt})
+			}
+			s.resolveWaiters(hs.Method, r.msg)
+			return err
 		case r.err != nil:
 			select {
 			case <-l.dead:
@@ -272,9 +287,16 @@ func (s *Session) replay(ctx context.Context, l *link, method string, params any
 // client gets the upstream's answer, or the sidecar's own when the upstream
 // is not ready within ReadyTimeout.
 func (s *Session) clientHandshake(env framing.Envelope) {
-	w := &hsWaiter{id: bytes.Clone(env.ID), method: env.Method, done: make(chan struct{})}
+	// A waiter keeps its id, and its params until it is answered (the
+	// session's handshake is replaced by the next one).
+	size := len(env.ID) + len(env.Params)
+	if !s.hold(env, size) {
+		return
+	}
+	params := bytes.Clone(env.Params)
+	w := &hsWaiter{id: bytes.Clone(env.ID), method: env.Method, done: make(chan struct{}), held: size}
 	s.mu.Lock()
-	s.hs = Handshake{Method: env.Method, Params: bytes.Clone(env.Params), Initialized: s.hs.Initialized}
+	s.hs = Handshake{Method: env.Method, Params: params, Initialized: s.hs.Initialized}
 	s.hsVer++
 	close(s.hsChanged)
 	s.hsChanged = make(chan struct{})
@@ -287,9 +309,9 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 	case ready:
 		// A handshake on a ready upstream (a client starting over): relay it.
 		go func() {
-			r := s.request(s.runCtx(), l, env.Method, json.RawMessage(env.Params))
+			r := s.request(s.runCtx(), l, w.method, json.RawMessage(params)) // env's bytes are the pump's
 			if r.msg != nil {
-				s.resolveWaiters(env.Method, r.msg)
+				s.resolveWaiters(w.method, r.msg)
 			} else {
 				s.answerDegraded(w)
 			}
@@ -297,11 +319,7 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 	case degraded || (status.Class != resilience.Transient && status.Attempts > 0):
 		s.answerDegraded(w) // known not to come soon: do not make the client wait
 	default:
-		timeout := s.ReadyTimeout
-		if timeout <= 0 {
-			timeout = DefaultReadyTimeout
-		}
-		t := s.afterFunc(timeout, func() { s.answerDegraded(w) })
+		t := s.afterFunc(s.readyTimeout(), func() { s.answerDegraded(w) })
 		go func() { <-w.done; t.Stop() }()
 	}
 }
@@ -315,7 +333,7 @@ func (s *Session) resolveWaiters(method string, msg []byte) {
 	}
 	for _, w := range s.takeWaiters(method) {
 		w.once.Do(func() {
-			close(w.done)
+			s.endWaiter(w)
 			if env.Result != nil {
 				s.mu.Lock()
 				s.clientView = viewAvailable
@@ -344,6 +362,13 @@ func (s *Session) takeWaiters(method string) []*hsWaiter {
 	return taken
 }
 
+// endWaiter marks the handshake waiter w answered and releases its hold;
+// call it once, under w.once.
+func (s *Session) endWaiter(w *hsWaiter) {
+	close(w.done)
+	s.release(w.held)
+}
+
 func (s *Session) answerWaitersDegraded() {
 	for _, w := range s.takeWaiters("") {
 		s.answerDegraded(w)
@@ -354,7 +379,7 @@ func (s *Session) answerWaitersDegraded() {
 // session goes on with the discovery tool only, until the upstream is ready.
 func (s *Session) answerDegraded(w *hsWaiter) {
 	w.once.Do(func() {
-		close(w.done)
+		s.endWaiter(w)
 		s.mu.Lock()
 		for i, x := range s.waiters {
 			if x == w {
@@ -422,13 +447,20 @@ func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 // statusMeta is the machine-readable status of the upstream sent as _meta.
 func statusMeta(o resilience.Outcome) map[string]any {
 	m := o.Meta()
-	return map[string]any{"status": m.Status, "class": m.Class.String(), "attempts": m.Attempts, "retryable": m.Retryable}
+	meta := map[string]any{"status": m.Status, "class": m.Class.String(), "attempts": m.Attempts, "retryable": m.Retryable}
+	if m.Restart > 0 {
+		meta["restart"] = m.Restart
+	}
+	if m.Reason != "" {
+		meta["reason"] = m.Reason
+	}
+	return meta
 }
 
 // reconnectOnUse wakes the supervisor of an upstream that failed
 // permanently, at most once per Reconnect interval.
 func (s *Session) reconnectOnUse(st resilience.Outcome) {
-	if st.Class == resilience.Transient || st.Class == resilience.Available || !s.Reconnect.Allow() {
+	if st.Class == resilience.Transient || st.Class == resilience.Available || !s.reconnect.Allow() {
 		return
 	}
 	select {
@@ -465,6 +497,10 @@ func (s *Session) publishStatus(o resilience.Outcome) (tell bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.restarting && o.Class == resilience.Transient && o.Restart == 0 {
+		// A retry of the restart's load: it is still that restart.
+		o.Restart, o.MaxRestarts = s.status.Restart, s.status.MaxRestarts
+	}
 	s.status = o
 	tell = s.clientView != viewNone && s.clientView != view
 	if tell {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,9 @@ type Error struct {
 	// Hint says how to fix it, as a sentence without a trailing period, or
 	// is empty when there is nothing to fix (transient failures).
 	Hint string
+	// Code is a machine-readable reason, sent to the agent as
+	// `_meta.reason`, or empty. See [CodeLoginRequired].
+	Code string
 	// RetryAfter is a delay the upstream asked for (HTTP Retry-After), or
 	// zero. The retrier waits at least this long before the next attempt.
 	RetryAfter time.Duration
@@ -294,6 +298,12 @@ func rpcError(e *RPCError) *Error {
 func (c Classifier) spawn(e *SpawnError) *Error {
 	prefix := fmt.Sprintf("cannot start %q: ", e.Command)
 	switch {
+	case (errors.Is(e.Err, exec.ErrNotFound) || errors.Is(e.Err, fs.ErrNotExist)) && strings.ContainsAny(e.Command, `/\`):
+		return &Error{Class: Permanent, Reason: prefix + "command not found",
+			Hint: "Check that the file exists (and, for a script, the interpreter on its #! line)"}
+	case (errors.Is(e.Err, exec.ErrNotFound) || errors.Is(e.Err, fs.ErrNotExist)) && e.NotInstalled:
+		return &Error{Class: Permanent, Reason: prefix + "command not found",
+			Hint: fmt.Sprintf("%s is not installed: it is on neither mcpwrap's PATH nor your login shell's; install it, or use the full path to it", e.Command)}
 	case errors.Is(e.Err, exec.ErrNotFound), errors.Is(e.Err, fs.ErrNotExist):
 		return &Error{Class: Permanent, Reason: prefix + "command not found",
 			Hint: "Use a full path to the command; GUI apps get a minimal PATH"}
@@ -328,8 +338,11 @@ func exited(e *ExitError) *Error {
 		return &Error{Class: Denied, Reason: reason,
 			Hint: "Check the credentials (environment variables, tokens) configured for it"}
 	default:
-		return &Error{Class: Permanent, Reason: reason,
-			Hint: "Run the command by hand to see why it exits"}
+		hint := "Run the command by hand to see why it exits"
+		if len(e.Command) > 0 {
+			hint = "Run it by hand to see why it exits: " + commandLine(e.Command)
+		}
+		return &Error{Class: Permanent, Reason: reason, Hint: hint}
 	}
 }
 
@@ -347,22 +360,90 @@ const (
 	maxStderrRunes    = 200
 )
 
-// quoteStderr renders the last non-blank stderr lines as
-// `; stderr: "a" | "b"`, or "" when there are none.
+// quoteStderr renders the stderr lines that explain a failure as
+// `; stderr: "a" | "b"`, or "" when there are none (see explainingLines).
 func quoteStderr(lines []string) string {
 	var quoted []string
-	for i := len(lines) - 1; i >= 0 && len(quoted) < quotedStderrLines; i-- {
-		if line := strings.TrimSpace(lines[i]); line != "" {
-			quoted = append(quoted, fmt.Sprintf("%q", truncate(line, maxStderrRunes)))
-		}
+	for _, line := range explainingLines(lines, quotedStderrLines) {
+		quoted = append(quoted, fmt.Sprintf("%q", truncate(line, maxStderrRunes)))
 	}
 	if len(quoted) == 0 {
 		return ""
 	}
-	for i, j := 0, len(quoted)-1; i < j; i, j = i+1, j-1 {
-		quoted[i], quoted[j] = quoted[j], quoted[i]
-	}
 	return "; stderr: " + strings.Join(quoted, " | ")
+}
+
+// explainingLines picks at most n stderr lines, in order, that say why a
+// server failed: the first lines that read like an error (error,
+// exception, refused, not found, denied, a traceback...); else the first
+// lines after a stack header; else the last lines that are not noise (a
+// package manager's notice, a lone brace). A configuration dump's last
+// lines explain nothing.
+func explainingLines(lines []string, n int) []string {
+	var out []string
+	for _, line := range lines {
+		if line = strings.TrimSpace(line); line != "" && explainsFailure(line) && len(out) < n {
+			out = append(out, line)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for i, line := range lines {
+		if !isStackHeader(line) {
+			continue
+		}
+		for _, next := range lines[i+1:] {
+			if next = strings.TrimSpace(next); next != "" && !isStderrNoise(next) && len(out) < n {
+				out = append(out, next)
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
+		if line := strings.TrimSpace(lines[i]); line != "" && !isStderrNoise(line) {
+			out = append(out, line)
+		}
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// commandLine renders argv as a POSIX shell command line to paste, with
+// the values of options that name a secret (--token X, --api-key=X) and
+// arguments that look like credentials replaced by '***', and URLs reduced
+// to their scheme and host.
+func commandLine(argv []string) string {
+	words := make([]string, len(argv))
+	hideNext := false
+	for i, a := range argv {
+		switch {
+		case hideNext:
+			a, hideNext = "***", false
+		case isSecretFlag(a) && !strings.Contains(a, "="):
+			hideNext = true
+		case isSecretFlag(a):
+			name, _, _ := strings.Cut(a, "=")
+			words[i] = shellWord(name+"=") + shellWord("***")
+			continue
+		case looksSecret(a):
+			a = "***"
+		case strings.Contains(a, "://"):
+			a = redact(a)
+		}
+		words[i] = shellWord(a)
+	}
+	return strings.Join(words, " ")
+}
+
+// shellWord quotes s for a POSIX shell when it needs quoting.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // truncate shortens s to at most n runes, marking the cut with "…".

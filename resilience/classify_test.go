@@ -41,7 +41,8 @@ func dialErr(errno error) error {
 	}}
 }
 
-// TestClassify covers every row of the DESIGN §4 table, and that wrapped
+// TestClassify covers every row of the classification table (docs/DESIGN.md,
+// Resilience), and that wrapped
 // errors are found through errors.Is/As.
 func TestClassify(t *testing.T) {
 	retryRefused := resilience.Classifier{RetryRefused: true}
@@ -94,13 +95,30 @@ func TestClassify(t *testing.T) {
 		{name: "HTTP 400", err: &resilience.HTTPStatusError{StatusCode: 400}, want: resilience.Permanent, wantHint: "headers"},
 		// spawn ENOENT / EACCES / exec format, malformed config → permanent
 		{name: "spawn not in PATH", err: &resilience.SpawnError{Command: "npx", Err: &exec.Error{Name: "npx", Err: exec.ErrNotFound}}, want: resilience.Permanent, wantReason: `cannot start "npx": command not found`, wantHint: "GUI apps get a minimal PATH"},
-		{name: "spawn ENOENT path", err: &resilience.SpawnError{Command: "/opt/srv", Err: &fs.PathError{Op: "fork/exec", Path: "/opt/srv", Err: syscall.ENOENT}}, want: resilience.Permanent, wantReason: "command not found", wantHint: "full path"},
+		{name: "spawn ENOENT path", err: &resilience.SpawnError{Command: "/opt/srv", Err: &fs.PathError{Op: "fork/exec", Path: "/opt/srv", Err: syscall.ENOENT}}, want: resilience.Permanent, wantReason: "command not found", wantHint: "Check that the file exists"},
+		{name: "spawn not installed", err: &resilience.SpawnError{Command: "uvx", Err: &exec.Error{Name: "uvx", Err: exec.ErrNotFound}, NotInstalled: true}, want: resilience.Permanent, wantReason: `cannot start "uvx": command not found`, wantHint: "uvx is not installed: it is on neither mcpwrap's PATH nor your login shell's"},
 		{name: "spawn EACCES", err: fmt.Errorf("start upstream: %w", &resilience.SpawnError{Command: "./srv", Err: &fs.PathError{Op: "fork/exec", Path: "./srv", Err: syscall.EACCES}}), want: resilience.Permanent, wantReason: "permission denied", wantHint: "chmod +x"},
 		{name: "spawn ENOEXEC", err: &resilience.SpawnError{Command: "./srv.js", Err: &fs.PathError{Op: "fork/exec", Path: "./srv.js", Err: syscall.ENOEXEC}}, want: resilience.Permanent, wantReason: "exec format error", wantHint: "#!"},
 		{name: "malformed config", err: fmt.Errorf("%w: servers.fs.retry.initial: not a duration", resilience.ErrConfig), want: resilience.Permanent, wantReason: "servers.fs.retry.initial", wantHint: "configuration"},
 		// child exits before completing the handshake → permanent, unless
 		// its stderr shows a transient or denial signature
-		{name: "exit before handshake", err: &resilience.ExitError{Code: 1, Stderr: []string{"a", "", "Error: Cannot find module 'x'", "  at y", "node v22"}}, want: resilience.Permanent, wantReason: `the server exited with code 1 before completing the handshake; stderr: "Error: Cannot find module 'x'" | "at y" | "node v22"`, wantHint: "by hand"},
+		{name: "exit before handshake", err: &resilience.ExitError{Code: 1, Stderr: []string{"a", "", "Error: Cannot find module 'x'", "  at y", "node v22"}}, want: resilience.Permanent, wantReason: `the server exited with code 1 before completing the handshake; stderr: "Error: Cannot find module 'x'"`, wantHint: "by hand"},
+		{name: "exit: the error lines, not a config dump's last lines", err: &resilience.ExitError{Code: 1, Stderr: []string{
+			"Starting server with config {", "  host: 'localhost',", "Error: listen EADDRINUSE: address already in use :::9443",
+			"    at Server.setupListenHandle (node:net:1897:16)", "config was {", "  port: 9443", "}",
+			"npm notice New major version of npm available! 10.8.2 -> 11.0.0"}},
+			want: resilience.Permanent, wantReason: `; stderr: "Error: listen EADDRINUSE: address already in use :::9443"`},
+		{name: "exit: a traceback's header and its exception", err: &resilience.ExitError{Code: 1, Stderr: []string{
+			"Traceback (most recent call last):", `  File "/srv/main.py", line 3, in <module>`, "    import httpx", "ModuleNotFoundError: No module named 'httpx'"}},
+			want: resilience.Permanent, wantReason: `; stderr: "Traceback (most recent call last):" | "ModuleNotFoundError: No module named 'httpx'"`},
+		{name: "exit: the first lines after a stack header", err: &resilience.ExitError{Code: 2, Stderr: []string{
+			"starting", "goroutine 1 [running]:", "main.main()", "\t/src/main.go:12 +0x1d", "exit status 2"}},
+			want: resilience.Permanent, wantReason: `; stderr: "main.main()" | "/src/main.go:12 +0x1d" | "exit status 2"`},
+		{name: "exit: nothing explains it, the last lines but noise", err: &resilience.ExitError{Code: 3, Stderr: []string{"one", "two", "three", "}", "npm notice update available"}},
+			want: resilience.Permanent, wantReason: `; stderr: "one" | "two" | "three"`},
+		{name: "exit: the exact command line to run by hand, secrets hidden", err: &resilience.ExitError{Code: 1,
+			Command: []string{"npx", "-y", "@acme/server", "--api-key", "s3cret", "--token=s3cret", "/home/me/My Files", "https://u:s3cret@h.example/x"}},
+			want: resilience.Permanent, wantHint: `Run it by hand to see why it exits: npx -y @acme/server --api-key '***' --token='***' '/home/me/My Files' https://h.example`},
 		{name: "killed before handshake", err: &resilience.ExitError{Code: -1, Signal: "killed"}, want: resilience.Permanent, wantReason: "killed by signal killed before completing"},
 		{name: "exit with ECONNRESET", err: &resilience.ExitError{Code: 1, Stderr: []string{"Error: read ECONNRESET"}}, want: resilience.Transient},
 		{name: "exit with 503", err: &resilience.ExitError{Code: 1, Stderr: []string{"fetch failed: 503"}}, want: resilience.Transient},

@@ -5,10 +5,13 @@ import (
 	"time"
 )
 
-// Crash budget defaults (DESIGN §4): 5 restarts in 5 minutes.
+// Crash budget defaults: 5 restarts in 5 minutes, then a crash loop.
 const (
-	defaultCrashRestarts = 5
-	defaultCrashWindow   = 5 * time.Minute
+	// DefaultCrashRestarts is the restarts a zero [CrashBudget] allows
+	// within its window.
+	DefaultCrashRestarts = 5
+	// DefaultCrashWindow is a zero [CrashBudget]'s sliding window.
+	DefaultCrashWindow = 5 * time.Minute
 )
 
 // CrashBudget bounds restarts after crashes: an upstream that crashes more
@@ -19,9 +22,10 @@ const (
 // CrashBudget is safe for concurrent use; set its fields before first use
 // and do not copy it afterwards.
 type CrashBudget struct {
-	// Restarts is how many restarts are allowed within Window. Zero means 5.
+	// Restarts is how many restarts are allowed within Window. Zero means
+	// [DefaultCrashRestarts].
 	Restarts int
-	// Window is the sliding time window. Zero means 5 minutes.
+	// Window is the sliding time window. Zero means [DefaultCrashWindow].
 	Window time.Duration
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
@@ -64,14 +68,14 @@ func (b *CrashBudget) restarts() int {
 	if b.Restarts > 0 {
 		return b.Restarts
 	}
-	return defaultCrashRestarts
+	return DefaultCrashRestarts
 }
 
 func (b *CrashBudget) window() time.Duration {
 	if b.Window > 0 {
 		return b.Window
 	}
-	return defaultCrashWindow
+	return DefaultCrashWindow
 }
 
 func (b *CrashBudget) now() time.Time {
@@ -80,6 +84,9 @@ func (b *CrashBudget) now() time.Time {
 	}
 	return time.Now()
 }
+
+// Limit returns how many restarts the budget allows within its window.
+func (b *CrashBudget) Limit() int { return b.restarts() }
 
 // Recent returns how many crashes fall within the window, as of the last
 // call to Crash.

@@ -18,8 +18,10 @@ func TestCrashBudget(t *testing.T) {
 	b := &resilience.CrashBudget{Now: clock.Now}
 	crash := &resilience.ExitError{Code: 1, Ready: true, Stderr: []string{"panic: nil map"}}
 
+	assert.Equal(t, 5, b.Limit())
 	for i := range 5 {
 		require.NoError(t, b.Crash(crash), "restart %d is within the budget", i+1)
+		assert.Equal(t, i+1, b.Recent(), "the restart's number within the window")
 		clock.Advance(10 * time.Second)
 	}
 	err := b.Crash(crash)

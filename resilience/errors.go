@@ -28,6 +28,15 @@ var (
 	ErrCrashLoop = errors.New("crash loop")
 )
 
+// Codes of an [Error], for failures that need their own words.
+const (
+	// CodeLoginRequired marks a remote server that wants the user to sign
+	// in (OAuth): class [Denied], never retried automatically. The Error's
+	// Hint says what is being done about it (a browser window opened) and
+	// how the user signs in.
+	CodeLoginRequired = "login_required"
+)
+
 // maxBodyBytes bounds how much of an error response body
 // [NewHTTPStatusError] keeps: enough for a gateway's signature, never a
 // whole page.
@@ -132,6 +141,10 @@ type ExitError struct {
 	Ready bool
 	// Stderr holds the last lines the process wrote to stderr, oldest first.
 	Stderr []string
+	// Command is the command line that was run (program and arguments), or
+	// nil. [Classify] suggests running it by hand, with the values that look
+	// like secrets hidden; Error leaves it out.
+	Command []string
 }
 
 // Error describes the exit, e.g. "exited with code 1" or "killed by
@@ -160,6 +173,10 @@ type SpawnError struct {
 	Command string
 	// Err is the cause.
 	Err error
+	// NotInstalled reports that a bare program name was looked up on the
+	// user's login shell's PATH too, and was not there either: it is not
+	// installed, rather than hidden by a GUI app's minimal PATH.
+	NotInstalled bool
 }
 
 // Error returns `start "COMMAND": CAUSE`.

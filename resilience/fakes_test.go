@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
-
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -32,7 +30,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// fakeTimers makes backoff.Timers that fire at once, advance the clock by
+// fakeTimers makes resilience.Timers that fire at once, advance the clock by
 // the requested duration (so elapsed-time budgets still apply) and record
 // every requested wait.
 type fakeTimers struct {
@@ -41,7 +39,7 @@ type fakeTimers struct {
 	waits []time.Duration
 }
 
-func (f *fakeTimers) New() backoff.Timer {
+func (f *fakeTimers) New() resilience.Timer {
 	return &fakeTimer{timers: f, c: make(chan time.Time, 1)}
 }
 
@@ -110,5 +108,3 @@ func newRetrier() (*resilience.Retrier, *fakeTimers) {
 		Now:              clock.Now,
 	}, timers
 }
-
-type backoffTimer = backoff.Timer

@@ -3,6 +3,7 @@ package resilience
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -26,6 +27,13 @@ type Outcome struct {
 	// RetryIn is the delay before the next automatic attempt, or 0 when
 	// none is scheduled.
 	RetryIn time.Duration
+	// Restart is set while the load restarts an upstream that crashed after
+	// it had been ready: which restart it is within the crash budget's
+	// window, counting from 1. It is 0 for any other load.
+	Restart int
+	// MaxRestarts is the crash budget's restarts per window, or 0 when
+	// unknown; set with Restart.
+	MaxRestarts int
 	// Tools is the catalog when Class is [Available]. [Retrier] leaves it
 	// nil: the operation that fetched the catalog fills it in.
 	Tools []json.RawMessage
@@ -35,6 +43,7 @@ type Outcome struct {
 // tool-result text and as handshake instructions, e.g.
 //
 //	Server 'linear' is still starting up (attempt 3 of 6, retrying in 2s); its tools will appear shortly. Retry in a few seconds.
+//	Server 'fs' is restarting after a crash (restart 2 of 5, attempt 1); its tools will be back shortly. Retry in a few seconds.
 //	Server 'fs' failed to load and needs attention: cannot start "npx": command not found. Use a full path to the command; GUI apps get a minimal PATH.
 //	Server 'linear' denied access (HTTP 403 Forbidden). Check the credentials configured for it; retrying will not help.
 func (o Outcome) Message() string {
@@ -42,6 +51,10 @@ func (o Outcome) Message() string {
 	case Available:
 		return fmt.Sprintf("Server '%s' is available with %s.", o.Server, plural(len(o.Tools), "tool"))
 	case Transient:
+		if o.Restart > 0 && o.RetryIn <= slowRetry {
+			return fmt.Sprintf("Server '%s' is restarting after a crash%s; its tools will be back shortly. Retry in a few seconds.",
+				o.Server, o.progress())
+		}
 		if o.RetryIn > slowRetry {
 			// Past the load budget, retries come slowly: "a few seconds" would mislead.
 			return fmt.Sprintf("Server '%s' is still not available%s; mcpwrap keeps retrying in the background. Retry later, or ask the user to check the server.",
@@ -50,6 +63,10 @@ func (o Outcome) Message() string {
 		return fmt.Sprintf("Server '%s' is still starting up%s; its tools will appear shortly. Retry in a few seconds.",
 			o.Server, o.progress())
 	case Denied:
+		if o.Err != nil && o.Err.Code == CodeLoginRequired {
+			return fmt.Sprintf("Server '%s' needs you to sign in. %s. Its tools will appear once you have signed in.",
+				o.Server, strings.TrimSuffix(o.Err.Hint, "."))
+		}
 		return fmt.Sprintf("Server '%s' denied access (%s). Check the credentials configured for it; retrying will not help.",
 			o.Server, o.reason())
 	default:
@@ -61,20 +78,32 @@ func (o Outcome) Message() string {
 	}
 }
 
-// progress renders " (attempt 3 of 6, retrying in 2s)", leaving out what
+// progress renders " (attempt 3 of 6, retrying in 2s)", or with a
+// restart " (restart 2 of 5, attempt 1, retrying in 2s)", leaving out what
 // is unknown.
 func (o Outcome) progress() string {
-	if o.Attempts <= 0 {
+	var parts []string
+	if o.Restart > 0 {
+		parts = append(parts, "restart "+ofMax(o.Restart, o.MaxRestarts))
+	}
+	if o.Attempts > 0 {
+		parts = append(parts, "attempt "+ofMax(o.Attempts, o.MaxAttempts))
+		if o.RetryIn > 0 {
+			parts = append(parts, "retrying in "+formatDuration(o.RetryIn))
+		}
+	}
+	if len(parts) == 0 {
 		return ""
 	}
-	s := fmt.Sprintf(" (attempt %d", o.Attempts)
-	if o.MaxAttempts > 0 {
-		s += fmt.Sprintf(" of %d", o.MaxAttempts)
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// ofMax renders "3 of 6", or "3" when the maximum is unknown.
+func ofMax(n, limit int) string {
+	if limit > 0 {
+		return fmt.Sprintf("%d of %d", n, limit)
 	}
-	if o.RetryIn > 0 {
-		s += ", retrying in " + formatDuration(o.RetryIn)
-	}
-	return s + ")"
+	return strconv.Itoa(n)
 }
 
 func (o Outcome) reason() string {
@@ -100,6 +129,12 @@ type Meta struct {
 	Class     Class  `json:"class"`
 	Attempts  int    `json:"attempts"`
 	Retryable bool   `json:"retryable"`
+	// Restart is [Outcome.Restart]: which restart after a crash is under
+	// way, omitted when none.
+	Restart int `json:"restart,omitempty"`
+	// Reason is the failure's [Error.Code], such as "login_required", or
+	// empty.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Meta returns the outcome's `_meta` fields.
@@ -109,7 +144,16 @@ func (o Outcome) Meta() Meta {
 		Class:     o.Class,
 		Attempts:  o.Attempts,
 		Retryable: o.Class.Retryable(),
+		Restart:   o.Restart,
+		Reason:    o.code(),
 	}
+}
+
+func (o Outcome) code() string {
+	if o.Err == nil || o.Class == Available {
+		return ""
+	}
+	return o.Err.Code
 }
 
 // formatDuration renders d the way people say it: "250ms", "2s", "1m30s",

@@ -59,6 +59,16 @@ func TestOutcomeMessage(t *testing.T) {
 			want:    "Server 'fs' failed to load and needs attention: load canceled.",
 		},
 		{
+			name:    "restarting after a crash",
+			outcome: resilience.Outcome{Server: "fs", Class: resilience.Transient, Attempts: 1, Restart: 2, MaxRestarts: 5},
+			want:    "Server 'fs' is restarting after a crash (restart 2 of 5, attempt 1); its tools will be back shortly. Retry in a few seconds.",
+		},
+		{
+			name:    "restart retrying",
+			outcome: resilience.Outcome{Server: "fs", Class: resilience.Transient, Attempts: 2, MaxAttempts: 6, RetryIn: 500 * time.Millisecond, Restart: 1, MaxRestarts: 5},
+			want:    "Server 'fs' is restarting after a crash (restart 1 of 5, attempt 2 of 6, retrying in 500ms); its tools will be back shortly. Retry in a few seconds.",
+		},
+		{
 			name:    "zero outcome",
 			outcome: resilience.Outcome{Server: "fs"},
 			want:    "Server 'fs' failed to load and needs attention: unknown error.",
@@ -93,6 +103,7 @@ func TestOutcomeMeta(t *testing.T) {
 		want    string
 	}{
 		{name: "transient", outcome: resilience.Outcome{Class: resilience.Transient, Attempts: 3}, want: `{"status":"transient","class":"transient","attempts":3,"retryable":true}`},
+		{name: "restarting", outcome: resilience.Outcome{Class: resilience.Transient, Attempts: 1, Restart: 2, MaxRestarts: 5}, want: `{"status":"transient","class":"transient","attempts":1,"retryable":true,"restart":2}`},
 		{name: "permanent", outcome: resilience.Outcome{Class: resilience.Permanent, Attempts: 1}, want: `{"status":"permanent","class":"permanent","attempts":1,"retryable":false}`},
 		{name: "denied", outcome: resilience.Outcome{Class: resilience.Denied, Attempts: 1}, want: `{"status":"denied","class":"denied","attempts":1,"retryable":false}`},
 		{name: "available", outcome: resilience.Outcome{Class: resilience.Available, Attempts: 1}, want: `{"status":"available","class":"available","attempts":1,"retryable":false}`},

@@ -43,7 +43,7 @@ func TestSleepUsesTheInjectedTimer(t *testing.T) {
 	require.NoError(t, r.Sleep(context.Background(), 3*time.Second))
 	assert.Equal(t, []time.Duration{3 * time.Second}, timers.Waits())
 
-	stuck := &resilience.Retrier{NewTimer: func() backoffTimer { return stuckTimer{c: make(chan time.Time)} }}
+	stuck := &resilience.Retrier{NewTimer: func() resilience.Timer { return stuckTimer{c: make(chan time.Time)} }}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	assert.ErrorIs(t, stuck.Sleep(ctx, time.Hour), context.Canceled)

@@ -8,6 +8,17 @@ import (
 	"github.com/cenkalti/backoff/v4"
 )
 
+// A Timer is what a [Retrier] waits on between attempts: a one-shot timer
+// that Start arms for a duration, whose channel C receives once it fires,
+// and that Stop disarms. A Timer is used by one goroutine at a time and
+// may be started again after it fired or was stopped. Tests supply one
+// through [Retrier.NewTimer] to run retry loops without waiting.
+type Timer interface {
+	Start(d time.Duration)
+	Stop()
+	C() <-chan time.Time
+}
+
 // Op is one attempt to load an upstream: start or connect, handshake and
 // first catalog. attempt counts from 1 and keeps counting across
 // [Retrier.Background]. Op returns nil once the upstream is ready, else an
@@ -16,19 +27,20 @@ import (
 type Op func(ctx context.Context, attempt int) error
 
 // Retrier loads upstreams, retrying transient failures with jittered
-// exponential backoff (cenkalti/backoff/v4). Permanent and denied failures
-// end the load at once. The success path adds no delay.
+// exponential backoff. Permanent and denied failures end the load at once.
+// The success path adds no delay.
 //
 // The zero value is ready to use with the documented defaults. A Retrier
 // may be used by several goroutines at once as long as its fields are not
 // changed; OnRetry, NewTimer and Now are then called concurrently too.
 type Retrier struct {
-	// Policy is the budget of [Retrier.Load]. Zero fields: initial 250ms,
-	// multiplier 2, jitter 0.5, max interval 5s, 6 attempts, 30s elapsed.
+	// Policy is the budget of [Retrier.Load]. Zero fields take those of
+	// [DefaultLoadPolicy]: initial 250ms, multiplier 2, jitter 0.5, max
+	// interval 5s, 6 attempts, 30s elapsed.
 	Policy Policy
 	// BackgroundPolicy is the slow cadence of [Retrier.Background]. Zero
-	// fields: initial 30s, multiplier 2, jitter 0.5, max interval 5m, no
-	// attempt or time limit.
+	// fields take those of [DefaultBackgroundPolicy]: initial 30s,
+	// multiplier 2, jitter 0.5, max interval 5m, no attempt or time limit.
 	BackgroundPolicy Policy
 	// Classifier classifies each attempt's error.
 	Classifier Classifier
@@ -36,12 +48,16 @@ type Retrier struct {
 	// attempt that will be retried, with a transient snapshot whose RetryIn
 	// is the coming delay: callers publish it as the server's status.
 	OnRetry func(Outcome)
-	// NewTimer, if set, makes the timer each retry loop waits on; tests
-	// inject one that fires at once. Nil means real timers.
-	NewTimer func() backoff.Timer
+	// NewTimer, if set, makes the timer each retry loop (and
+	// [Retrier.Sleep]) waits on; tests inject one that fires at once. Nil
+	// means real timers.
+	NewTimer func() Timer
 	// Now, if set, is the clock for the elapsed-time budget. Nil means
 	// time.Now.
 	Now func() time.Time
+	// Rand, if set, returns the uniform random numbers in [0, 1) that
+	// jitter delays; tests inject one. Nil means math/rand/v2's Float64.
+	Rand func() float64
 	// Logger receives each retry at info (keys server, attempt, delay_ms,
 	// class, error) and the final outcome: info when available, warn when
 	// still transient, error when permanent or denied. Nil discards.
@@ -52,10 +68,11 @@ type Retrier struct {
 // budget of r.Policy is spent, and returns the outcome. A transient
 // outcome means the budget ran out; pass it to [Retrier.Background] to
 // keep trying slowly. Retry-After delays from the upstream are honoured
-// when longer than the computed delay, within the budget. When ctx is done
+// when longer than the computed delay, up to the background cadence's
+// maximum interval (5 min by default) and within the budget. When ctx is done
 // the outcome of the last attempt is returned.
 func (r *Retrier) Load(ctx context.Context, server string, op Op) Outcome {
-	p := r.Policy.withDefaults(defaultLoadPolicy)
+	p := r.Policy.withDefaults(DefaultLoadPolicy())
 	return r.run(ctx, p, Outcome{Server: server}, op, false)
 }
 
@@ -69,7 +86,7 @@ func (r *Retrier) Background(ctx context.Context, from Outcome, op Op) Outcome {
 	if from.Class != Transient {
 		return from
 	}
-	p := r.BackgroundPolicy.withDefaults(defaultBackgroundPolicy)
+	p := r.BackgroundPolicy.withDefaults(DefaultBackgroundPolicy())
 	return r.run(ctx, p, from, op, true)
 }
 
@@ -89,7 +106,11 @@ func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resum
 	if resume {
 		maxAttempts = 0 // background attempts are unbounded from the agent's point of view
 	}
-	sched := newSchedule(p, now)
+	// However long an upstream asks us to wait, the background cadence's
+	// cap is the longest mcpwrap ever waits: a hostile or confused
+	// Retry-After of a day must not park a server for a day.
+	retryAfterCap := r.BackgroundPolicy.withDefaults(DefaultBackgroundPolicy()).MaxInterval
+	sched := newSchedule(p, now, retryAfterCap, r.uniform())
 	if resume && sched.maxRetries >= 0 {
 		sched.maxRetries++ // the replayed failure consumes one delay
 	}
@@ -128,7 +149,7 @@ func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resum
 		}
 	}
 
-	var timer backoff.Timer
+	var timer backoff.Timer // nil: backoff's real timer
 	if r.NewTimer != nil {
 		timer = r.NewTimer()
 	}
@@ -151,7 +172,8 @@ func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resum
 	attrs := []any{"server", out.Server, "attempts", attempt, "class", out.Class.String(), "error", out.Err.Reason}
 	switch {
 	case ctx.Err() != nil:
-		log.Info("upstream load stopped", append(attrs, "cause", ctx.Err().Error())...)
+		// Shutting down: nothing failed, so nothing reads like a failure.
+		log.Debug("upstream load stopped: shutting down", "server", out.Server, "attempts", attempt)
 	case out.Class == Transient:
 		log.Warn("upstream still unavailable; retry budget spent", attrs...)
 	default:

@@ -157,7 +157,7 @@ func TestLoadRetryRefusedClassifier(t *testing.T) {
 func TestLoadStopsWhenContextIsDone(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	r := &resilience.Retrier{
-		NewTimer: func() backoffTimer { return stuckTimer{c: make(chan time.Time)} },
+		NewTimer: func() resilience.Timer { return stuckTimer{c: make(chan time.Time)} },
 		OnRetry:  func(resilience.Outcome) { cancel() }, // give up while waiting
 	}
 
@@ -223,8 +223,8 @@ func TestBackgroundCadence(t *testing.T) {
 		},
 		{
 			name:      "honours the Retry-After of the failure that ended the load",
-			from:      resilience.Outcome{Class: resilience.Transient, Attempts: 6, Err: resilience.Classify(&resilience.HTTPStatusError{StatusCode: 503, RetryAfter: 10 * time.Minute})},
-			wantClass: resilience.Available, wantAttempts: 7, wantWaits: []time.Duration{10 * time.Minute},
+			from:      resilience.Outcome{Class: resilience.Transient, Attempts: 6, Err: resilience.Classify(&resilience.HTTPStatusError{StatusCode: 503, RetryAfter: 2 * time.Minute})},
+			wantClass: resilience.Available, wantAttempts: 7, wantWaits: []time.Duration{2 * time.Minute},
 		},
 		{name: "available is returned unchanged", from: resilience.Outcome{Class: resilience.Available, Attempts: 1}, wantClass: resilience.Available, wantAttempts: 1},
 		{name: "permanent is not retried", from: resilience.Outcome{Class: resilience.Permanent, Attempts: 1}, wantClass: resilience.Permanent, wantAttempts: 1},
@@ -248,7 +248,7 @@ func TestBackgroundCadence(t *testing.T) {
 func TestBackgroundStopsWhenContextIsDone(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	r := &resilience.Retrier{
-		NewTimer: func() backoffTimer { return stuckTimer{c: make(chan time.Time)} },
+		NewTimer: func() resilience.Timer { return stuckTimer{c: make(chan time.Time)} },
 		OnRetry:  func(resilience.Outcome) { cancel() },
 	}
 	from := resilience.Outcome{Server: "srv", Class: resilience.Transient, Attempts: 6, Err: resilience.Classify(errUnavailable)}
@@ -282,4 +282,22 @@ func TestLoadLogs(t *testing.T) {
 	assert.Equal(t, "ERROR", final["level"])
 	assert.Equal(t, "permanent", final["class"])
 	assert.EqualValues(t, 2, final["attempts"])
+}
+
+// TestLoadStoppedLogsNoFailure: a load cut short by shutdown logs nothing
+// that reads like a failure (no class, no "load canceled"), at info level
+// or above.
+func TestLoadStoppedLogsNoFailure(t *testing.T) {
+	var buf bytes.Buffer
+	ctx, cancel := context.WithCancel(t.Context())
+	r := &resilience.Retrier{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}
+
+	out := r.Load(ctx, "srv", func(ctx context.Context, _ int) error {
+		cancel() // shutdown while the upstream is starting
+		<-ctx.Done()
+		return ctx.Err()
+	})
+
+	assert.Equal(t, 1, out.Attempts)
+	assert.Empty(t, buf.String())
 }

@@ -254,3 +254,86 @@ func isSchemeByte(b byte) bool {
 func isURLTerminator(b byte) bool {
 	return b == '"' || b == '\'' || b == ' ' || b == '\t' || b == '\n' || b == '<' || b == '>' || b == '`'
 }
+
+// explanatorySignatures mark a stderr line that says why a server failed,
+// as opposed to its configuration dump, banner or a package manager's
+// notice. Matched case-insensitively anywhere in the line.
+var explanatorySignatures = []string{
+	"error", "exception", "refused", "not found", "no such", "denied", "forbidden",
+	"unauthorized", "unauthorised", "traceback", "fatal", "failed", "failure", "cannot",
+	"can't", "could not", "couldn't", "unable to", "invalid", "missing", "required",
+	"permission", "panic", "enoent", "eacces", "eaddrinuse", "econnrefused", "timed out",
+	"unknown option", "unknown argument", "usage:",
+}
+
+// stackHeaders start a stack trace: the lines right after one say what
+// went wrong when the header itself does not.
+var stackHeaders = []string{
+	"traceback (most recent call last)", "stack trace:", "stacktrace:", "goroutine ",
+	"exception in thread", "caused by:",
+}
+
+// stderrNoisePrefixes start lines that never explain a failure: package
+// manager notices and update nags.
+var stderrNoisePrefixes = []string{
+	"npm notice", "npm warn", "npm http", "npm timing", "npm verb", "npm info",
+	"(node:", "debugger attached", "waiting for the debugger",
+	"╭", "│", "╰", "update available", "new major version", "changelog:", "run `npm",
+}
+
+// explainsFailure reports whether a stderr line says why the server
+// failed (see explanatorySignatures). Noise never does.
+func explainsFailure(line string) bool {
+	l := strings.ToLower(line)
+	return !isStderrNoise(l) && containsAny(l, explanatorySignatures)
+}
+
+// isStackHeader reports whether a stderr line starts a stack trace.
+func isStackHeader(line string) bool {
+	l := strings.ToLower(strings.TrimSpace(line))
+	for _, h := range stackHeaders {
+		if strings.HasPrefix(l, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// isStderrNoise reports whether a stderr line carries nothing for
+// diagnosis: a package manager's notice, or punctuation alone (the closing
+// brace of a dumped object).
+func isStderrNoise(line string) bool {
+	l := strings.ToLower(strings.TrimSpace(line))
+	for _, p := range stderrNoisePrefixes {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return strings.TrimFunc(l, func(r rune) bool { return strings.ContainsRune("{}[]()<>,;:^~-=*#.'\"`", r) }) == ""
+}
+
+// secretFlagWords in a command-line option's name mean its value is a
+// secret (--api-key, --token, -password=...).
+var secretFlagWords = []string{"token", "secret", "password", "passwd", "apikey", "api-key", "api_key", "key", "auth", "credential", "bearer", "cookie", "session"}
+
+// isSecretFlag reports whether a command-line option (with its dashes,
+// and maybe "=VALUE") names a secret.
+func isSecretFlag(opt string) bool {
+	name, _, _ := strings.Cut(opt, "=")
+	if !strings.HasPrefix(name, "-") {
+		return false
+	}
+	return containsAny(strings.ToLower(strings.TrimLeft(name, "-")), secretFlagWords)
+}
+
+// looksSecret reports whether a bare argument looks like a credential: a
+// bearer header, or a known token prefix.
+func looksSecret(arg string) bool {
+	l := strings.ToLower(arg)
+	for _, p := range []string{"bearer ", "basic ", "ghp_", "gho_", "github_pat_", "sk-", "xoxb-", "xoxp-", "glpat-", "aiza"} {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return strings.Contains(l, "authorization:")
+}

@@ -5,8 +5,10 @@ import (
 	"time"
 )
 
-// defaultThrottleInterval is DESIGN §4's "reconnect on use" spacing.
-const defaultThrottleInterval = 30 * time.Second
+// DefaultThrottleInterval is a zero [Throttle]'s interval, the "reconnect
+// on use" spacing: a permanent or denied upstream is retried when the agent
+// uses it, at most this often.
+const DefaultThrottleInterval = 30 * time.Second
 
 // Throttle paces "reconnect on use": a tool or discovery call on an
 // upstream that failed permanently (or was denied) may trigger one new
@@ -16,7 +18,8 @@ const defaultThrottleInterval = 30 * time.Second
 // Throttle is safe for concurrent use; set its fields before first use and
 // do not copy it afterwards.
 type Throttle struct {
-	// Interval is the minimum spacing of allowed attempts. Zero means 30s.
+	// Interval is the minimum spacing of allowed attempts. Zero means
+	// [DefaultThrottleInterval].
 	Interval time.Duration
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
@@ -51,7 +54,7 @@ func (t *Throttle) interval() time.Duration {
 	if t.Interval > 0 {
 		return t.Interval
 	}
-	return defaultThrottleInterval
+	return DefaultThrottleInterval
 }
 
 func (t *Throttle) now() time.Time {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -9,10 +11,29 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/demo"
 )
 
+const demoUsage = `Usage: mcpwrap demo
+
+A narrated, self-contained showcase in three acts: real MCP clients talk
+through mcpwrap to its built-in demo server while each step is explained.
+1. A perfect wire: everything passes through byte for byte.
+2. A flaky server: failed starts retried, a crash recovered.
+3. Which tools may be called, and why not: policy, discovery, the tools CLI.
+Everything it writes lives in a temporary directory, removed at the end.
+
+Exit codes: 0 the demo ran, 1 it failed, 2 bad arguments.
+`
+
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintln(stderr, "usage: mcpwrap demo")
-		return exitUsage
+	fs := flag.NewFlagSet("mcpwrap demo", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), demoUsage) }
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if errors.Is(err, errHelp) {
+			return exitOK
+		}
+		return usageFailed(stderr, "mcpwrap demo", err)
+	}
+	if fs.NArg() > 0 {
+		return usageFailed(stderr, "mcpwrap demo", fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -11,11 +11,13 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/clientconfig"
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/doctor"
+	"github.com/mcpwrap/mcpwrap/internal/servername"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -50,7 +52,6 @@ type doctorOptions struct {
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var d doctorOptions
 	fs := flag.NewFlagSet("mcpwrap doctor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), doctorUsage)
 		fs.PrintDefaults()
@@ -62,16 +63,15 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.StringVar(&d.stateDir, "state-dir", "", "user state directory, as for the wrap command (default: the entry's, else $MCPWRAP_STATE_DIR, else the user's)")
 	fs.DurationVar(&d.timeout, "timeout", 0, "bound on each server's check (default: its ready_timeout or retry budget, whichever is longer, plus 10s)")
 	fs.StringVar(&d.logLevel, "log-level", "", "log the loads on stderr at this level: debug, info, warn or error (default: no log)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if errors.Is(err, errHelp) {
 			return exitOK
 		}
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap doctor", err)
 	}
 	d.servers = fs.Args()
 	if d.configPath != "" && d.client != clientconfig.AllClients {
-		fmt.Fprintln(stderr, "mcpwrap doctor: give --client or --config-path, not both")
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap doctor", errors.New("give --client or --config-path, not both"))
 	}
 	logger := slog.New(slog.DiscardHandler)
 	childStderr := io.Discard
@@ -92,6 +92,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	cwd, _ := os.Getwd()
 	var targets []doctor.Target
+	var uses []serverUse
 	seen := map[string]bool{}
 	for _, f := range files {
 		entries, err := doctor.ReadEntries(f.Data, cwd)
@@ -108,6 +109,9 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			}
 			seen[e.Name] = true
 			targets = append(targets, doctorTarget(ctx, d, e, f.label(), childStderr, logger))
+			if o, err := entryOptions(e); err == nil {
+				uses = append(uses, serverUse{name: o.name, client: f.label(), command: o.command, url: o.url})
+			}
 		}
 	}
 	for _, name := range d.servers {
@@ -117,11 +121,17 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 
+	for _, w := range nameClashes(uses) {
+		fmt.Fprintln(stderr, "mcpwrap doctor: warning:", w)
+	}
 	results := doctor.Run(ctx, targets)
 	if d.asJSON {
 		err = doctor.WriteJSON(stdout, results)
 	} else {
 		err = doctor.WriteTable(stdout, results)
+		if dir, derr := config.StateDir(d.stateDir, os.Getenv); derr == nil {
+			writeSignIns(stdout, dir, time.Now())
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpwrap doctor:", err)
@@ -156,9 +166,20 @@ func doctorTarget(ctx context.Context, d doctorOptions, e doctor.Entry, client s
 
 	logger := base.With("server", o.name)
 	srv, tools, err := loadPolicy(ctx, o, logger)
+	if err == nil {
+		err = tools.ConfigErr() // the sidecar would lock every tool
+	}
 	if err != nil {
 		t.Err = fmt.Errorf("%w: %v", resilience.ErrConfig, err)
 		return t
+	}
+	if o.url != "" {
+		// The stored sign-in is used; a server that wants one is reported
+		// as "sign-in required", without opening a browser.
+		if o.signIn, err = signIn(o, srv, childStderr, logger, false); err != nil {
+			t.Err = fmt.Errorf("%w: %v", resilience.ErrConfig, err)
+			return t
+		}
 	}
 	dial, err := dialer(o, srv, childStderr, logger)
 	if err != nil {
@@ -195,4 +216,45 @@ func entryOptions(e doctor.Entry) (wrapOptions, error) {
 		o.headers = append(o.headers, k+": "+e.Headers[k])
 	}
 	return o, nil
+}
+
+// serverUse is one client config entry's server, as the sidecar names it.
+type serverUse struct {
+	name, client string
+	command      []string
+	url          string
+}
+
+// nameClashes returns a warning for every name that two entries use for
+// different servers (another command line or URL): they would share
+// operator policy, tool approvals and toggles, and each one's catalog would
+// look like a rug pull to the other. The servers are described without
+// their arguments, which may hold secrets.
+func nameClashes(uses []serverUse) []string {
+	byName := map[string][]serverUse{}
+	var names []string
+	for _, u := range uses {
+		if _, ok := byName[u.name]; !ok {
+			names = append(names, u.name)
+		}
+		byName[u.name] = append(byName[u.name], u)
+	}
+	var out []string
+	for _, name := range names {
+		group := byName[name]
+		digests := map[string]bool{}
+		var what []string
+		for _, u := range group {
+			d := servername.Digest(u.command, u.url)
+			if !digests[d] {
+				digests[d] = true
+				what = append(what, fmt.Sprintf("%s (%s)", servername.Identify(u.command, u.url).Describe(), u.client))
+			}
+		}
+		if len(digests) > 1 {
+			out = append(out, fmt.Sprintf("the name %q is used for %d different servers: %s; they share tool approvals and toggles, so give each its own --name",
+				name, len(digests), strings.Join(what, ", ")))
+		}
+	}
+	return out
 }

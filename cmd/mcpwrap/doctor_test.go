@@ -50,7 +50,7 @@ func TestEntryOptions(t *testing.T) {
 		{
 			name:    "wrapped with a flag mcpwrap does not know",
 			entry:   doctor.Entry{Name: "x", Command: "mcpwrap", Args: []string{"--bogus", "--", "srv"}},
-			wantErr: "flag provided but not defined: -bogus",
+			wantErr: "unknown flag --bogus",
 		},
 	}
 	for _, tt := range tests {
@@ -63,6 +63,38 @@ func TestEntryOptions(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestNameClashes(t *testing.T) {
+	t.Parallel()
+	fs := []string{"npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/me"}
+	tests := []struct {
+		name string
+		uses []serverUse
+		want []string
+	}{
+		{name: "distinct names", uses: []serverUse{{name: "a", client: "cursor", command: fs}, {name: "b", client: "cursor", command: []string{"x"}}}},
+		{name: "one server in two clients", uses: []serverUse{{name: "fs", client: "cursor", command: fs}, {name: "fs", client: "claude-code", command: fs}}},
+		{
+			name: "one name, two commands",
+			uses: []serverUse{
+				{name: "index", client: "claude-desktop", command: []string{"node", "/x/server-filesystem/dist/index.js", "--token", "s3cret"}},
+				{name: "index", client: "cursor", command: []string{"node", "/x/server-memory/dist/index.js"}},
+			},
+			want: []string{`the name "index" is used for 2 different servers: node /x/server-filesystem (claude-desktop), node /x/server-memory (cursor); they share tool approvals and toggles, so give each its own --name`},
+		},
+		{
+			name: "one name, two URLs",
+			uses: []serverUse{{name: "api", client: "cursor", url: "https://a.example/mcp"}, {name: "api", client: "cursor", url: "https://b.example/mcp"}},
+			want: []string{`the name "api" is used for 2 different servers: https://a.example (cursor), https://b.example (cursor); they share tool approvals and toggles, so give each its own --name`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.want, nameClashes(tt.uses))
 		})
 	}
 }

@@ -19,7 +19,8 @@ const installUsage = `Usage: mcpwrap %[1]s (--client C | --config-path FILE) [--
 
 %[2]s
 
-Every file written is backed up first, beside it (FILE%[3]s<time>).
+Every file written is backed up first, beside it (FILE%[3]s<time>,
+mode 0600: it may hold secrets); the 3 newest backups of each file are kept.
 Restart the client afterwards. Exit codes: 0 done, 1 a file could not be
 read or written (or a --server is in no file), 2 bad flags.
 
@@ -29,7 +30,11 @@ Flags:
 const installAbout = `Puts mcpwrap in front of the MCP servers of Claude Desktop, Claude Code or
 Cursor: each stdio entry runs "mcpwrap --name NAME -- COMMAND ARGS..." and
 each remote entry "mcpwrap --name NAME --url '${VAR}'", its URL and header
-values moved into the entry's env (no secret on a command line). Entries
+values moved into the entry's env (no secret on a command line). A remote
+entry without an Authorization header signs in through mcpwrap (the plan
+says so: run "mcpwrap login NAME" once). Entries running mcp-remote become
+native --url entries with their options mapped, unless --keep-mcp-remote or
+an option mcpwrap cannot carry over keeps them stdio children. Entries
 already wrapped are left alone.`
 
 const uninstallAbout = `Restores the MCP server entries that mcpwrap install wrapped, exactly as
@@ -42,7 +47,6 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 		cmd, about = "uninstall", uninstallAbout
 	}
 	fs := flag.NewFlagSet("mcpwrap "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), installUsage, cmd, about, clientconfig.BackupSuffix)
 		fs.PrintDefaults()
@@ -52,20 +56,23 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 	var servers listFlag
 	fs.Var(&servers, "server", "only this server entry; repeatable (default: every entry)")
 	dryRun := fs.Bool("dry-run", false, "print the plan, write nothing")
-	logDir := fs.String("log-dir", "", `install: where each wrapped server logs, in <server>.log (default: <state dir>/logs; "none": to the client's own log of the server's stderr)`)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	logDir := new(string)
+	var keepMCPRemote *bool
+	if !uninstall {
+		fs.StringVar(logDir, "log-dir", "", `where each wrapped server logs, in <server>.log (default: <state dir>/logs; "none": to the client's own log of the server's stderr)`)
+		keepMCPRemote = fs.Bool("keep-mcp-remote", false, "keep entries that run mcp-remote as stdio children instead of converting them to native --url entries")
+	}
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if errors.Is(err, errHelp) {
 			return exitOK
 		}
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap "+cmd, err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "mcpwrap %s: unexpected arguments %q (name servers with --server)\n", cmd, fs.Args())
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap "+cmd, fmt.Errorf("unexpected arguments %q (name servers with --server)", fs.Args()))
 	}
 	if (*path == "") == (*client == "") {
-		fmt.Fprintf(stderr, "mcpwrap %s: give either --client (claude-desktop, claude-code, cursor or all) or --config-path\n", cmd)
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap "+cmd, errors.New("give either --client (claude-desktop, claude-code, cursor or all) or --config-path"))
 	}
 	opts := clientconfig.Options{Servers: servers}
 	if !uninstall {
@@ -75,6 +82,7 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 			return exitError
 		}
 		opts.Mcpwrap = self
+		opts.KeepMCPRemote = *keepMCPRemote
 		if opts.LogDir, err = installLogDir(*logDir); err != nil {
 			fmt.Fprintf(stderr, "mcpwrap %s: %v\n", cmd, err)
 			return exitUsage

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/config"
@@ -29,6 +30,7 @@ type listenOptions struct {
 	idleTimeout time.Duration
 	maxSessions int
 	origins     stringsFlag
+	conns       httpfront.ConnLimits // slow-client protection: header and body timeouts, connection cap
 }
 
 func (l *listenOptions) addFlags(fs *flag.FlagSet) {
@@ -38,6 +40,9 @@ func (l *listenOptions) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&l.idleTimeout, "idle-timeout", 0, fmt.Sprintf("with --listen: end an HTTP session (and its server) idle this long (default %s); negative never does", httpfront.DefaultIdleTimeout))
 	fs.IntVar(&l.maxSessions, "max-sessions", 0, fmt.Sprintf("with --listen: the most HTTP sessions open at once (default %d)", httpfront.DefaultMaxSessions))
 	fs.Var(&l.origins, "allow-origin", "with --listen: a browser Origin to accept besides loopback ones, repeatable")
+	fs.DurationVar(&l.conns.HeaderTimeout, "header-timeout", 0, fmt.Sprintf("with --listen: cut off a client whose request headers take longer (default %s)", httpfront.DefaultHeaderTimeout))
+	fs.DurationVar(&l.conns.BodyTimeout, "body-timeout", 0, fmt.Sprintf("with --listen: cut off a client whose request body takes longer to arrive, counted from its headers (default %s)", httpfront.DefaultBodyTimeout))
+	fs.IntVar(&l.conns.MaxConns, "max-conns", 0, fmt.Sprintf("with --listen: the most HTTP connections open at once; more wait to be accepted (default %d)", httpfront.DefaultMaxConns))
 }
 
 // validate checks the flags' combination; the token is read at start.
@@ -53,6 +58,14 @@ func (l listenOptions) validate() error {
 	}
 	if l.maxSessions < 0 {
 		return fmt.Errorf("--max-sessions %d: want at least 1", l.maxSessions)
+	}
+	switch {
+	case l.conns.MaxConns < 0:
+		return fmt.Errorf("--max-conns %d: want at least 1", l.conns.MaxConns)
+	case l.conns.HeaderTimeout < 0:
+		return fmt.Errorf("--header-timeout %s: want a positive duration", l.conns.HeaderTimeout)
+	case l.conns.BodyTimeout < 0:
+		return fmt.Errorf("--body-timeout %s: want a positive duration", l.conns.BodyTimeout)
 	}
 	if !httpfront.IsLoopbackAddr(l.addr) {
 		if !l.public {
@@ -91,6 +104,15 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
 	}
+	if o.url != "" {
+		// One sign-in for every HTTP session; a browser opens at most as a
+		// sidecar's would.
+		if o.signIn, err = signIn(o, srv, stderr, logger, true); err != nil {
+			logger.Error("bad configuration", "error", err)
+			return exitUsage
+		}
+		defer o.signIn.Close()
+	}
 	if _, err := dialer(o, srv, stderr, logger); err != nil {
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
@@ -115,22 +137,36 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 		logger.Error("cannot listen", "error", err)
 		return exitError
 	}
-	go tools.Watch(ctx, func() {
+	reevaluate := func() {
 		for _, s := range front.Sessions() {
 			s.ReevaluateTools()
 		}
-	})
+	}
+	go tools.Watch(ctx, reevaluate)
+	defer watchConfig(ctx, o, tools, reevaluate, logger)()
+	if o.signIn != nil {
+		// A sign-in finished (in any process): load the server again.
+		var watching sync.WaitGroup
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		watching.Go(func() {
+			o.signIn.Watch(watchCtx, 0, func() {
+				for _, s := range front.Sessions() {
+					s.Retry()
+				}
+			})
+		})
+		defer watching.Wait()
+		defer stopWatch()
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", front)
-	hs := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute, // idle keep-alive connections, not sessions
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	hs := o.listen.conns.NewHTTPServer(mux, logger)
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	logger.Info("listening", "url", "http://"+ln.Addr().String()+"/mcp", "upstream", upstreamDesc(o), "auth", token != "")
+	go func() { served <- hs.Serve(o.listen.conns.Listener(ln)) }()
+	url := "http://" + ln.Addr().String() + "/mcp"
+	stopStatus := publishFront(ctx, o, url, front, logger)
+	defer stopStatus()
+	logger.Info("listening", "url", url, "upstream", upstreamDesc(o), "auth", token != "")
 
 	code := exitOK
 	select {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpwrap/mcpwrap/internal/httpfront"
 )
 
 func TestListenFlags(t *testing.T) {
@@ -29,6 +31,10 @@ func TestListenFlags(t *testing.T) {
 		{name: "public without a token", args: []string{"--listen", "192.168.1.5:8931", "--listen-public", "--", "srv"},
 			wantErr: "needs --auth-token-env"},
 		{name: "no port", args: []string{"--listen", "127.0.0.1", "--", "srv"}, wantErr: "want HOST:PORT"},
+		{name: "slow-client limits", args: []string{"--listen", "127.0.0.1:0", "--header-timeout", "2s", "--body-timeout", "1m", "--max-conns", "40", "--", "srv"},
+			want: listenOptions{addr: "127.0.0.1:0", conns: httpfront.ConnLimits{HeaderTimeout: 2e9, BodyTimeout: 60e9, MaxConns: 40}}},
+		{name: "negative connection cap", args: []string{"--listen", "127.0.0.1:0", "--max-conns", "-1", "--", "srv"}, wantErr: "--max-conns"},
+		{name: "negative body timeout", args: []string{"--listen", "127.0.0.1:0", "--body-timeout", "-1s", "--", "srv"}, wantErr: "--body-timeout"},
 		{name: "negative session limit", args: []string{"--listen", "127.0.0.1:0", "--max-sessions", "-1", "--", "srv"}, wantErr: "--max-sessions"},
 		{name: "companions without --listen", args: []string{"--auth-token-env", "TOK", "--", "srv"}, wantErr: "go with --listen"},
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lmittmann/tint"
@@ -66,3 +67,39 @@ func isTerminal(w io.Writer) bool {
 type nopCloser struct{}
 
 func (nopCloser) Close() error { return nil }
+
+// serverStderr returns where a stdio server's stderr goes: mcpwrap's
+// stderr and, with --log-file, the log too, one record per line tagged
+// stream=stderr, so that the log file tells the whole story of a failure.
+func serverStderr(o logOptions, stderr io.Writer, logger *slog.Logger) io.Writer {
+	if o.file == "" {
+		return stderr
+	}
+	return &stderrTee{out: stderr, log: logger}
+}
+
+// stderrTee copies a server's stderr to out and logs each line. Its
+// Writes come one or more whole lines at a time (see upstream.Command's
+// Stderr). A failing out is dropped, once, with a warning: the log goes on.
+type stderrTee struct {
+	mu  sync.Mutex
+	out io.Writer
+	log *slog.Logger
+}
+
+func (t *stderrTee) Write(p []byte) (int, error) {
+	for line := range strings.SplitSeq(string(p), "\n") {
+		if line = strings.TrimRight(line, "\r"); strings.TrimSpace(line) != "" {
+			t.log.Info("server stderr", "stream", "stderr", "line", line)
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.out != nil {
+		if _, err := t.out.Write(p); err != nil {
+			t.log.Warn("cannot pass the server's stderr on; it goes to the log file only", "error", err)
+			t.out = nil
+		}
+	}
+	return len(p), nil
+}

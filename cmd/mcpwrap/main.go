@@ -14,9 +14,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/demo"
 	"github.com/mcpwrap/mcpwrap/internal/testserver"
 	"github.com/mcpwrap/mcpwrap/internal/toolscli"
 	"github.com/mcpwrap/mcpwrap/internal/upstream"
@@ -41,6 +44,11 @@ func main() {
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
+		case "help":
+			return runHelp(ctx, args[1:], stdout, stderr)
+		case "--version", "-version":
+			fmt.Fprintln(stdout, "mcpwrap", version())
+			return exitOK
 		case "demo":
 			return runDemo(ctx, args[1:], stdout, stderr)
 		case "tools":
@@ -49,14 +57,42 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runDoctor(ctx, args[1:], stdout, stderr)
 		case "status":
 			return runStatus(args[1:], stdout, stderr)
+		case "login", "logout":
+			return runLogin(ctx, args[0], args[1:], stdout, stderr)
 		case "install", "uninstall":
 			return runInstall(args[1:], args[0] == "uninstall", stdout, stderr)
+		case "demo-browser": // hidden: the demo's headless stand-in for a browser
+			return demo.Browse(args[1:], stderr)
 		case "demo-server": // hidden: the built-in server the demo and tests wrap
 			return testserver.Main(args[1:], stdin, stdout, stderr)
 		case "version":
+			if len(args) > 1 {
+				return usageFailed(stderr, "mcpwrap version", fmt.Errorf("unexpected arguments %q", args[1:]))
+			}
 			fmt.Fprintln(stdout, "mcpwrap", version())
 			return exitOK
 		}
 	}
 	return runWrap(ctx, args, stdin, stdout, stderr)
+}
+
+// commands are the subcommands `mcpwrap help COMMAND` knows; each prints
+// its usage when given --help.
+var commands = []string{"tools", "doctor", "status", "login", "logout", "install", "uninstall", "demo", "version"}
+
+// runHelp is `mcpwrap help [COMMAND]`: the usage of mcpwrap or of one
+// subcommand, on stdout.
+func runHelp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		return runWrap(ctx, []string{"--help"}, nil, stdout, stderr)
+	case len(args) > 1:
+		return usageFailed(stderr, "mcpwrap help", fmt.Errorf("unexpected arguments %q; give one command", args[1:]))
+	case args[0] == "version":
+		fmt.Fprintln(stdout, "Usage: mcpwrap version (or mcpwrap --version)\n\nPrints the module version and the commit mcpwrap was built from.")
+		return exitOK
+	case slices.Contains(commands, args[0]):
+		return run(ctx, []string{args[0], "--help"}, nil, stdout, stderr)
+	}
+	return usageFailed(stderr, "mcpwrap help", fmt.Errorf("unknown command %q; the commands are %s", args[0], strings.Join(commands, ", ")))
 }

@@ -1,25 +1,33 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/config"
+	"github.com/mcpwrap/mcpwrap/internal/httpfront"
 	"github.com/mcpwrap/mcpwrap/internal/runstatus"
+	"github.com/mcpwrap/mcpwrap/internal/servername"
 )
 
 const statusUsage = `Usage: mcpwrap status [--json] [--state-dir DIR]
 
 Lists the mcpwrap sidecars of this user that are running now, with their
 upstream's status (available, transient, permanent, denied), load attempts,
-restarts and counters. Sidecars that were killed are left out (and their
+restarts and counters, and the --listen fronts with their URL and one line
+per HTTP session. Sidecars that were killed are left out (and their
 status files removed).
+
+Exit codes: 0 listed, 1 the status directory cannot be read, 2 bad flags.
 
 Flags:
 `
@@ -27,22 +35,20 @@ Flags:
 // runStatus is `mcpwrap status`.
 func runStatus(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcpwrap status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), statusUsage)
 		fs.PrintDefaults()
 	}
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	dir := fs.String("state-dir", "", "user state directory (default: $MCPWRAP_STATE_DIR, else the OS per-user state dir)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if errors.Is(err, errHelp) {
 			return exitOK
 		}
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap status", err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "mcpwrap status: unexpected arguments:", fs.Args())
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap status", fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	state, err := config.StateDir(*dir, os.Getenv)
 	if err != nil {
@@ -58,6 +64,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		err = writeStatusJSON(stdout, list)
 	} else {
 		err = writeStatusTable(stdout, list, time.Now())
+		writeSignIns(stdout, state, time.Now())
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpwrap status:", err)
@@ -79,9 +86,18 @@ func writeStatusTable(w io.Writer, list []runstatus.Status, now time.Time) error
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tPID\tUPTIME\tSTATUS\tATTEMPTS\tRESTARTS\tCALLS\tREJECTED\tINCLUDE_DISABLED\tERROR")
+	fmt.Fprintln(tw, "SERVER\tUPSTREAM\tPID\tUPTIME\tSTATUS\tATTEMPTS\tRESTARTS\tCALLS\tREJECTED\tINCLUDE_DISABLED\tERROR")
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Server, s.PID,
+		if s.Listen != "" {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s %s, %d session(s)\t\t\t\t\t\t\n", s.Server, cmp.Or(s.Upstream, "-"), s.PID,
+				now.Sub(s.StartedAt).Round(time.Second), s.Status, s.Listen, len(s.Sessions))
+			for i, ss := range s.Sessions {
+				fmt.Fprintf(tw, "  session %d\t\t\t\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", i+1,
+					ss.Status, ss.Attempts, ss.Restarts, ss.Calls, ss.Rejections, ss.IncludeDisabledQueries, ss.Error)
+			}
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Server, cmp.Or(s.Upstream, "-"), s.PID,
 			now.Sub(s.StartedAt).Round(time.Second), s.Status, s.Attempts, s.Restarts,
 			s.Calls, s.Rejections, s.IncludeDisabledQueries, s.Error)
 	}
@@ -100,4 +116,40 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// publishStatus publishes the wrap command's status for `mcpwrap status`
+// until the returned stop is called (see startPublisher).
+func publishStatus(ctx context.Context, o wrapOptions, src runstatus.Source, logger *slog.Logger) (stop func()) {
+	return startPublisher(ctx, o, &runstatus.Publisher{Source: src}, logger)
+}
+
+// publishFront publishes the status of a --listen front serving at url and
+// of its sessions, until the returned stop is called.
+func publishFront(ctx context.Context, o wrapOptions, url string, front *httpfront.Server, logger *slog.Logger) (stop func()) {
+	return startPublisher(ctx, o, &runstatus.Publisher{Listen: url, Sessions: func() []runstatus.Source {
+		sessions := front.Sessions()
+		out := make([]runstatus.Source, len(sessions))
+		for i, s := range sessions {
+			out[i] = s
+		}
+		return out
+	}}, logger)
+}
+
+// startPublisher completes p for the wrap command o and runs it, after
+// warning when a running sidecar uses the same name for another server:
+// the two would share operator policy, tool approvals and toggles, and
+// each one's catalog would look like a rug pull to the other.
+func startPublisher(ctx context.Context, o wrapOptions, p *runstatus.Publisher, logger *slog.Logger) (stop func()) {
+	p.Dir, p.Server, p.Logger = runstatus.Dir(stateDir(o)), o.name, logger
+	p.Upstream = servername.Identify(o.command, o.url).Describe()
+	p.UpstreamDigest = servername.Digest(o.command, o.url)
+	if list, err := runstatus.List(p.Dir, nil); err == nil {
+		for _, other := range runstatus.NameClashes(list, o.name, p.UpstreamDigest) {
+			logger.Warn("another running sidecar uses this --name for a different server; they share tool approvals and toggles, so give each its own --name",
+				"other_pid", other.PID, "other_upstream", other.Upstream, "upstream", p.Upstream)
+		}
+	}
+	return runstatus.StartPublisher(ctx, p)
 }

@@ -10,16 +10,17 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/auth"
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/desktop"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
-	"github.com/mcpwrap/mcpwrap/internal/runstatus"
+	"github.com/mcpwrap/mcpwrap/internal/servername"
 	"github.com/mcpwrap/mcpwrap/internal/state"
 	"github.com/mcpwrap/mcpwrap/internal/upstream"
 	"github.com/mcpwrap/mcpwrap/middleware"
@@ -34,11 +35,13 @@ Usage:
   mcpwrap [flags] --url URL              wrap a remote (streamable HTTP or SSE) server
   mcpwrap --listen ADDR [flags] -- COMMAND [ARGS...]   serve it over streamable HTTP at http://ADDR/mcp (also with --url)
   mcpwrap tools list|enable|disable|approve|diff ...   which tools may be called (see mcpwrap tools --help)
+  mcpwrap login|logout NAME [--url URL]  sign in to (or forget) a remote server that asks for it (OAuth)
   mcpwrap install|uninstall [--client C]  wrap (or unwrap) the servers of Claude Desktop, Claude Code, Cursor
   mcpwrap doctor [--client C] [SERVER...] load each configured server once; a classified table with fix hints
-  mcpwrap status                         what the running sidecars are doing
+  mcpwrap status                         what the running sidecars and --listen fronts are doing
   mcpwrap demo                           a narrated, self-contained showcase
-  mcpwrap version                        print the version
+  mcpwrap help [COMMAND]                 this help, or a command's
+  mcpwrap version | --version            the version and the commit it was built from
 
 Flags:
 `
@@ -50,10 +53,11 @@ const exitCodesHelp = `
 Exit codes:
   0  clean shutdown (the client closed stdin, or SIGINT/SIGTERM)
   1  the session ended with an error (for example, reading the client's stdin failed)
-  2  bad flags, configuration or arguments
-  3  mcpwrap tools enable: refused by operator policy
+  2  bad flags or arguments
 A server that fails while the client is connected never ends the session:
-the agent is told what is wrong instead.
+the agent is told what is wrong instead. Neither does a config file with an
+error: every tool stays locked, and the agent is told to fix the file.
+Each command's exit codes are in its help: mcpwrap help COMMAND.
 `
 
 // wrapOptions are the flags of the wrap command.
@@ -68,20 +72,24 @@ type wrapOptions struct {
 	transport     string
 	headers       headerFlags
 	readyTimeout  time.Duration
+	callTimeout   *time.Duration // nil: from config
 	maxLineBytes  int
 	log           logOptions
 	command       []string
 	listen        listenOptions // --listen and its companions: serve HTTP instead of stdio
+	oauth         oauthFlags    // --oauth-*: how a --url server is signed in to
+	signIn        *auth.Client  // the --url server's OAuth client; nil: none
 	// env is what the client adds to mcpwrap's environment for this server
 	// (its config entry's env), shadowing mcpwrap's own. The wrap command
 	// already runs with it; doctor, which reads client configs, sets it.
 	env map[string]string
 }
 
-func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
+// parseWrapFlags parses the wrap command's arguments. It prints the usage
+// on stdout when asked for it and then returns errHelp.
+func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 	var o wrapOptions
 	fs := flag.NewFlagSet("mcpwrap", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), wrapUsage)
 		fs.PrintDefaults()
@@ -97,12 +105,25 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	fs.StringVar(&o.transport, "transport", "", "the remote's transport as the client config named it (http or sse); a hint: mcpwrap detects it anyway")
 	fs.Var(&o.headers, "header", "'K: V' header for --url, repeatable; V may reference ${ENV}")
 	fs.DurationVar(&o.readyTimeout, "ready-timeout", 0, "how long the client's handshake waits for the server before mcpwrap answers it (default from config, else 30s)")
+	fs.Func("call-timeout", "answer and cancel a request the server has not answered within this duration; 0 means never (default from config, else 0)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil && v != "0":
+			var kind flag.Getter = new(durationKind)
+			return errors.New(badValue(kind, v, err))
+		case d < 0:
+			return fmt.Errorf("%q is negative; 0 means no timeout", v)
+		}
+		o.callTimeout = &d
+		return nil
+	})
 	fs.IntVar(&o.maxLineBytes, "max-line-bytes", 0, "largest JSON-RPC message accepted, in bytes (default from config, else 64 MiB)")
 	fs.StringVar(&o.log.level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
-	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr")
+	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr; the server's stderr lines go to it too (tagged stream=stderr), as well as to stderr")
 	o.listen.addFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	o.oauth.add(fs)
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return o, err
 	}
 	o.command = fs.Args()
@@ -110,7 +131,6 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	case o.url != "" && len(o.command) > 0:
 		return o, errors.New("give either --url or a command after --, not both")
 	case o.url == "" && len(o.command) == 0:
-		fs.Usage()
 		return o, errors.New("no server: put its command after --, as in: mcpwrap -- npx -y @modelcontextprotocol/server-everything, or give --url")
 	case o.url == "" && (len(o.headers) > 0 || o.transport != ""):
 		return o, errors.New("--header and --transport go with --url")
@@ -120,46 +140,22 @@ func parseWrapFlags(args []string, stderr io.Writer) (wrapOptions, error) {
 	if err := o.listen.validate(); err != nil {
 		return o, err
 	}
+	if err := checkURL(o.url); err != nil {
+		return o, err
+	}
 	if o.name == "" {
-		o.name = deriveName(o.command, o.url)
+		o.name = servername.Derive(o.command, o.url)
 	}
 	return o, nil
 }
 
-// deriveName names a server after its command (the npm package or script
-// it runs, else the program itself) or its URL's host.
-func deriveName(command []string, rawURL string) string {
-	if rawURL != "" {
-		if u, err := url.Parse(rawURL); err == nil && u.Hostname() != "" {
-			return u.Hostname()
-		}
-		return "remote"
-	}
-	name := filepath.Base(command[0])
-	switch strings.TrimSuffix(name, filepath.Ext(name)) {
-	case "npx", "uvx", "node", "python", "python3", "bunx", "deno", "pnpm", "docker":
-		for _, a := range command[1:] {
-			if !strings.HasPrefix(a, "-") && a != "run" && a != "dlx" {
-				name = filepath.Base(a)
-				break
-			}
-		}
-	}
-	name = strings.TrimPrefix(strings.TrimSuffix(name, filepath.Ext(name)), "server-")
-	if name == "" {
-		return "server"
-	}
-	return name
-}
-
 func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	o, err := parseWrapFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	o, err := parseWrapFlags(args, stdout)
+	if errors.Is(err, errHelp) {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpwrap:", err)
-		return exitUsage
+		return usageFailed(stderr, "mcpwrap", err)
 	}
 	logger, closer, err := newLogger(o.log, stderr)
 	if err != nil {
@@ -180,19 +176,36 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
 	}
+	childStderr := serverStderr(o.log, stderr, logger)
 	if o.listen.addr != "" {
-		return runListen(ctx, o, srv, tools, stderr, logger, base)
+		return runListen(ctx, o, srv, tools, childStderr, logger, base)
 	}
-	dial, err := dialer(o, srv, stderr, logger)
+	if o.url != "" {
+		if o.signIn, err = signIn(o, srv, stderr, logger, true); err != nil {
+			logger.Error("bad configuration", "error", err)
+			return exitUsage
+		}
+		defer o.signIn.Close()
+	}
+	dial, err := dialer(o, srv, childStderr, logger)
 	if err != nil {
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
 	}
 	session := newSession(o, srv, tools, dial, base)
+	if o.signIn != nil {
+		// A sign-in finished (in any process): load the server again.
+		var watching sync.WaitGroup
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		watching.Go(func() { o.signIn.Watch(watchCtx, 0, session.Retry) })
+		defer watching.Wait()
+		defer stopWatch()
+	}
 	session.Client = middleware.NewStreamConn(stdin, stdout, nil, srv.MaxLineBytes)
 	session.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
 	go tools.Watch(ctx, session.ReevaluateTools)
-	stopStatus := runstatus.Start(ctx, runstatus.Dir(stateDir(o)), o.name, session, logger)
+	defer watchConfig(ctx, o, tools, session.ReevaluateTools, logger)()
+	stopStatus := publishStatus(ctx, o, session, logger)
 	defer stopStatus()
 	logger.Info("relaying", "upstream", upstreamDesc(o))
 	err = session.Run(ctx)
@@ -216,6 +229,10 @@ func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middlew
 		DiscoveryTool: srv.DiscoveryTool,
 		Discovery:     string(srv.Discovery),
 		ReadyTimeout:  srv.ReadyTimeout,
+		CallTimeout:   srv.CallTimeout,
+
+		MaxHeldRequests: srv.MaxHeldRequests,
+		MaxHeldBytes:    srv.MaxHeldBytes,
 		Retrier: &resilience.Retrier{
 			Policy:     retryPolicy(srv.Retry),
 			Classifier: resilience.Classifier{RetryRefused: srv.RetryRefused},
@@ -229,13 +246,16 @@ func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middlew
 }
 
 // loadPolicy reads the config and the state store and returns the server's
-// effective settings (flags applied) and its tool gate.
+// effective settings (flags applied) and its tool gate. A config file that
+// cannot be used is not an error here: the gate then locks every tool and
+// says why (see policyFor), and the server runs with the built-in settings.
 func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config.Server, *gate.Gate, error) {
-	file, err := config.Open(o.configPath, os.Getenv)
+	allow, err := policy.ParseAllowList(o.allowTools)
 	if err != nil {
-		return config.Server{}, nil, err
+		return config.Server{}, nil, fmt.Errorf("--allow-tools: %w", err)
 	}
-	srv := file.Server(o.name)
+	file, fileErr := config.Open(o.configPath, os.Getenv)
+	srv := file.Server(o.name) // the built-in settings when file is nil
 	if o.discoveryTool != "" {
 		srv.DiscoveryTool = o.discoveryTool
 	}
@@ -253,24 +273,14 @@ func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config
 	if o.readyTimeout > 0 {
 		srv.ReadyTimeout = o.readyTimeout
 	}
-	allow, err := policy.ParseAllowList(o.allowTools)
-	if err != nil {
-		return srv, nil, fmt.Errorf("--allow-tools: %w", err)
-	}
-	eval, err := policy.NewEvaluator(policy.Options{
-		ServerDisabled: !srv.Enabled,
-		Rules:          srv.Tools,
-		Allow:          allow,
-		Approval:       srv.Approval,
-	})
-	if err != nil {
-		return srv, nil, fmt.Errorf("%s: servers.%s: %w", file.Path, o.name, err)
+	if o.callTimeout != nil {
+		srv.CallTimeout = *o.callTimeout
 	}
 	dir, err := config.StateDir(o.stateDir, os.Getenv)
 	if err != nil {
 		return srv, nil, err
 	}
-	g := gate.New(o.name, eval, state.Open(dir, logger), logger)
+	g := gate.New(o.name, policyFor(file, fileErr, o.name, allow, logger), state.Open(dir, logger), logger)
 	g.Reload(ctx)
 	return srv, g, nil
 }
@@ -298,6 +308,9 @@ func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 			return nil, err
 		}
 		remote := upstream.Remote{URL: endpoint, Header: header, Logger: logger, MaxMessageBytes: srv.MaxLineBytes}
+		if o.signIn != nil {
+			remote.WrapTransport = o.signIn.WrapTransport
+		}
 		return func(ctx context.Context) (middleware.Conn, error) {
 			return upstream.DialRemote(ctx, remote)
 		}, nil
@@ -309,15 +322,26 @@ func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 		Stderr: stderr,
 		Logger: logger,
 	}
+	cmd.HideEnv = secretEnvNames(o)
 	programs := &desktop.Resolver{Logger: logger} // GUI apps' minimal PATH, Windows .cmd scripts
 	return func(ctx context.Context) (middleware.Conn, error) {
 		child, err := upstream.StartStdio(ctx, programs.Command(ctx, cmd), srv.MaxLineBytes)
 		if err != nil {
-			return nil, err
+			return nil, notInstalled(ctx, programs, cmd.Path, err)
 		}
 		logger.Info("server started", "pid", child.Pid())
 		return child, nil
 	}, nil
+}
+
+// notInstalled marks a failure to start program as "not installed" when
+// it is on neither mcpwrap's PATH nor the login shell's, so that the
+// agent is not told to use a full path to a program that is nowhere.
+func notInstalled(ctx context.Context, programs *desktop.Resolver, program string, err error) error {
+	if spawn, ok := errors.AsType[*resilience.SpawnError](err); ok && programs.NotInstalled(ctx, program) {
+		spawn.NotInstalled = true
+	}
+	return err
 }
 
 // retryPolicy converts the config's retry settings.
@@ -360,9 +384,29 @@ func childEnv(extra ...map[string]string) []string {
 	return env // nil: inherit
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+// checkURL refuses a --url that is no http or https URL, unless it names
+// an environment variable, which is checked once expanded.
+func checkURL(raw string) error {
+	if raw == "" || strings.Contains(raw, "${") {
+		return nil
 	}
-	return "(devel)"
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return errors.New("--url: not a URL; want http://HOST/PATH or https://HOST/PATH")
+	case u.Scheme != "http" && u.Scheme != "https":
+		// The URL itself is not repeated: it may hold credentials.
+		return fmt.Errorf("--url: scheme %q: want an http:// or https:// URL", u.Scheme)
+	case u.Host == "":
+		return errors.New("--url: no host; want http://HOST/PATH or https://HOST/PATH")
+	}
+	return nil
 }
+
+// durationKind tells badValue that --call-timeout takes a duration, so it
+// words a bad value like every other duration flag's.
+type durationKind struct{}
+
+func (*durationKind) String() string   { return "" }
+func (*durationKind) Set(string) error { return nil }
+func (*durationKind) Get() any         { return time.Duration(0) }

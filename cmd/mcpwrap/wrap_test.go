@@ -5,7 +5,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,4 +60,61 @@ func TestDialerRefusesUnsetURLVariable(t *testing.T) {
 	_, err := dialer(o, config.Server{}, io.Discard, slog.New(slog.DiscardHandler))
 	require.ErrorIs(t, err, upstream.ErrUnsetVariable)
 	require.ErrorIs(t, err, resilience.ErrConfig)
+}
+
+// TestDefaultNames: the default --name comes from what identifies the
+// server, so two servers whose entry point is index.js differ.
+func TestDefaultNames(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "filesystem index.js", args: []string{"--", "node", "e2e/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", "/tmp"}, want: "filesystem"},
+		{name: "memory index.js", args: []string{"--", "node", "e2e/node_modules/@modelcontextprotocol/server-memory/dist/index.js"}, want: "memory"},
+		{name: "npx with a version", args: []string{"--", "npx", "-y", "@modelcontextprotocol/server-everything@2025.9.12"}, want: "everything"},
+		{name: "docker image", args: []string{"--", "docker", "run", "-i", "--rm", "ghcr.io/github/github-mcp-server"}, want: "github"},
+		{name: "url host", args: []string{"--url", "https://mcp.example.com/mcp"}, want: "mcp.example.com"},
+		{name: "--name wins", args: []string{"--name", "notes", "--", "node", "index.js"}, want: "notes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			o, err := parseWrapFlags(tt.args, io.Discard)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, o.name)
+		})
+	}
+}
+
+// TestCallTimeoutFlagOverridesConfig: --call-timeout replaces the config's
+// call_timeout, 0 included (no bound), and reaches the Session.
+func TestCallTimeoutFlagOverridesConfig(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	configPath := filepath.Join(dir, "config.json")
+	require.NoError(t, os.WriteFile(configPath, []byte(`{"defaults": {"call_timeout": "2m"}}`), 0o600))
+	tests := []struct {
+		name  string
+		flags []string
+		want  time.Duration
+	}{
+		{name: "from config", want: 2 * time.Minute},
+		{name: "flag", flags: []string{"--call-timeout", "5s"}, want: 5 * time.Second},
+		{name: "flag turns it off", flags: []string{"--call-timeout", "0"}, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"--config", configPath, "--state-dir", filepath.Join(dir, "state"), "--name", "srv"}, tt.flags...)
+			o, err := parseWrapFlags(append(args, "--", "srv"), io.Discard)
+			require.NoError(t, err)
+			logger := slog.New(slog.DiscardHandler)
+			srv, tools, err := loadPolicy(t.Context(), o, logger)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, srv.CallTimeout)
+			assert.Equal(t, tt.want, newSession(o, srv, tools, nil, logger).CallTimeout)
+		})
+	}
 }

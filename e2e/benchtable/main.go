@@ -1,8 +1,12 @@
-// Command benchtable reads `go test -bench` output on stdin and prints, for
-// every benchmark run in a baseline mode and in mcpwrap's, the difference
-// and the ratio of each metric: "direct" vs "wrapped" (what mcpwrap adds to
-// a stdio server) and "mcp-remote" vs "mcpwrap" (the two stdio-to-HTTP
-// bridges).
+// Command benchtable reads `go test -bench` output on stdin (any -count)
+// and prints the median of every metric per mode, side by side, with the
+// ratios that say what mcpwrap costs:
+//
+//   - BenchmarkRelay: "direct" (no relay), "floor" (a minimal line relay)
+//     and "wrapped" (mcpwrap), with wrapped/direct, mcpwrap/floor and, for
+//     latencies, what mcpwrap adds over direct divided by what the floor
+//     adds ("added ×floor");
+//   - the remote bridges: "mcp-remote" vs "mcpwrap".
 package main
 
 import (
@@ -11,17 +15,20 @@ import (
 	"io"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 )
 
-// line matches "BenchmarkName/mode-2   123   456 ns/op   7.8 unit ...".
-var line = regexp.MustCompile(`^(Benchmark\S+?)/(direct|wrapped|mcp-remote|mcpwrap)(?:-\d+)?\s+\d+\s+(.*)$`)
+// line matches "BenchmarkName/.../mode/...-2   123   456 ns/op   7.8 unit ...".
+var line = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
 
-// baseline maps mcpwrap's mode to the mode it is compared with.
-var baseline = map[string]string{"wrapped": "direct", "mcpwrap": "mcp-remote"}
+// modes are the path elements of a benchmark name that name a mode.
+var modes = []string{"direct", "floor", "wrapped", "mcp-remote", "mcpwrap"}
+
+// latency reports whether a unit is a time, for which "added" makes sense.
+func latency(unit string) bool { return unit == "ns/op" || strings.HasSuffix(unit, "-µs") }
 
 func main() {
 	if err := run(os.Stdin, os.Stdout); err != nil {
@@ -30,61 +37,114 @@ func main() {
 	}
 }
 
+// samples holds every value seen: benchmark (mode taken out) → mode → unit.
+type samples map[string]map[string]map[string][]float64
+
+func (s samples) median(bench, mode, unit string) (float64, bool) {
+	v := slices.Clone(s[bench][mode][unit])
+	if len(v) == 0 {
+		return 0, false
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2], true
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2, true
+}
+
 func run(in io.Reader, out io.Writer) error {
-	results := map[string]map[string]map[string]float64{} // bench → mode → unit → value
+	s := samples{}
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		m := line.FindStringSubmatch(sc.Text())
 		if m == nil {
 			continue
 		}
-		fields := strings.Fields(m[3])
-		metrics := map[string]float64{}
-		for i := 0; i+1 < len(fields); i += 2 {
-			if v, err := strconv.ParseFloat(fields[i], 64); err == nil {
-				metrics[fields[i+1]] = v
+		parts := strings.Split(m[1], "/")
+		i := slices.IndexFunc(parts, func(p string) bool { return slices.Contains(modes, p) })
+		if i < 0 {
+			continue
+		}
+		mode := parts[i]
+		bench := strings.TrimPrefix(strings.Join(slices.Delete(parts, i, i+1), "/"), "Benchmark")
+		fields := strings.Fields(m[2])
+		for j := 0; j+1 < len(fields); j += 2 {
+			v, err := strconv.ParseFloat(fields[j], 64)
+			unit := fields[j+1]
+			if err != nil || unit == "B/op" || unit == "allocs/op" {
+				continue
 			}
+			if s[bench] == nil {
+				s[bench] = map[string]map[string][]float64{}
+			}
+			if s[bench][mode] == nil {
+				s[bench][mode] = map[string][]float64{}
+			}
+			s[bench][mode][unit] = append(s[bench][mode][unit], v)
 		}
-		if results[m[1]] == nil {
-			results[m[1]] = map[string]map[string]float64{}
-		}
-		results[m[1]][m[2]] = metrics
 	}
 	if err := sc.Err(); err != nil {
 		return err
 	}
-	names := make([]string, 0, len(results))
-	for n := range results {
-		names = append(names, n)
+	benches := make([]string, 0, len(s))
+	for b := range s {
+		benches = append(benches, b)
 	}
-	sort.Strings(names)
+	slices.Sort(benches)
+
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "benchmark\tmetric\tbaseline\tmcpwrap\tdifference\tmcpwrap/baseline\t")
-	for _, n := range names {
-		var d, w map[string]float64
-		base := ""
-		for mode, b := range baseline {
-			if results[n][mode] != nil && results[n][b] != nil {
-				d, w, base = results[n][b], results[n][mode], b
+	fmt.Fprintln(tw, "relay (medians)\tmetric\tdirect\tfloor\tmcpwrap\twrapped/direct\tmcpwrap/floor\tadded ×floor\t")
+	for _, b := range benches {
+		for _, unit := range units(s[b]["wrapped"]) {
+			w, _ := s.median(b, "wrapped", unit)
+			d, hasD := s.median(b, "direct", unit)
+			f, hasF := s.median(b, "floor", unit)
+			if !hasD && !hasF {
+				continue
 			}
-		}
-		if d == nil {
-			continue
-		}
-		units := make([]string, 0, len(d))
-		for u := range d {
-			if _, ok := w[u]; ok && u != "B/op" && u != "allocs/op" {
-				units = append(units, u)
+			added := "-"
+			if hasD && hasF && latency(unit) && f != d {
+				added = fmt.Sprintf("%.2f", (w-d)/(f-d))
 			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b, unit, num(d, hasD), num(f, hasF), num(w, true),
+				ratio(w, d, hasD), ratio(w, f, hasF), added)
 		}
-		sort.Strings(units)
-		for _, u := range units {
-			ratio := "-"
-			if d[u] != 0 {
-				ratio = fmt.Sprintf("%.2f", w[u]/d[u])
+	}
+	fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t")
+	fmt.Fprintln(tw, "bridge (medians)\tmetric\tmcp-remote\tmcpwrap\tmcpwrap/mcp-remote\t\t\t\t")
+	for _, b := range benches {
+		for _, unit := range units(s[b]["mcpwrap"]) {
+			r, ok := s.median(b, "mcp-remote", unit)
+			if !ok {
+				continue
 			}
-			fmt.Fprintf(tw, "%s (vs %s)\t%s\t%.1f\t%.1f\t%+.1f\t%s\t\n", strings.TrimPrefix(n, "Benchmark"), base, u, d[u], w[u], w[u]-d[u], ratio)
+			w, _ := s.median(b, "mcpwrap", unit)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\t\t\t\n", b, unit, num(r, true), num(w, true), ratio(w, r, true))
 		}
 	}
 	return tw.Flush()
+}
+
+// units returns the units measured for one mode, sorted.
+func units(m map[string][]float64) []string {
+	u := make([]string, 0, len(m))
+	for k := range m {
+		u = append(u, k)
+	}
+	slices.Sort(u)
+	return u
+}
+
+func num(v float64, ok bool) string {
+	if !ok {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+func ratio(a, b float64, ok bool) string {
+	if !ok || b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
 }

@@ -8,20 +8,28 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestRunPairsModes(t *testing.T) {
+func TestRun(t *testing.T) {
 	in := `goos: linux
-BenchmarkRoundTrip/direct-2     100   200000 ns/op   150.0 p50-µs   1000 B/op
-BenchmarkRoundTrip/wrapped-2    100   230000 ns/op   180.0 p50-µs   1000 B/op
+BenchmarkRelay/direct/RoundTrip-2     100   200000 ns/op   100.0 p50-µs   1000 B/op
+BenchmarkRelay/floor/RoundTrip-2      100   210000 ns/op   110.0 p50-µs   7.0 relay-cpu-µs/op
+BenchmarkRelay/wrapped/RoundTrip-2    100   230000 ns/op   130.0 p50-µs   14.0 relay-cpu-µs/op
+BenchmarkRelay/direct/RoundTrip-2     100   200000 ns/op   100.0 p50-µs
+BenchmarkRelay/floor/RoundTrip-2      100   210000 ns/op   120.0 p50-µs   9.0 relay-cpu-µs/op
+BenchmarkRelay/wrapped/RoundTrip-2    100   230000 ns/op   999.0 p50-µs   10.0 relay-cpu-µs/op
+BenchmarkRelay/wrapped/RoundTrip-2    100   230000 ns/op   120.0 p50-µs   12.0 relay-cpu-µs/op
 BenchmarkRemoteCall/mcp-remote-2  3   4000000 ns/op  120.0 peak-RSS-MiB
 BenchmarkRemoteCall/mcpwrap-2     3   1000000 ns/op   12.0 peak-RSS-MiB
-BenchmarkLonely/direct-2          3   1 ns/op
+BenchmarkLonely-2                 3   1 ns/op
 PASS`
 	var out strings.Builder
 	require.NoError(t, run(strings.NewReader(in), &out))
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	require.Len(t, lines, 5, out.String()) // header + 2 + 2; B/op and unpaired runs left out
-	assert.Regexp(t, `RemoteCall \(vs mcp-remote\)\s+ns/op\s+4000000.0\s+1000000.0\s+-3000000.0\s+0.25`, lines[1])
-	assert.Regexp(t, `RemoteCall \(vs mcp-remote\)\s+peak-RSS-MiB\s+120.0\s+12.0\s+-108.0\s+0.10`, lines[2])
-	assert.Regexp(t, `RoundTrip \(vs direct\)\s+ns/op\s+200000.0\s+230000.0\s+\+30000.0\s+1.15`, lines[3])
-	assert.Regexp(t, `RoundTrip \(vs direct\)\s+p50-µs\s+150.0\s+180.0\s+\+30.0\s+1.20`, lines[4])
+	text := out.String()
+	// Medians: floor p50 (110+120)/2 = 115, mcpwrap p50 median of 130, 999, 120 = 130;
+	// added ×floor = (130-100)/(115-100) = 2.00.
+	assert.Regexp(t, `Relay/RoundTrip\s+p50-µs\s+100.0\s+115.0\s+130.0\s+1.30\s+1.13\s+2.00`, text)
+	assert.Regexp(t, `Relay/RoundTrip\s+relay-cpu-µs/op\s+-\s+8.0\s+12.0\s+-\s+1.50\s+-`, text)
+	assert.Regexp(t, `Relay/RoundTrip\s+ns/op\s+200000.0\s+210000.0\s+230000.0\s+1.15\s+1.10\s+3.00`, text)
+	assert.Regexp(t, `RemoteCall\s+peak-RSS-MiB\s+120.0\s+12.0\s+0.10`, text)
+	assert.NotContains(t, text, "Lonely")
+	assert.NotContains(t, text, "B/op")
 }

@@ -11,8 +11,7 @@
 //	"fs": {"command": "npx", "args": ["-y", "server-fs", "/home/me"], "env": {...}}
 //	"fs": {"command": "/abs/mcpwrap", "args": ["--name", "fs", "--", "npx", "-y", "server-fs", "/home/me"], "env": {...}}
 //
-// Entries running mcp-remote stay stdio children like any other: mcp-remote
-// keeps its OAuth role. A remote entry (url, type http, sse or none, and
+// A remote entry (url, type http, sse or none, and
 // headers) becomes a stdio entry whose URL and header values move into env,
 // so that no secret is on a command line (a URL may carry one in its user
 // info, its query or its path); mcpwrap expands the ${VAR} references:
@@ -23,6 +22,22 @@
 //	                 "--header", "Authorization: ${MCPWRAP_HDR_API_AUTHORIZATION}"],
 //	        "env": {"MCPWRAP_URL_API": "https://x/mcp?key=k",
 //	                "MCPWRAP_HDR_API_AUTHORIZATION": "Bearer s3cret"}}
+//
+// A remote entry without an Authorization header signs in through mcpwrap
+// (its OAuth client); the plan says to run `mcpwrap login KEY` once.
+//
+// An entry running mcp-remote becomes a native --url entry with its options
+// mapped: the URL and --header (a literal value moves to env, a ${VAR}
+// reference stays, as mcpwrap expands it the way mcp-remote does),
+// --transport (http-first/http-only: http; sse-first/sse-only: sse), the
+// callback port (--oauth-redirect-port), --static-oauth-client-info given
+// inline (--oauth-client-id, and the secret in env behind
+// --oauth-client-secret-env) and --client-metadata-url; --allow-http,
+// --debug, --silent and --auth-timeout need nothing. The original command
+// line is kept whole in env (MCPWRAP_MCP_REMOTE_KEY, a JSON array) for
+// Uninstall. Any other mcp-remote option (--resource, --header-file, ...)
+// keeps the entry an mcp-remote stdio child, the plan says which; so does
+// [Options.KeepMCPRemote].
 //
 // The URL and every header value move, also one that is itself a ${VAR}
 // reference: clients expand env values as they expand URLs and headers. A

@@ -168,3 +168,73 @@ func writeCanonical(buf *bytes.Buffer, dec *json.Decoder, newline string) error 
 	}
 	return nil
 }
+
+// FuzzMCPRemoteRoundTrip checks, for any mcp-remote command line (its
+// arguments separated by NUL), that Install converts it or leaves it an
+// mcp-remote child, never with a literal header value or client secret on
+// mcpwrap's command line, and that Uninstall gives back the original bytes.
+func FuzzMCPRemoteRoundTrip(f *testing.F) {
+	f.Add("npx", "-y\x00mcp-remote\x00https://h/mcp", "")
+	f.Add("npx", "mcp-remote@0.1.29\x00https://h/sse\x00--header\x00Authorization: Bearer s3cret\x00--transport\x00sse-only", `"AUTH":"x"`)
+	f.Add("mcp-remote", "http://h:1/mcp\x009696\x00--allow-http\x00--static-oauth-client-info\x00{\"client_id\":\"a\",\"client_secret\":\"s3cret\"}", "")
+	f.Add("bunx", "mcp-remote\x00https://h/mcp\x00--static-oauth-client-info\x00{\"client_id\":\"a\",\"client_secret\":\"${S}\"}", `"S":"s3cret"`)
+	f.Add("npx", "mcp-remote\x00https://h/mcp\x00--resource\x00https://t/", "")
+	f.Add("npx", "mcp-remote\x00https://h/mcp\x00--header\x00X:${V}\x00--auth-timeout\x0060\x00--debug", `"MCPWRAP_URL_S":"taken"`)
+	f.Fuzz(func(t *testing.T, command, args, env string) {
+		var quoted []string
+		for _, a := range strings.Split(args, "\x00") {
+			quoted = append(quoted, string(encodeString(a)))
+		}
+		doc := `{"mcpServers":{"s":{"command":` + string(encodeString(command)) + `,"args":[` +
+			strings.Join(quoted, ",") + `],"env":{` + env + `}}}}`
+		original, ok := canonical([]byte(doc))
+		if !ok {
+			return
+		}
+		checkRoundTrip(t, original)
+
+		installed, plan, err := Install(original, Options{Mcpwrap: "/usr/local/bin/mcpwrap"})
+		if err != nil || len(plan) != 1 || !strings.Contains(plan[0].Detail, "converted to native --url") {
+			return
+		}
+		_, wrappedArgs, ok := stringArray(serverEntry(t, installed, "s"), "args")
+		require.True(t, ok)
+		_, origArgs, _ := stringArray(serverEntry(t, original, "s"), "args")
+		remoteArgs, _ := mcpRemoteArgs(command, origArgs)
+		r, err := parseMCPRemote(remoteArgs)
+		require.NoError(t, err)
+		for _, a := range wrappedArgs {
+			for _, h := range r.headers {
+				if h[1] != "" && !strings.Contains(h[1], "${") {
+					require.NotContains(t, a, h[1], "a literal header value stays off the command line")
+				}
+			}
+			if r.clientSecret != "" && envRefPattern.FindStringSubmatch(r.clientSecret) == nil {
+				require.NotContains(t, a, r.clientSecret, "a literal client secret stays off the command line")
+			}
+		}
+	})
+}
+
+// serverEntry returns the entry named key of doc's mcpServers.
+func serverEntry(t *testing.T, doc []byte, key string) object {
+	t.Helper()
+	top, ok := members(doc, 0)
+	require.True(t, ok)
+	for _, m := range top {
+		if m.key != "mcpServers" {
+			continue
+		}
+		entries, ok := members(doc, m.valueStart)
+		require.True(t, ok)
+		for _, e := range entries {
+			if e.key == key {
+				o, ok := parseObject(doc[e.valueStart:e.valueEnd])
+				require.True(t, ok)
+				return o
+			}
+		}
+	}
+	t.Fatalf("no server %q", key)
+	return nil
+}

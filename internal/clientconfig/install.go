@@ -25,7 +25,7 @@ func Install(data []byte, opts Options) (out []byte, plan []Change, err error) {
 		if opts.LogDir != "" {
 			flags = append(flags, encodeString(flagLogFile), encodeString(logFile(opts.LogDir, s.name)))
 		}
-		return wrap(s, mcpwrap, flags)
+		return wrap(s, mcpwrap, flags, opts.KeepMCPRemote)
 	})
 }
 
@@ -51,7 +51,7 @@ func skip(format string, a ...any) Change {
 
 // wrap rewrites one entry to run mcpwrap (a raw JSON string) with the
 // given leading flags (raw JSON strings, --name first).
-func wrap(s server, mcpwrap []byte, flags [][]byte) (object, Change) {
+func wrap(s server, mcpwrap []byte, flags [][]byte, keepMCPRemote bool) (object, Change) {
 	e := s.entry
 	if key, dup := e.duplicate(); dup {
 		return nil, skip("key %q appears twice", key)
@@ -61,7 +61,7 @@ func wrap(s server, mcpwrap []byte, flags [][]byte) (object, Change) {
 	case hasCommand && hasURL:
 		return nil, skip("has both command and url")
 	case hasCommand:
-		return wrapStdio(s, mcpwrap, flags)
+		return wrapStdio(s, mcpwrap, flags, keepMCPRemote)
 	case hasURL:
 		return wrapRemote(s, mcpwrap, flags)
 	default:
@@ -73,7 +73,7 @@ func wrap(s server, mcpwrap []byte, flags [][]byte) (object, Change) {
 // {command: mcpwrap, args: [--name, KEY, flags..., --, command, args...]}. The command
 // and args keep their places; args missing from the original are added just
 // before the command, which is how Uninstall knows to leave them out again.
-func wrapStdio(s server, mcpwrap []byte, flags [][]byte) (object, Change) {
+func wrapStdio(s server, mcpwrap []byte, flags [][]byte, keepMCPRemote bool) (object, Change) {
 	e := slices.Clone(s.entry)
 	cmdAt := e.index("command")
 	if !isString(e[cmdAt].value) {
@@ -101,6 +101,17 @@ func wrapStdio(s server, mcpwrap []byte, flags [][]byte) (object, Change) {
 			`remove it or move it after "command"`)
 	}
 
+	// mcp-remote becomes a native --url entry unless asked to stay, or
+	// unless it uses an option mcpwrap cannot carry over.
+	stays := "it keeps its OAuth role (--keep-mcp-remote)"
+	if remoteArgs, ok := mcpRemoteArgs(command, args); ok && !keepMCPRemote {
+		r, err := parseMCPRemote(remoteArgs)
+		if err == nil {
+			return wrapMCPRemote(s, r, mcpwrap, flags, slices.Concat([][]byte{e[cmdAt].value}, rawArgs))
+		}
+		stays = err.Error()
+	}
+
 	wrappedArgs := array(slices.Concat(flags, [][]byte{encodeString(endOfFlags), e[cmdAt].value}, rawArgs))
 	e[cmdAt].value = mcpwrap
 	if argsAt >= 0 {
@@ -111,7 +122,7 @@ func wrapStdio(s server, mcpwrap []byte, flags [][]byte) (object, Change) {
 
 	detail := commandLine(command, args)
 	if runsMCPRemote(command, args) {
-		detail += " (mcp-remote stays a stdio child: it keeps its OAuth role)"
+		detail += " (mcp-remote stays a stdio child: " + stays + ")"
 	}
 	return e, Change{Action: Wrap, Detail: detail}
 }
@@ -206,6 +217,9 @@ func wrapRemote(s server, mcpwrap []byte, flags [][]byte) (object, Change) {
 		"; URL moved to env " + urlVar
 	if len(moved) > 0 {
 		detail += ", header values to " + strings.Join(moved, ", ")
+	}
+	if !slices.ContainsFunc(headers, func(h field) bool { return strings.EqualFold(h.key, "Authorization") }) {
+		detail += signInNote(s.name)
 	}
 	return e, Change{Action: Wrap, Detail: detail}
 }

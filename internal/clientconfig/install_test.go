@@ -46,7 +46,7 @@ func TestInstall(t *testing.T) {
 			want: `{"mcpServers":{"r":{"type":"stdio","args":["--name","r","--transport","sse","--url","${MCPWRAP_URL_R}"],"command":"/opt/mcpwrap",` +
 				`"env":{"MCPWRAP_URL_R":"https://h/sse"},"timeout":5}}}`,
 			wantAction: Wrap,
-			wantDetail: "https://h/sse over sse; URL moved to env MCPWRAP_URL_R",
+			wantDetail: "https://h/sse over sse; URL moved to env MCPWRAP_URL_R; if it asks for a sign-in: `mcpwrap login r` once",
 		},
 		{
 			name: "URL and header values move to env, next to existing variables of the same names",
@@ -64,7 +64,7 @@ func TestInstall(t *testing.T) {
 			want: `{"mcpServers":{"r":{"args":["--name","r","--url","${MCPWRAP_URL_R}","--header","K: ${MCPWRAP_HDR_R_K}"],"command":"/opt/mcpwrap",` +
 				`"env":{"MCPWRAP_URL_R":"https://h/mcp","MCPWRAP_HDR_R_K":"v"}}}}`,
 			wantAction: Wrap,
-			wantDetail: "https://h/mcp with headers K; URL moved to env MCPWRAP_URL_R, header values to MCPWRAP_HDR_R_K",
+			wantDetail: "https://h/mcp with headers K; URL moved to env MCPWRAP_URL_R, header values to MCPWRAP_HDR_R_K; if it asks for a sign-in: `mcpwrap login r` once",
 		},
 		{
 			name:       "remote entry with an empty env just after the url",
@@ -249,7 +249,7 @@ func TestInstallLogDir(t *testing.T) {
 			assert.Equal(t, tt.want, string(out))
 			require.Len(t, plan, 1)
 			assert.Equal(t, Wrap, plan[0].Action)
-			assert.NotContains(t, plan[0].Detail, "log", "the plan describes the server, not mcpwrap's flags")
+			assert.NotContains(t, plan[0].Detail, "/var/mcpwrap/logs", "the plan describes the server, not mcpwrap's flags")
 
 			restored, plan, err := Uninstall(out, Options{})
 			require.NoError(t, err)

@@ -17,6 +17,10 @@ type Options struct {
 	// --log-file LOGDIR/<server>.log, instead of the client's log of the
 	// server's stderr. Uninstall ignores it: it drops --log-file anyway.
 	LogDir string
+	// KeepMCPRemote makes Install wrap entries running mcp-remote as stdio
+	// children, as any other command, instead of converting them to native
+	// --url entries that sign in through mcpwrap.
+	KeepMCPRemote bool
 }
 
 func (o Options) selects(server string) bool {

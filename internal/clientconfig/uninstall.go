@@ -36,6 +36,9 @@ func unwrap(s server) (object, Change) {
 	if err != nil {
 		return nil, skip("runs mcpwrap, but not wrapped: %v", err)
 	}
+	if restored, change, ok := unwrapMCPRemote(e, w); ok && w.command == nil {
+		return restored, change
+	}
 	var change Change
 	if w.command != nil {
 		e, change = unwrapStdio(e, w)

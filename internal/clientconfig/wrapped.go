@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"unicode"
 )
@@ -40,6 +39,7 @@ type wrapped struct {
 	url       []byte   // remote: the URL, a raw JSON string
 	transport string   // remote: the --transport value, if any
 	headers   []string // remote: the --header values, in order
+	secretEnv string   // remote: the --oauth-client-secret-env value, if any
 	dropped   []string // other mcpwrap flags, which the original entry cannot hold
 }
 
@@ -65,7 +65,8 @@ func parseWrapped(raw [][]byte, args []string) (wrapped, error) {
 			return w, errors.New("an argument before -- is not a flag")
 		}
 		rawValue := encodeString(value)
-		known := name == "name" || name == "url" || name == "header" || name == "transport" || name == "log-file"
+		known := name == "name" || name == "url" || name == "header" || name == "transport" || name == "log-file" ||
+			strings.HasPrefix(name, "oauth-")
 		switch {
 		case hasValue:
 		case known && i+1 < len(args):
@@ -84,6 +85,9 @@ func parseWrapped(raw [][]byte, args []string) (wrapped, error) {
 		case "transport":
 			w.transport = value
 		case "name", "log-file": // Install's own: nothing of the original entry
+		case "oauth-client-secret-env":
+			w.secretEnv = value
+			w.dropped = append(w.dropped, "--"+name)
 		default:
 			w.dropped = append(w.dropped, "--"+name)
 		}
@@ -181,11 +185,13 @@ func envWord(s string) string {
 // runsMCPRemote reports whether a stdio server is mcp-remote, the bridge
 // that gives stdio-only clients a remote server and does its OAuth.
 func runsMCPRemote(command string, args []string) bool {
-	isBridge := func(w string) bool { // the package, possibly versioned: mcp-remote@0.1.2
-		w = strings.ToLower(w)
-		return w == "mcp-remote" || strings.HasPrefix(w, "mcp-remote@")
-	}
-	base := command[strings.LastIndexAny(command, `/\`)+1:]
-	base = strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(base), ".cmd"), ".exe")
-	return isBridge(base) || slices.ContainsFunc(args, isBridge)
+	_, ok := mcpRemoteArgs(command, args)
+	return ok
+}
+
+// isMCPRemoteWord reports whether a command's base name or an argument
+// names the mcp-remote package, possibly versioned (mcp-remote@0.1.2).
+func isMCPRemoteWord(w string) bool {
+	w = strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(w), ".cmd"), ".exe")
+	return w == "mcp-remote" || strings.HasPrefix(w, "mcp-remote@")
 }

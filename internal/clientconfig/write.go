@@ -4,11 +4,15 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/atomicfile"
 
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,18 +23,27 @@ const (
 	backupTimeFormat = "20060102T150405Z"
 	// maxBackups bounds the numbered backups of one second (FILE...Z-2, -3...).
 	maxBackups = 100
+	// KeepBackups is how many backups of one file are kept: each write
+	// removes the older ones, so that secrets in old configs do not pile up.
+	KeepBackups = 3
+	// backupPerm is every backup's mode: a client config may hold tokens.
+	backupPerm fs.FileMode = 0o600
 )
 
 // WriteWithBackup replaces the file at path with data, crash-safely (a
 // temporary file beside it, fsync, rename), after copying its content to a
 // new backup beside it, named with BackupSuffix and now. It returns the
-// backup's path. The file and its backup keep the file's permissions; a
-// symbolic link at path stays a link, and its target is replaced.
+// backup's path. The file keeps its permissions; a symbolic link at path stays a link, and its target is replaced.
 //
 // old is what the caller read from the file: if the file holds anything else
 // now, its client wrote it since, and WriteWithBackup fails with [ErrChanged]
 // and writes nothing. When data equals old, there is nothing to do: no
 // backup is made and backupPath is "".
+//
+// Backups are readable by the owner only (0600), whatever the file's own
+// mode, since client configs may hold secrets, and only the KeepBackups
+// newest backups of the file are kept: older ones are removed, best
+// effort.
 //
 // Concurrent calls for the same path are safe in that each backup gets its
 // own name, but the last rename wins; callers serialise their writes.
@@ -54,11 +67,52 @@ func WriteWithBackup(path string, old, data []byte, now time.Time) (backupPath s
 		return "", nil
 	}
 	perm := info.Mode().Perm()
-	backupPath, err = writeBackup(path, current, perm, now)
+	backupPath, err = writeBackup(path, current, backupPerm, now)
 	if err != nil {
 		return "", err
 	}
+	pruneBackups(path, KeepBackups)
 	return backupPath, replaceFile(target, data, perm)
+}
+
+// pruneBackups removes all but the keep newest backups of the file at path,
+// best effort: a backup that cannot be removed is left.
+func pruneBackups(path string, keep int) {
+	dir, prefix := filepath.Dir(path), filepath.Base(path)+BackupSuffix
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type backup struct {
+		name string
+		at   time.Time
+		n    int
+	}
+	var backups []backup
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		stamp, num, numbered := strings.Cut(rest, "-")
+		at, err := time.Parse(backupTimeFormat, stamp)
+		if err != nil {
+			continue // not one of ours
+		}
+		n := 1
+		if numbered {
+			if n, err = strconv.Atoi(num); err != nil || n < 2 {
+				continue
+			}
+		}
+		backups = append(backups, backup{name: e.Name(), at: at, n: n})
+	}
+	slices.SortFunc(backups, func(a, b backup) int { // newest first
+		return cmp.Or(b.at.Compare(a.at), cmp.Compare(b.n, a.n))
+	})
+	for _, b := range backups[min(keep, len(backups)):] {
+		_ = os.Remove(filepath.Join(dir, b.name))
+	}
 }
 
 // writeBackup writes data to a new file named after path and now, numbered

@@ -1,6 +1,7 @@
 package clientconfig
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -45,7 +46,43 @@ func TestWriteWithBackupKeepsPermissions(t *testing.T) {
 	backup, err := WriteWithBackup(path, []byte("old"), []byte("new"), writeTime)
 	require.NoError(t, err)
 	assertFile(t, path, "new", 0o640)
-	assertFile(t, backup, "old", 0o640)
+	assertFile(t, backup, "old", 0o600) // a client config may hold secrets
+}
+
+// TestWriteWithBackupKeepsTheNewestBackups: each write leaves at most
+// KeepBackups backups of the file, the newest ones, each 0600; other files
+// beside it are left alone.
+func TestWriteWithBackupKeepsTheNewestBackups(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "claude_desktop_config.json")
+	require.NoError(t, os.WriteFile(path, []byte("v0"), 0o644))
+	other := filepath.Join(dir, "other.json"+BackupSuffix+"20200101T000000Z")
+	require.NoError(t, os.WriteFile(other, nil, 0o600))
+	notOurs := path + BackupSuffix + "notes"
+	require.NoError(t, os.WriteFile(notOurs, nil, 0o600))
+
+	times := []time.Time{writeTime, writeTime, writeTime.Add(time.Hour), writeTime, writeTime.Add(2 * time.Hour)}
+	var backups []string
+	for i, at := range times { // the clock may even go back: the names order the backups
+		b, err := WriteWithBackup(path, fmt.Appendf(nil, "v%d", i), fmt.Appendf(nil, "v%d", i+1), at)
+		require.NoError(t, err)
+		backups = append(backups, b)
+	}
+	prefix := path + BackupSuffix
+	assert.Equal(t, []string{prefix + "20261122T050102Z", prefix + "20261122T050102Z-2", prefix + "20261122T060102Z",
+		prefix + "20261122T050102Z-3", prefix + "20261122T070102Z"}, backups)
+
+	matches, err := filepath.Glob(prefix + "2*")
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{prefix + "20261122T050102Z-3", prefix + "20261122T060102Z", prefix + "20261122T070102Z"}, matches)
+	for _, m := range matches {
+		info, err := os.Stat(m)
+		require.NoError(t, err)
+		assert.Equal(t, fs.FileMode(0o600), info.Mode().Perm(), m)
+	}
+	assert.FileExists(t, other, "another file's backup")
+	assert.FileExists(t, notOurs, "a file that only looks like a backup")
+	assertFile(t, path, "v5", 0o644)
 }
 
 func TestWriteWithBackupRefusesAChangedFile(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package config loads mcpwrap's config file (DESIGN §7) and resolves where
+// Package config loads mcpwrap's config file and resolves where
 // the config file and the state directory live.
 //
 // The file is one JSON object: a `defaults` block every server inherits and
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/policy"
+	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
 // DiscoveryMode says when the discovery tool is listed.
@@ -42,6 +43,9 @@ const (
 	DefaultDiscoveryTool = policy.DefaultDiscoveryTool
 	DefaultDiscovery     = DiscoveryAuto
 	DefaultMaxLineBytes  = 64 << 20
+	// DefaultMaxHeldRequests and DefaultMaxHeldBytes are the middleware's.
+	DefaultMaxHeldRequests = middleware.DefaultMaxHeldRequests
+	DefaultMaxHeldBytes    = middleware.DefaultMaxHeldBytes
 
 	// MinMaxLineBytes is the smallest accepted max_line_bytes, so that a
 	// value meant in KiB or MiB is caught rather than breaking every message.
@@ -65,7 +69,7 @@ type Retry struct {
 	MaxElapsed time.Duration
 }
 
-// DefaultRetry returns the built-in retry settings of DESIGN §4: 250 ms
+// DefaultRetry returns the built-in retry settings: 250 ms
 // initial, ×2, jitter 0.5, 5 s cap, 6 attempts or 30 s.
 func DefaultRetry() Retry {
 	return Retry{
@@ -92,6 +96,10 @@ type Server struct {
 	// ReadyTimeout is how long the client's handshake waits for the upstream
 	// before mcpwrap answers it in degraded mode (`ready_timeout`).
 	ReadyTimeout time.Duration
+	// CallTimeout bounds the wait for the upstream's answer to a request;
+	// past it mcpwrap answers and cancels the request (`call_timeout`).
+	// Zero, the default, means no bound.
+	CallTimeout time.Duration
 	// Retry is the backoff while loading the upstream (`retry`).
 	Retry Retry
 	// RetryRefused makes "connection refused" transient (`retry_refused`).
@@ -104,6 +112,14 @@ type Server struct {
 	Discovery DiscoveryMode
 	// MaxLineBytes is the largest JSON-RPC line relayed (`max_line_bytes`).
 	MaxLineBytes int
+	// MaxHeldRequests bounds the client requests waiting at once for the
+	// tool catalog, the upstream's handshake or its restart
+	// (`max_held_requests`).
+	MaxHeldRequests int
+	// MaxHeldBytes bounds their total size (`max_held_bytes`).
+	MaxHeldBytes int
+	// OAuth is how mcpwrap signs in to a remote server (`oauth`).
+	OAuth OAuth
 }
 
 // Default returns the built-in configuration of a server the file does not
@@ -119,6 +135,9 @@ func Default(name string) Server {
 		DiscoveryTool: DefaultDiscoveryTool,
 		Discovery:     DefaultDiscovery,
 		MaxLineBytes:  DefaultMaxLineBytes,
+
+		MaxHeldRequests: DefaultMaxHeldRequests,
+		MaxHeldBytes:    DefaultMaxHeldBytes,
 	}
 }
 
@@ -217,12 +236,16 @@ type layer struct {
 	overrides     map[string]bool
 	approval      *policy.ApprovalMode
 	readyTimeout  *time.Duration
+	callTimeout   *time.Duration
 	retry         retryLayer
 	retryRefused  *bool
 	env           map[string]string
 	discoveryTool *string
 	discovery     *DiscoveryMode
 	maxLineBytes  *int
+	maxHeld       *int
+	maxHeldBytes  *int
+	oauth         oauthLayer
 }
 
 type retryLayer struct {
@@ -237,6 +260,7 @@ func (l *layer) applyTo(s *Server) {
 	s.Tools.Overrides = merge(s.Tools.Overrides, l.overrides)
 	set(&s.Approval, l.approval)
 	set(&s.ReadyTimeout, l.readyTimeout)
+	set(&s.CallTimeout, l.callTimeout)
 	set(&s.Retry.Initial, l.retry.initial)
 	set(&s.Retry.MaxInterval, l.retry.maxInterval)
 	set(&s.Retry.Multiplier, l.retry.multiplier)
@@ -248,6 +272,9 @@ func (l *layer) applyTo(s *Server) {
 	set(&s.DiscoveryTool, l.discoveryTool)
 	set(&s.Discovery, l.discovery)
 	set(&s.MaxLineBytes, l.maxLineBytes)
+	set(&s.MaxHeldRequests, l.maxHeld)
+	set(&s.MaxHeldBytes, l.maxHeldBytes)
+	l.oauth.applyTo(&s.OAuth)
 }
 
 func set[T any](dst, src *T) {

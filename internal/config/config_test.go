@@ -28,6 +28,9 @@ func TestDefault(t *testing.T) {
 		DiscoveryTool: "discover_tools",
 		Discovery:     DiscoveryAuto,
 		MaxLineBytes:  64 << 20,
+
+		MaxHeldRequests: 256,
+		MaxHeldBytes:    64 << 20,
 	}
 	assert.Equal(t, want, Default("fs"))
 	var missing *File
@@ -120,6 +123,9 @@ func TestServerMerge(t *testing.T) {
 		DiscoveryTool: "find_tools",
 		Discovery:     DiscoveryAlways,
 		MaxLineBytes:  1 << 20,
+
+		MaxHeldRequests: 16,
+		MaxHeldBytes:    8 << 20,
 	}
 	tests := []struct {
 		name   string
@@ -143,6 +149,7 @@ func TestServerMerge(t *testing.T) {
 			s.RetryRefused = false
 			s.Env = map[string]string{"LOG_LEVEL": "info", "REGION": "us", "TOKEN": ""}
 			s.Discovery = DiscoveryNever
+			s.MaxHeldRequests = 4
 			return s
 		}()},
 	}
@@ -185,4 +192,37 @@ func TestErrorFormat(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalid)
 	assert.ErrorIs(t, err, cause)
 	assert.Equal(t, "c.json: bad", (&Error{File: "c.json", Msg: "bad"}).Error())
+}
+
+func TestCallTimeout(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		input   string
+		server  string
+		want    time.Duration
+		wantErr string
+	}{
+		{name: "default is none", input: `{}`, server: "fs", want: 0},
+		{name: "from defaults", input: `{"defaults": {"call_timeout": "2m"}}`, server: "fs", want: 2 * time.Minute},
+		{name: "per server", input: `{"defaults": {"call_timeout": "2m"}, "servers": {"fs": {"call_timeout": "30s"}}}`, server: "fs", want: 30 * time.Second},
+		{name: "zero turns a default off", input: `{"defaults": {"call_timeout": "2m"}, "servers": {"fs": {"call_timeout": "0s"}}}`, server: "fs", want: 0},
+		{name: "other servers keep the default", input: `{"defaults": {"call_timeout": "2m"}, "servers": {"fs": {"call_timeout": "0s"}}}`, server: "git", want: 2 * time.Minute},
+		{name: "negative", input: `{"defaults": {"call_timeout": "-1s"}}`, wantErr: `"defaults.call_timeout": the duration must be positive, got "-1s"`},
+		{name: "no unit", input: `{"defaults": {"call_timeout": "30"}}`, wantErr: `"defaults.call_timeout": invalid duration "30"`},
+		{name: "number", input: `{"defaults": {"call_timeout": 30}}`, wantErr: `"defaults.call_timeout": expected a duration string`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f, err := Parse("config.json", []byte(tt.input))
+			if tt.wantErr != "" {
+				require.ErrorIs(t, err, ErrInvalid)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, f.Server(tt.server).CallTimeout)
+		})
+	}
 }

@@ -215,6 +215,8 @@ func (p *parser) settings(n *node, path string, l *layer) error {
 			l.approval, err = enum[policy.ApprovalMode](p, v, at, policy.ApprovalTOFU, policy.ApprovalManual, policy.ApprovalOff)
 		case "ready_timeout":
 			l.readyTimeout, err = p.duration(v, at)
+		case "call_timeout":
+			l.callTimeout, err = p.durationOrZero(v, at)
 		case "retry":
 			err = p.retry(v, at, &l.retry)
 		case "retry_refused":
@@ -227,6 +229,12 @@ func (p *parser) settings(n *node, path string, l *layer) error {
 			l.discovery, err = enum[DiscoveryMode](p, v, at, DiscoveryAuto, DiscoveryAlways, DiscoveryNever)
 		case "max_line_bytes":
 			l.maxLineBytes, err = p.integer(v, at, MinMaxLineBytes)
+		case "max_held_requests":
+			l.maxHeld, err = p.integer(v, at, 1)
+		case "max_held_bytes":
+			l.maxHeldBytes, err = p.integer(v, at, MinMaxLineBytes)
+		case "oauth":
+			err = p.oauth(v, at, &l.oauth)
 		default:
 			err = errUnknownKey
 		}
@@ -347,6 +355,17 @@ func (p *parser) duration(n *node, key string) (*time.Duration, error) {
 		return nil, p.valueError(n, key, fmt.Sprintf("the duration must be positive, got %q", n.text), nil)
 	}
 	return &d, nil
+}
+
+// durationOrZero reads a duration that may be zero ("0s"), which turns a
+// bound off, for example one set in `defaults`.
+func (p *parser) durationOrZero(n *node, key string) (*time.Duration, error) {
+	if n.kind == kindString {
+		if d, err := time.ParseDuration(n.text); err == nil && d == 0 {
+			return &d, nil
+		}
+	}
+	return p.duration(n, key)
 }
 
 // integer reads a whole number of at least least.

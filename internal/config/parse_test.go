@@ -85,6 +85,14 @@ func TestParseErrors(t *testing.T) {
 			want: `config.json:1:33: "defaults.max_line_bytes": must be at least 1024, got 64`, wantKey: "defaults.max_line_bytes",
 		},
 		{
+			name: "no held requests", input: `{"defaults": {"max_held_requests": 0}}`,
+			want: `config.json:1:36: "defaults.max_held_requests": must be at least 1, got 0`, wantKey: "defaults.max_held_requests",
+		},
+		{
+			name: "tiny max_held_bytes", input: `{"defaults": {"max_held_bytes": 64}}`,
+			want: `config.json:1:33: "defaults.max_held_bytes": must be at least 1024, got 64`, wantKey: "defaults.max_held_bytes",
+		},
+		{
 			name: "unknown approval", input: `{"defaults": {"approval": "auto"}}`,
 			want: `config.json:1:27: "defaults.approval": unknown value "auto" (want tofu, manual, off)`, wantKey: "defaults.approval",
 		},

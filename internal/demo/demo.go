@@ -35,7 +35,7 @@ func Run(ctx context.Context, self string, out io.Writer) error {
 	d.n.say("Each act runs a real go-sdk MCP client against mcpwrap wrapping the built-in demo")
 	d.n.say("server. mcpwrap's config and user state live in %s for the demo.", dir)
 	d.n.say("mcpwrap's own log lines go to stderr; they appear here prefixed with 'log |'.")
-	for _, act := range []func(context.Context) error{d.transparency, d.resilience, d.policy} {
+	for _, act := range []func(context.Context) error{d.transparency, d.resilience, d.policy, d.signIn} {
 		if err := act(ctx); err != nil {
 			return err
 		}

@@ -111,6 +111,27 @@ func (r *Resolver) Command(ctx context.Context, c upstream.Command) upstream.Com
 	return c
 }
 
+// NotInstalled reports whether the bare program name is on neither
+// mcpwrap's PATH nor the login shell's: it is not installed, rather than
+// hidden by a GUI app's minimal PATH. It reports false when nobody can
+// know: a path rather than a name, a login shell's PATH that cannot be read,
+// or Windows, which has no login shell to ask.
+func (r *Resolver) NotInstalled(ctx context.Context, name string) bool {
+	goos := r.goos()
+	if name == "" || !isBareName(goos, name) {
+		return false
+	}
+	if _, ok := r.lookPath(goos, name, r.getenv("PATH")); ok {
+		return false
+	}
+	login := r.loginShellPath(ctx, goos)
+	if login == "" {
+		return false
+	}
+	_, ok := r.lookPath(goos, name, login)
+	return !ok
+}
+
 func (r *Resolver) goos() string {
 	if r.GOOS != "" {
 		return r.GOOS

@@ -318,3 +318,32 @@ func TestRealLoginShell(t *testing.T) {
 	assert.Contains(t, got.Env, "PATH="+r.loginPath+":/nonexistent", "the child gets the login shell's PATH")
 	assert.Contains(t, r.loginPath, dir)
 }
+
+func TestNotInstalled(t *testing.T) {
+	t.Parallel()
+	fs := files{"/opt/homebrew/bin/npx": true, "/usr/bin/python3": true}
+	tests := []struct {
+		name     string
+		goos     string
+		program  string
+		shellOut string
+		shellErr error
+		want     bool
+	}{
+		{name: "on mcpwrap's PATH", goos: "darwin", program: "python3", shellOut: pathMarker + "/opt/homebrew/bin"},
+		{name: "only on the login shell's PATH", goos: "darwin", program: "npx", shellOut: pathMarker + "/opt/homebrew/bin"},
+		{name: "on neither", goos: "linux", program: "uvx", shellOut: pathMarker + "/opt/homebrew/bin:/usr/bin", want: true},
+		{name: "login shell's PATH unknown", goos: "linux", program: "uvx", shellErr: errors.New("no shell")},
+		{name: "a path, not a name", goos: "linux", program: "/opt/uvx", shellOut: pathMarker + "/usr/bin"},
+		{name: "Windows has no login shell", goos: "windows", program: "uvx"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			shell := &fakeShell{out: tt.shellOut, err: tt.shellErr}
+			r := &Resolver{GOOS: tt.goos, Getenv: env(map[string]string{"PATH": "/usr/bin:/bin", "SHELL": "/bin/sh"}),
+				IsExecutable: fs.isExecutable, RunShell: shell.run}
+			assert.Equal(t, tt.want, r.NotInstalled(context.Background(), tt.program))
+		})
+	}
+}

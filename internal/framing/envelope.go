@@ -2,11 +2,14 @@ package framing
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Kind says what role a JSON-RPC message plays.
@@ -328,8 +331,12 @@ func isScalarByte(c byte) bool {
 // peer may re-encode it to are equal: a string by its decoded value (so
 // "a\/b" and "a/b" are one id), a number by its value as a float64, the way
 // JavaScript peers read and re-encode numbers (so 1, 1.0 and 1e0 are one
-// id, and so are integers beyond 2^53 that round to the same float64), and
-// anything else by its bytes. Keys of strings and numbers never collide.
+// id, and so are integers beyond 2^53 that round to the same float64), an
+// object or array (which MCP does not allow as an id, but a relay passes)
+// by a canonical form that ignores whitespace and the order of an object's
+// members (Go's encoding/json re-encodes an object with its members sorted)
+// and reads the strings and numbers in it as above, and anything else by
+// its bytes. Keys of different JSON types never collide.
 func IDKey(raw []byte) string {
 	if len(raw) == 0 {
 		return ""
@@ -344,14 +351,100 @@ func IDKey(raw []byte) string {
 			return "s" + s
 		}
 	case c == '-' || c >= '0' && c <= '9':
-		if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
-			if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-				return "n" + strconv.FormatInt(int64(f), 10)
-			}
-			return "n" + strconv.FormatFloat(f, 'g', -1, 64)
+		if n, ok := numberKey(raw); ok {
+			return "n" + n
+		}
+	case c == '{' || c == '[':
+		if b, err := canonical(nil, raw); err == nil {
+			return "j" + string(b)
 		}
 	}
 	return "r" + string(raw)
+}
+
+// numberKey returns the canonical form of the JSON number raw (see IDKey).
+func numberKey(raw []byte) (string, bool) {
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return "", false
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return strconv.FormatInt(int64(f), 10), true
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64), true
+}
+
+// canonical appends to b the canonical form of the JSON value v for
+// IDKey: no whitespace, object members sorted by decoded name, strings
+// quoted by strconv.Quote after decoding, numbers by numberKey.
+func canonical(b, v []byte) ([]byte, error) {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return nil, syntaxError(0, "a value")
+	}
+	switch c := v[0]; {
+	case c == '"':
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return nil, err
+		}
+		return strconv.AppendQuote(b, s), nil
+	case c == '-' || c >= '0' && c <= '9':
+		n, ok := numberKey(v)
+		if !ok {
+			return nil, syntaxError(0, "a number")
+		}
+		return append(b, n...), nil
+	case c == '[':
+		elems, err := Elements(v)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, '[')
+		for i, e := range elems {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = canonical(b, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
+	case c == '{':
+		members, err := Members(v)
+		if err != nil {
+			return nil, err
+		}
+		type kv struct{ key, val string }
+		kvs := make([]kv, len(members))
+		for i, m := range members {
+			key, err := m.Key()
+			if err != nil {
+				return nil, err
+			}
+			val, err := canonical(nil, m.Value)
+			if err != nil {
+				return nil, err
+			}
+			kvs[i] = kv{key, string(val)}
+		}
+		slices.SortStableFunc(kvs, func(x, y kv) int { return cmp.Or(strings.Compare(x.key, y.key), strings.Compare(x.val, y.val)) })
+		b = append(b, '{')
+		for i, m := range kvs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendQuote(b, m.key)
+			b = append(b, ':')
+			b = append(b, m.val...)
+		}
+		return append(b, '}'), nil
+	}
+	switch string(v) {
+	case "true", "false", "null":
+		return append(b, v...), nil
+	}
+	return nil, syntaxError(0, "a value")
 }
 
 // Key returns the member's name with its escapes decoded.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,6 +71,38 @@ func TestLineTooLongErrorKeepsSizeAndHead(t *testing.T) {
 	assert.Equal(t, "sampling/createMessage", env.Method, "so is the method: it was a request")
 }
 
+func TestLineTooLongErrorFindsTheIDAnywhere(t *testing.T) {
+	big := strings.Repeat("z", 300<<10)
+	tests := []struct {
+		name   string
+		line   string
+		id     string
+		method string
+	}{
+		{name: "id first", line: `{"id":1,"result":"` + big + `"}`, id: "1"},
+		{name: "id after the payload", line: `{"jsonrpc":"2.0","result":{"text":"` + big + `"},"id":"late"}`, id: `"late"`},
+		{name: "request with id and method last", line: `{"params":{"x":"` + big + `"},"id":{"a":[1,2]} ,"method":"sampling/createMessage"}`, id: `{"a":[1,2]}`, method: "sampling/createMessage"},
+		{name: "nested ids are not the id", line: `{"result":{"id":99,"items":[{"id":98}],"s":"\"id\":97` + big + `"},"id":7}`, id: "7"},
+		{name: "escaped member name", line: `{"result":"` + big + `","\u0069d":8}`, id: "8"},
+		{name: "spaces around the id", line: `{"result":"` + big + `", "id" :  9 }`, id: "9"},
+		{name: "duplicate id", line: `{"id":1,"result":"` + big + `","id":2}`},
+		{name: "id in another case", line: `{"id":1,"result":"` + big + `","ID":2}`},
+		{name: "duplicate method", line: `{"id":3,"method":"a","params":"` + big + `","method":"b"}`, id: "3"},
+		{name: "a batch has no id", line: `[{"id":1,"result":"` + big + `"}]`},
+		{name: "an id too long to keep", line: `{"result":0,"id":"` + big + `"}`},
+		{name: "truncated at EOF after the id", line: `{"id":4,"result":"` + big, id: "4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewReader(strings.NewReader(tt.line+"\nnext\n"), 1<<10).Read()
+			var e *LineTooLongError
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, tt.id, string(e.ID))
+			assert.Equal(t, tt.method, e.Method)
+		})
+	}
+}
+
 func TestWriterWritesWholeLines(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
@@ -121,6 +154,13 @@ func TestIDKey(t *testing.T) {
 		{name: "different strings", a: `"a"`, b: `"b"`, same: false},
 		{name: "different numbers", a: `1.5`, b: `1`, same: false},
 		{name: "null", a: `null`, b: `null`, same: true},
+		{name: "object re-encoded with sorted members", a: `{"b":1,"a":"x"}`, b: `{"a":"x","b":1}`, same: true},
+		{name: "object with whitespace", a: `{ "a" : [ 1 , 2 ] }`, b: `{"a":[1,2]}`, same: true},
+		{name: "object with re-encoded scalars", a: `{"a\u002db":1.0,"c":"\/"}`, b: `{"c":"/","a-b":1}`, same: true},
+		{name: "nested object", a: `[{"y":null,"x":true}]`, b: `[{"x":true,"y":null}]`, same: true},
+		{name: "different objects", a: `{"a":1}`, b: `{"a":2}`, same: false},
+		{name: "array order matters", a: `[1,2]`, b: `[2,1]`, same: false},
+		{name: "object and string differ", a: `{"a":1}`, b: `"{\"a\":1}"`, same: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,6 +210,76 @@ func TestPeek(t *testing.T) {
 }
 
 // seedGolden adds every message of the middleware's golden transcript to f.
+// FuzzIDKey checks that an id keeps its key when a peer re-encodes it the
+// way Go's encoding/json does (numbers as float64, objects sorted, strings
+// re-escaped), and that ids of different values get different keys.
+func FuzzIDKey(f *testing.F) {
+	for _, s := range []string{`1`, `1.0`, `"a\/b"`, `{"b":1,"a":[2,"x"]}`, `[{"k":-0}]`, `null`, `{"a":1,"a":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		IDKey(raw)                 // must not panic on anything
+		raw = bytes.TrimSpace(raw) // as Peek hands ids over
+		key := IDKey(raw)
+		var v any
+		// Invalid UTF-8 is replaced when re-encoded, a value changed, not
+		// re-spelled; encoding/json keeps only the last of duplicate members.
+		if len(raw) == 0 || !utf8.Valid(raw) || json.Unmarshal(raw, &v) != nil || hasDuplicateMember(raw) {
+			return
+		}
+		again, err := json.Marshal(v)
+		if err != nil {
+			return
+		}
+		require.Equal(t, key, IDKey(again), "re-encoded %s as %s", raw, again)
+	})
+}
+
+// hasDuplicateMember reports whether some object in the JSON value raw
+// repeats a member name (encoding/json keeps the last, IDKey both).
+func hasDuplicateMember(raw []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	type frame struct {
+		object bool
+		seen   map[string]bool
+		key    bool // the next string token is a member name
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.key {
+			if name, ok := tok.(string); ok {
+				if top.seen[name] {
+					return true
+				}
+				top.seen[name] = true
+				top.key = false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, seen: map[string]bool{}, key: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].key = true // a value ended
+		}
+	}
+}
+
 func seedGolden(f *testing.F) {
 	f.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "middleware", "testdata", "passthrough.jsonl"))
@@ -275,6 +385,13 @@ func FuzzReader(f *testing.F) {
 			require.Less(t, i, len(want))
 			if errors.Is(err, ErrLineTooLong) {
 				require.Greater(t, len(want[i]), max)
+				var e *LineTooLongError
+				require.ErrorAs(t, err, &e)
+				// The id found while skipping is the one Peek reads in the whole line.
+				if env, perr := Peek(want[i]); perr == nil && json.Valid(want[i]) && len(env.ID) <= maxScannedValue {
+					require.Equal(t, string(env.ID), string(e.ID), "id of %q", want[i])
+					require.Equal(t, env.Method, e.Method, "method of %q", want[i])
+				}
 				continue
 			}
 			require.NoError(t, err)
@@ -331,4 +448,24 @@ func TestMembersSplit(t *testing.T) {
 		assert.Equal(t, string(members[i].Value), string(plain[i].Value))
 		assert.Nil(t, plain[i].Elements)
 	}
+}
+
+// FuzzEnvScanner checks the scanner that recovers the id of an oversized
+// line against Peek, fed in two pieces split anywhere: on every valid,
+// unambiguous object it finds the same id and method.
+func FuzzEnvScanner(f *testing.F) {
+	seedGolden(f)
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var s envScanner
+		half := len(line) / 3
+		s.write(line[:half])
+		s.write(line[half:])
+		id, method := s.result() // must not panic on anything
+		env, err := Peek(line)
+		if err != nil || !json.Valid(line) || len(env.ID) > maxScannedValue {
+			return
+		}
+		require.Equal(t, string(env.ID), string(id))
+		require.Equal(t, env.Method, method)
+	})
 }

@@ -27,7 +27,14 @@ var ErrLineTooLong = errors.New("framing: line too long")
 type LineTooLongError struct {
 	Limit int    // the limit in bytes
 	Size  int64  // how many bytes the line had (without its newline)
-	Head  []byte // the line's first bytes (at most [HeadBytes]), to recover its id
+	Head  []byte // the line's first bytes (at most [HeadBytes])
+	// ID and Method are the line's top-level "id" (raw JSON) and "method"
+	// (decoded), wherever they are in it, found while it was skipped, so
+	// that its sender can be answered. They are nil and "" when the line
+	// has none, spells one twice or in another letter case (as [Peek]
+	// would refuse), or has an id over 1 KiB.
+	ID     []byte
+	Method string
 }
 
 // HeadBytes is how much of an oversized line a [LineTooLongError] keeps.
@@ -44,9 +51,10 @@ func (e *LineTooLongError) Is(target error) bool { return target == ErrLineTooLo
 //
 // A Reader is not safe for concurrent use.
 type Reader struct {
-	br  *bufio.Reader
-	max int
-	buf []byte // holds a line that did not fit in br's buffer
+	br   *bufio.Reader
+	max  int
+	buf  []byte     // holds a line that did not fit in br's buffer
+	scan envScanner // reads the id of an oversized line as it is skipped
 }
 
 // NewReader returns a Reader that reads from r and refuses lines longer than
@@ -115,7 +123,12 @@ func (r *Reader) tooLong(chunk []byte, size int64) *LineTooLongError {
 	head := make([]byte, 0, HeadBytes)
 	head = append(head, r.buf[:min(len(r.buf), HeadBytes)]...)
 	head = append(head, chunk[:min(len(chunk), HeadBytes-len(head))]...)
-	return &LineTooLongError{Limit: r.max, Size: size, Head: head}
+	r.scan = envScanner{key: r.scan.key[:0], val: r.scan.val[:0]}
+	r.scan.write(r.buf)
+	r.scan.write(chunk)
+	e := &LineTooLongError{Limit: r.max, Size: size, Head: head}
+	e.ID, e.Method = r.scan.result()
+	return e
 }
 
 // discard skips the rest of an oversized line and completes e's size.
@@ -128,12 +141,18 @@ func (r *Reader) discard(e *LineTooLongError) error {
 		chunk, err := r.br.ReadSlice('\n')
 		switch {
 		case err == nil:
-			e.Size += int64(len(chunk) - 1)
+			chunk = chunk[:len(chunk)-1]
+			e.Size += int64(len(chunk))
+			r.scan.write(chunk)
+			e.ID, e.Method = r.scan.result()
 			return e
 		case errors.Is(err, bufio.ErrBufferFull):
 			e.Size += int64(len(chunk))
+			r.scan.write(chunk)
 		case errors.Is(err, io.EOF):
 			e.Size += int64(len(chunk))
+			r.scan.write(chunk)
+			e.ID, e.Method = r.scan.result()
 			return e
 		default:
 			return err

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/policy"
 	"github.com/mcpwrap/mcpwrap/internal/state"
+	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
@@ -34,7 +36,6 @@ type Store interface {
 // concurrent use.
 type Gate struct {
 	server string
-	eval   *policy.Evaluator
 	store  Store
 	log    *slog.Logger
 	now    func() time.Time
@@ -46,9 +47,10 @@ type Gate struct {
 	recording sync.Mutex
 
 	mu      sync.RWMutex
-	user    userState // the server's state as last read
-	errUse  error     // why the store could not be read, if it could not
-	applied uint64    // the number of the read user and errUse came from
+	eval    *policy.Evaluator // replaced by SetEvaluator when the config file changes
+	user    userState         // the server's state as last read
+	errUse  error             // why the store could not be read, if it could not
+	applied uint64            // the number of the read user and errUse came from
 	tools   map[string]policy.Tool
 	// unrecorded is the last catalog seen if it could not be recorded in
 	// the store (nil otherwise), to record once the store can be read.
@@ -139,12 +141,14 @@ func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
 	for _, i := range missed { // one lock for a whole page, not one per tool
 		tools[i] = g.tool(raws[i])
 	}
+	refuseUntrusted(raws, tools)
 	g.mu.RLock()
 	ev := g.eval.Evaluate(tools, g.user, g.errUse)
 	g.mu.RUnlock()
 	out := make([]middleware.Availability, len(raws))
+	pinned := g.eval.Approval() != policy.ApprovalOff
 	for _, e := range ev.Entries {
-		a := middleware.Availability{InScope: true}
+		a := middleware.Availability{InScope: true, Pinned: pinned}
 		if e.Status.Locked() {
 			a.Status = string(e.Status)
 		}
@@ -153,14 +157,72 @@ func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
 	return out
 }
 
+// SetEvaluator replaces the operator policy, as after the config file
+// changed, and reports whether it differs from the one it replaces (the
+// caller then re-evaluates what the client sees). An evaluator built with
+// a ConfigErr locks every tool until the next one.
+func (g *Gate) SetEvaluator(eval *policy.Evaluator) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	changed := !reflect.DeepEqual(eval, g.eval)
+	g.eval = eval
+	return changed
+}
+
+// ConfigErr returns why the operator's config cannot be used, if it cannot
+// (the evaluator's ConfigErr).
+func (g *Gate) ConfigErr() error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.eval.ConfigErr()
+}
+
+// refuseUntrusted marks refused each tool of a catalog that has no name
+// anyone can trust because another definition claims its name too (see
+// tooldef.Index), as the sidecar's catalog index does.
+func refuseUntrusted(raws []json.RawMessage, tools []policy.Tool) {
+	var index tooldef.Index
+	index.Grow(len(tools))
+	for i, t := range tools {
+		var err error
+		if t.Refused {
+			err = errRefused
+		}
+		index.Add(raws[i], tooldef.Def{Name: t.Name}, err)
+	}
+	for i := range tools {
+		if index.Name(i) == "" {
+			tools[i].Refused = true
+		}
+	}
+}
+
+// errRefused stands for the reason a cached tool was refused.
+var errRefused = errors.New("refused tool definition")
+
 // Remediation implements middleware.ToolPolicy.
 func (g *Gate) Remediation(status, tool string) string {
+	if err := g.ConfigErr(); err != nil && policy.Status(status) == policy.DisabledUnknown {
+		return policy.ConfigErrorRemediation(err)
+	}
 	return policy.RemediationFor(policy.Status(status), g.server, tool)
 }
 
 // Rejection implements middleware.ToolPolicy.
 func (g *Gate) Rejection(status, tool, discoveryTool string) string {
+	if err := g.ConfigErr(); err != nil && policy.Status(status) == policy.DisabledUnknown {
+		return policy.ConfigErrorRejection(err, discoveryTool)
+	}
 	return policy.RejectionText(policy.Status(status), g.server, tool, discoveryTool)
+}
+
+// Notice implements middleware.PolicyNotifier: while the config file
+// cannot be used, every discovery answer says so, whatever it matched.
+func (g *Gate) Notice() string {
+	if err := g.ConfigErr(); err != nil {
+		return policy.ConfigErrorRemediation(err)
+	}
+	return ""
 }
 
 // CatalogSeen records a full catalog loaded from the upstream as the
@@ -200,13 +262,17 @@ func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 	g.mu.Lock()
 	g.tools = cache // what older catalogs defined is no longer evaluated
 	g.mu.Unlock()
+	refuseUntrusted(raws, tools)
 
+	g.mu.RLock()
+	eval := g.eval
+	g.mu.RUnlock()
 	now := g.now().UTC()
 	err := g.store.Update(ctx, func(st *state.State) error {
 		srv := st.Server(g.server)
 		catalog := &state.Catalog{SeenAt: now, Tools: make(map[string]state.CatalogTool, len(raws))}
 		for i, t := range tools {
-			if t.Name != "" {
+			if !t.Refused { // a refused tool has no name to record it under
 				catalog.Tools[t.Name] = state.CatalogTool{Definition: raws[i], Hash: t.Hash}
 			}
 		}
@@ -215,7 +281,7 @@ func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 		}
 		// Judged by the state being updated, not by the last snapshot,
 		// which may predate the user moving the state file aside.
-		if g.eval.Evaluate(tools, snapshot(srv), nil).RecordBaseline {
+		if eval.Evaluate(tools, snapshot(srv), nil).RecordBaseline {
 			for name, t := range catalog.Tools {
 				srv.Approve(name, state.Approval{ApprovedAt: now, Definition: t.Definition, Hash: t.Hash})
 			}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -319,4 +321,83 @@ func TestGateBaselineJudgedByCurrentStore(t *testing.T) {
 
 	assert.Len(t, store.st.Server("fs").Approvals, 2, "the catalog is the new baseline")
 	assert.Equal(t, []string{"callable", "callable"}, statuses(g.Evaluate(catalog)))
+}
+
+// TestGateConfigError: an evaluator built on an unusable config locks every
+// tool and every text the agent sees names the config error; the next
+// evaluator unlocks them again.
+func TestGateConfigError(t *testing.T) {
+	errConfig := errors.New("/etc/mcpwrap.json:3:25: unknown key \"servers.fs.tools.defualt\"")
+	broken, err := policy.NewEvaluator(policy.Options{ConfigErr: errConfig})
+	require.NoError(t, err)
+	g := New("fs", broken, &memStore{}, nil)
+	g.Reload(context.Background())
+	catalog := []json.RawMessage{raw("read", "r"), raw("write", "w")}
+
+	assert.Equal(t, []string{"disabled_unknown", "disabled_unknown"}, statuses(g.Evaluate(catalog)))
+	want := "mcpwrap's config file has an error: " + errConfig.Error() + "; fix it and the tools will appear."
+	assert.Equal(t, want, g.Notice())
+	assert.Equal(t, want, g.Remediation("disabled_unknown", ""))
+	assert.Equal(t, "Tool is disabled and not callable. "+want+" Call find with include_disabled:true to see locked tools and remediation.",
+		g.Rejection("disabled_unknown", "read", "find"))
+
+	fixed, err := policy.NewEvaluator(policy.Options{Approval: policy.ApprovalOff})
+	require.NoError(t, err)
+	assert.True(t, g.SetEvaluator(fixed))
+	assert.False(t, g.SetEvaluator(fixed), "the same policy again is no change")
+	assert.Equal(t, []string{"callable", "callable"}, statuses(g.Evaluate(catalog)))
+	assert.Empty(t, g.Notice())
+	assert.Equal(t, policy.RemediationFor(policy.DisabledUnknown, "fs", ""), g.Remediation("disabled_unknown", ""))
+}
+
+// TestGateRefusesUntrustedDefinitions: a definition tooldef refuses, or
+// one whose name another definition claims too, is disabled_unknown under
+// every mode (approval off and an allow-list included) and is never
+// recorded, so neither the baseline nor the CLI knows it under any name.
+func TestGateRefusesUntrustedDefinitions(t *testing.T) {
+	catalog := []json.RawMessage{
+		raw("ok", "plain"),
+		json.RawMessage(`{"name":"safe","NAME":"evil"}`),
+		json.RawMessage(`{"n\u0061me":"sneaky"}`),
+		json.RawMessage(`{"name":"t","inputSchema":{"type":"object","type":"string"}}`),
+		raw("twin", "one"), raw("twin", "two"),
+		json.RawMessage(`{"name":"x","Name":"claimed"}`), raw("claimed", "clean, but claimed by x too"),
+	}
+	want := []string{"callable", "disabled_unknown", "disabled_unknown", "disabled_unknown",
+		"disabled_unknown", "disabled_unknown", "disabled_unknown", "disabled_unknown"}
+	tests := []struct {
+		name string
+		opts policy.Options
+	}{
+		{name: "tofu", opts: policy.Options{}},
+		{name: "approval off", opts: policy.Options{Approval: policy.ApprovalOff}},
+		{name: "allow-list naming the claims", opts: policy.Options{Allow: mustAllow(t, "ok,safe,evil,twin,claimed")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &memStore{}
+			g := newGate(t, tt.opts, store)
+			g.CatalogSeen(context.Background(), catalog)
+			assert.Equal(t, want, statuses(g.Evaluate(catalog)))
+			srv := store.st.Server("fs")
+			require.NotNil(t, srv.Catalog)
+			assert.Equal(t, []string{"ok"}, slices.Sorted(maps.Keys(srv.Catalog.Tools)), "only the trusted tool is recorded")
+		})
+	}
+}
+
+// TestGatePinnedFollowsApproval: every verdict is Pinned while approval is
+// on, so the sidecar answers a call to a tool the upstream does not list
+// itself; with approval off it is not.
+func TestGatePinnedFollowsApproval(t *testing.T) {
+	for _, tt := range []struct {
+		mode policy.ApprovalMode
+		want bool
+	}{{policy.ApprovalTOFU, true}, {policy.ApprovalManual, true}, {policy.ApprovalOff, false}} {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			g := newGate(t, policy.Options{Approval: tt.mode}, &memStore{})
+			a := g.Evaluate([]json.RawMessage{raw("ghost", "")})[0]
+			assert.Equal(t, tt.want, a.Pinned)
+		})
+	}
 }

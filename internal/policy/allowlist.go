@@ -14,7 +14,9 @@ type AllowList struct {
 }
 
 // ParseAllowList parses a comma-separated list of exact tool names and
-// path.Match globs ("read_file,list_*"). Blanks around entries are ignored.
+// path.Match globs ("read_file,list_*"), matched as Rules.Overrides keys
+// are: an entry equal to a tool's name admits it even when it contains glob
+// metacharacters. Blanks around entries are ignored.
 // An empty or all-blank string yields the zero AllowList (no restriction);
 // a list with an empty or malformed entry ("a,,b", "a,") is an error matching
 // ErrInvalid, since silently widening a typo'd list would be unsafe.
@@ -55,12 +57,9 @@ func (a AllowList) String() string {
 	if a.set == nil {
 		return ""
 	}
-	entries := make([]string, 0, len(a.set.exact)+len(a.set.globs))
-	for name := range a.set.exact {
-		entries = append(entries, name)
-	}
-	for _, g := range a.set.globs {
-		entries = append(entries, g.pattern)
+	entries := make([]string, 0, len(a.set.exact))
+	for pattern := range a.set.exact { // every entry, globs included
+		entries = append(entries, pattern)
 	}
 	sort.Strings(entries)
 	return strings.Join(entries, ",")

@@ -22,6 +22,9 @@ func TestParseAllowList(t *testing.T) {
 		{name: "exact names", in: "a,b", allowed: []string{"a", "b"}, denied: []string{"c", "ab"}},
 		{name: "blanks trimmed", in: " a , b ", allowed: []string{"a", "b"}, denied: []string{" a"}},
 		{name: "glob", in: "read_*,list_?", allowed: []string{"read_file", "list_x"}, denied: []string{"write_file", "list_xy"}},
+		{name: "exact names with glob metacharacters", in: "x[1],a*b,q?", allowed: []string{"x[1]", "x1", "a*b", "q?"}, denied: []string{"x2", "x[2]"}},
+		{name: "exact name with a backslash", in: `a\b`, allowed: []string{`a\b`, "ab"}, denied: []string{"a"}},
+		{name: "glob star stops at a slash", in: "fs_*", allowed: []string{"fs_a.b-c"}, denied: []string{"fs_dir/read"}},
 		{name: "empty entry", in: "a,,b", wantErr: "empty tool name pattern"},
 		{name: "trailing comma", in: "a,", wantErr: "empty tool name pattern"},
 		{name: "only commas", in: ",", wantErr: "empty tool name pattern"},
@@ -60,7 +63,7 @@ func TestAllowListString(t *testing.T) {
 	t.Parallel()
 	list, err := ParseAllowList(" read_*, b ,a")
 	require.NoError(t, err)
-	assert.Equal(t, "a,b,read_*", list.String())
+	assert.Equal(t, "a,b,read_*", list.String(), "each entry once, globs included")
 	again, err := ParseAllowList(list.String())
 	require.NoError(t, err)
 	assert.Equal(t, list.String(), again.String())

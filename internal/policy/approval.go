@@ -26,7 +26,7 @@ func ParseApprovalMode(s string) (ApprovalMode, error) {
 	case ApprovalTOFU, ApprovalManual, ApprovalOff:
 		return m, nil
 	}
-	return "", &invalidError{fmt.Sprintf("unknown approval mode %q (want tofu, manual or off)", s)}
+	return "", &invalidError{msg: fmt.Sprintf("unknown approval mode %q (want tofu, manual or off)", s)}
 }
 
 // ApprovalState is a tool's pinning state. The zero value is ApprovalPending,

@@ -11,6 +11,12 @@ type Options struct {
 	Allow AllowList
 	// Approval is the pinning mode; "" means ApprovalTOFU.
 	Approval ApprovalMode
+	// ConfigErr, when set, says why the operator's config cannot be used.
+	// Operator policy is then unknown, so every in-scope tool is
+	// disabled_unknown (the allow-list still applies) and no tofu baseline
+	// is recorded: nothing is unlocked on a guess. Rules and Approval are
+	// ignored.
+	ConfigErr error
 }
 
 // UserState is the user's state-store view of one server, as read by the
@@ -41,10 +47,14 @@ type Evaluator struct {
 	rules         compiledRules
 	allow         AllowList
 	approval      ApprovalMode
+	configErr     error
 }
 
 // NewEvaluator validates and compiles o. The error matches ErrInvalid.
 func NewEvaluator(o Options) (*Evaluator, error) {
+	if o.ConfigErr != nil {
+		return &Evaluator{serverEnabled: true, allow: o.Allow, approval: ApprovalManual, configErr: o.ConfigErr}, nil
+	}
 	rules, err := o.Rules.compile()
 	if err != nil {
 		return nil, err
@@ -56,14 +66,27 @@ func NewEvaluator(o Options) (*Evaluator, error) {
 	return &Evaluator{serverEnabled: !o.ServerDisabled, rules: rules, allow: o.Allow, approval: mode}, nil
 }
 
+// ConfigErr returns the Options.ConfigErr the evaluator was built with.
+func (e *Evaluator) ConfigErr() error { return e.configErr }
+
 // InScope reports whether the allow-list admits the tool. Out-of-scope tools
 // have no status: leave them out of listings, counts and discovery.
 func (e *Evaluator) InScope(name string) bool { return e.allow.Allows(name) }
 
+// Approval returns the server's approval mode, never "".
+func (e *Evaluator) Approval() ApprovalMode { return e.approval }
+
+// inScope is InScope for a parsed tool: a refused one has no name the
+// allow-list could judge, and is kept in scope so that it is counted (as
+// disabled_unknown) rather than silently dropped.
+func (e *Evaluator) inScope(t Tool) bool { return t.Refused || e.allow.Allows(t.Name) }
+
 // ConfigAllows reports whether operator policy turns the tool on, ignoring
 // the server switch, the allow-list and user state. The CLI uses it to refuse
 // `mcpwrap tools enable` on a config-denied tool.
-func (e *Evaluator) ConfigAllows(t Tool) bool { return e.rules.allows(t.Name, t.ReadOnly) }
+func (e *Evaluator) ConfigAllows(t Tool) bool {
+	return e.configErr == nil && e.rules.allows(t.Name, t.ReadOnly)
+}
 
 // Facts gathers the facts about t from the config and from user, the state
 // read from the store (nil means an empty state) or userErr, the error that
@@ -84,8 +107,8 @@ func (e *Evaluator) user(user UserState, userErr error) (UserState, bool) {
 }
 
 func (e *Evaluator) facts(t Tool, user UserState, baseline bool, userErr error) Facts {
-	f := Facts{ServerEnabled: e.serverEnabled, StoreErr: userErr}
-	if !f.ServerEnabled {
+	f := Facts{ServerEnabled: e.serverEnabled, StoreErr: userErr, ConfigErr: e.configErr, Refused: t.Refused}
+	if !f.ServerEnabled || f.ConfigErr != nil || f.Refused {
 		return f
 	}
 	if f.ConfigAllowed = e.rules.allows(t.Name, t.ReadOnly); !f.ConfigAllowed || userErr != nil {
@@ -103,10 +126,10 @@ func (e *Evaluator) facts(t Tool, user UserState, baseline bool, userErr error) 
 }
 
 // Status returns the status of one tool, for gating a tools/call; inScope is
-// false (and s meaningless) when the allow-list excludes the tool. See Facts
-// for user and userErr.
+// false (and s meaningless) when the allow-list excludes the tool. A refused
+// tool is always in scope. See Facts for user and userErr.
 func (e *Evaluator) Status(t Tool, user UserState, userErr error) (s Status, inScope bool) {
-	if !e.InScope(t.Name) {
+	if !e.inScope(t) {
 		return "", false
 	}
 	return Classify(e.Facts(t, user, userErr)), true
@@ -140,11 +163,11 @@ func (e *Evaluator) Evaluate(catalog []Tool, user UserState, userErr error) Eval
 	user, baseline := e.user(user, userErr)
 	ev := Evaluation{
 		Entries: make([]Entry, 0, len(catalog)),
-		RecordBaseline: e.approval == ApprovalTOFU && userErr == nil && !baseline &&
+		RecordBaseline: e.approval == ApprovalTOFU && userErr == nil && e.configErr == nil && !baseline &&
 			e.serverEnabled && len(catalog) > 0,
 	}
 	for i, t := range catalog {
-		if !e.allow.Allows(t.Name) {
+		if !e.inScope(t) {
 			continue
 		}
 		s := Classify(e.facts(t, user, baseline, userErr))
@@ -155,7 +178,7 @@ func (e *Evaluator) Evaluate(catalog []Tool, user UserState, userErr error) Eval
 }
 
 // Counts tallies in-scope tools by status. Its JSON form is the `counts`
-// block of DESIGN §6: callable always present, zero reasons omitted. Whether
+// block of the discovery answer: callable always present, zero reasons omitted. Whether
 // to emit the block at all (only when Locked() > 0) is the caller's choice.
 type Counts struct {
 	Callable         int `json:"callable"`

@@ -178,6 +178,7 @@ func TestEvaluateRecordBaseline(t *testing.T) {
 		{name: "tofu, every tool out of scope", opts: Options{Allow: mustAllow(t, "z")}, catalog: catalog, want: true},
 		{name: "manual", opts: Options{Approval: ApprovalManual}, catalog: catalog, want: false},
 		{name: "off", opts: Options{Approval: ApprovalOff}, catalog: catalog, want: false},
+		{name: "config unusable", opts: Options{ConfigErr: errStore}, catalog: catalog, want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,6 +201,30 @@ func TestEvaluatorConfigAllowsAndInScope(t *testing.T) {
 	assert.False(t, e.ConfigAllows(Tool{Name: "write_file"}))
 	assert.True(t, e.InScope("read_file"))
 	assert.False(t, e.InScope("write_note"))
+}
+
+// TestEvaluatorConfigErr: while the config cannot be used, every in-scope
+// tool is disabled_unknown, whatever the rules, the server switch, the user
+// state or the approvals say; the allow-list still narrows.
+func TestEvaluatorConfigErr(t *testing.T) {
+	t.Parallel()
+	errConfig := fmt.Errorf("config.json:3:25: unknown key")
+	e := mustEvaluator(t, Options{
+		ServerDisabled: true,
+		Rules:          Rules{Default: "nonsense"}, // ignored
+		Allow:          mustAllow(t, "read_*"),
+		Approval:       ApprovalOff,
+		ConfigErr:      errConfig,
+	})
+	assert.Same(t, errConfig, e.ConfigErr())
+	ev := e.Evaluate([]Tool{{Name: "read_a", ReadOnly: true}, {Name: "write"}, {Name: "read_b"}},
+		fakeUser{approved: map[string]string{"read_a": ""}, baseline: true}, nil)
+	assert.Equal(t, []Entry{{Index: 0, Status: DisabledUnknown}, {Index: 2, Status: DisabledUnknown}}, ev.Entries)
+	assert.False(t, ev.RecordBaseline)
+	assert.False(t, e.ConfigAllows(Tool{Name: "read_a", ReadOnly: true}))
+	s, inScope := e.Status(Tool{Name: "read_a"}, nil, nil)
+	assert.True(t, inScope)
+	assert.Equal(t, DisabledUnknown, s)
 }
 
 func TestNewEvaluatorErrors(t *testing.T) {

@@ -30,7 +30,7 @@ func ParseToolDefault(s string) (ToolDefault, error) {
 	case DefaultAll, DefaultReadOnly, DefaultNone:
 		return d, nil
 	}
-	return "", &invalidError{fmt.Sprintf("unknown tool default %q (want all, read_only or none)", s)}
+	return "", &invalidError{msg: fmt.Sprintf("unknown tool default %q (want all, read_only or none)", s)}
 }
 
 // Rules is the operator policy of one server, as written in the config file.
@@ -38,11 +38,16 @@ func ParseToolDefault(s string) (ToolDefault, error) {
 type Rules struct {
 	// Default applies to tools no override names; "" means DefaultAll.
 	Default ToolDefault
-	// Overrides maps exact tool names or path.Match globs (`*`, `?`, `[...]`;
-	// `*` does not match `/`) to on/off. An override replaces the default, so
-	// it can switch on a tool the default leaves off. An exact name beats a
-	// glob, a longer glob beats a shorter one, and between equally long
-	// matching globs off beats on, then the lexically smaller pattern wins.
+	// Overrides maps exact tool names or path.Match globs to on/off. In a
+	// glob `*` matches any run of characters but `/`, `?` any one character
+	// but `/`, `[...]` one character of its class (`/` too, if listed), and
+	// `\` escapes the next one; every other character, `.`, `-` and `_`
+	// included, matches only itself. An override replaces the default, so it can switch on a tool
+	// the default leaves off. A key equal to the tool's name applies first,
+	// even when it contains glob metacharacters (`x[1]` names the tool
+	// "x[1]", and as a glob also matches "x1"); then a longer glob beats a
+	// shorter one, and between equally long matching globs off beats on,
+	// then the lexically smaller pattern wins.
 	Overrides map[string]bool
 }
 
@@ -83,23 +88,23 @@ func (r *compiledRules) allows(name string, readOnly bool) bool {
 // empty and well-formed for path.Match. The error matches ErrInvalid.
 func ValidatePattern(pattern string) error {
 	if pattern == "" {
-		return &invalidError{"empty tool name pattern"}
+		return &invalidError{msg: "empty tool name pattern"}
 	}
 	if _, err := path.Match(pattern, ""); err != nil {
-		return &invalidError{fmt.Sprintf("malformed tool name pattern %q: %v", pattern, err)}
+		return &invalidError{msg: fmt.Sprintf("malformed tool name pattern %q: %v", pattern, err)}
 	}
 	return nil
 }
 
-// isGlob reports whether pattern uses path.Match syntax. MCP tool names never
-// contain these characters, so anything else is an exact name.
+// isGlob reports whether pattern uses path.Match syntax; anything else
+// matches only the tool of that exact name.
 func isGlob(pattern string) bool { return strings.ContainsAny(pattern, `*?[\`) }
 
 // patternSet maps exact names and globs to values with the precedence
 // documented on Rules.Overrides. The zero patternSet matches nothing.
 type patternSet struct {
-	exact map[string]bool
-	globs []glob // most specific first
+	exact map[string]bool // every pattern, as the exact name it also is
+	globs []glob          // the patterns that are globs, most specific first
 }
 
 type glob struct {
@@ -148,14 +153,15 @@ func compilePatterns(m map[string]bool) (patternSet, error) {
 		if err := ValidatePattern(p); err != nil {
 			return patternSet{}, err
 		}
-		if !isGlob(p) {
-			if set.exact == nil {
-				set.exact = make(map[string]bool)
-			}
-			set.exact[p] = v
-			continue
+		// Every pattern is first the exact name it spells: a tool may be
+		// named "x[1]" or "a*b", and its own entry must apply to it.
+		if set.exact == nil {
+			set.exact = make(map[string]bool)
 		}
-		set.globs = append(set.globs, newGlob(p, v))
+		set.exact[p] = v
+		if isGlob(p) {
+			set.globs = append(set.globs, newGlob(p, v))
+		}
 	}
 	sort.Slice(set.globs, func(i, j int) bool {
 		a, b := set.globs[i], set.globs[j]

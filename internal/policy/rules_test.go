@@ -33,6 +33,41 @@ func TestRulesAllow(t *testing.T) {
 			tool:  "read_file", want: true,
 		},
 		{
+			name:  "an exact name with brackets beats a longer glob",
+			rules: Rules{Default: DefaultNone, Overrides: map[string]bool{"x[1]": true, "x[[]*]*": false}},
+			tool:  "x[1]", want: true,
+		},
+		{
+			name:  "an exact name with a star beats a longer glob",
+			rules: Rules{Overrides: map[string]bool{"a*b": true, "a*b*": false, "a**b": false}},
+			tool:  "a*b", want: true,
+		},
+		{
+			name:  "an exact name with a question mark applies to itself",
+			rules: Rules{Default: DefaultNone, Overrides: map[string]bool{"what?": true}},
+			tool:  "what?", want: true,
+		},
+		{
+			name:  "an exact name with a backslash applies to itself",
+			rules: Rules{Overrides: map[string]bool{`a\b`: false}},
+			tool:  `a\b`, want: false,
+		},
+		{
+			name:  "a key with glob metacharacters still matches as a glob",
+			rules: Rules{Default: DefaultNone, Overrides: map[string]bool{"x[1]": true}},
+			tool:  "x1", want: true,
+		},
+		{
+			name:  "star does not match a slash",
+			rules: Rules{Overrides: map[string]bool{"fs_*": false}},
+			tool:  "fs_dir/read", want: true,
+		},
+		{
+			name:  "star matches dots and dashes",
+			rules: Rules{Overrides: map[string]bool{"fs_*": false}},
+			tool:  "fs_a.b-c", want: false,
+		},
+		{
 			name:  "none leaves unmatched tools off",
 			rules: Rules{Default: DefaultNone, Overrides: map[string]bool{"read_*": true}},
 			tool:  "write_file", readOnly: true, want: false,

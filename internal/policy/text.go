@@ -39,7 +39,7 @@ func RemediationFor(s Status, server, tool string) string {
 }
 
 // RejectionText returns the text of the isError result mcpwrap answers a
-// tools/call of a locked tool with (DESIGN §6): the status-specific reason,
+// tools/call of a locked tool with: the status-specific reason,
 // the remediation, then a pointer to the discovery tool (discoveryTool, or
 // DefaultDiscoveryTool when empty). Every wording but the operator-policy one
 // starts with NotCallable. It returns "" for Callable; an invalid status gets
@@ -102,4 +102,21 @@ func ShellWord(name string) string {
 		return name
 	}
 	return "'" + strings.ReplaceAll(name, "'", `'\''`) + "'"
+}
+
+// ConfigErrorRemediation is the remediation of every tool while the
+// operator's config cannot be used: err, which names the file and where in
+// it the problem is, and the promise that fixing it is enough.
+func ConfigErrorRemediation(err error) string {
+	return "mcpwrap's config file has an error: " + err.Error() + "; fix it and the tools will appear."
+}
+
+// ConfigErrorRejection is the text a tools/call is answered with while the
+// operator's config cannot be used (see ConfigErrorRemediation).
+func ConfigErrorRejection(err error, discoveryTool string) string {
+	if discoveryTool == "" {
+		discoveryTool = DefaultDiscoveryTool
+	}
+	return NotCallable + " " + ConfigErrorRemediation(err) +
+		" Call " + discoveryTool + " with include_disabled:true to see locked tools and remediation."
 }

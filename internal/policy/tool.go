@@ -2,6 +2,8 @@ package policy
 
 import (
 	"encoding/json"
+
+	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 )
 
 // Tool is what the classifier needs to know about one tool of a catalog.
@@ -11,31 +13,27 @@ type Tool struct {
 	Name string
 	// ReadOnly reports whether the tool is annotated readOnlyHint: true.
 	ReadOnly bool
-	// Hash is the tool's definition hash (see Hash); "" when unknown, in
-	// which case the tool can never match an approved hash.
+	// Hash is the tool's definition hash (see tooldef.Def.Hash); "" when
+	// unknown, in which case the tool can never match an approved hash.
 	Hash string
+	// Refused marks a definition tooldef refuses (ambiguous or malformed):
+	// it has no name anyone can trust, so whatever Name holds it is in
+	// scope and disabled_unknown unless its server is disabled.
+	Refused bool
 }
 
-// ParseTool extracts a Tool from one MCP tool object of a tools/list result.
-// The error matches ErrInvalid when raw is not a JSON object with a string
-// name; a malformed annotations member counts as not read-only.
+// ParseTool extracts a Tool from one MCP tool object of a tools/list result,
+// reading it with tooldef.Parse. When the definition is refused, the error
+// matches ErrInvalid and the tooldef sentinel (tooldef.ErrInvalid or
+// tooldef.ErrAmbiguous), and the Tool returned is the refused tool
+// (Refused set), which callers evaluate as such.
 func ParseTool(raw json.RawMessage) (Tool, error) {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &members); err != nil || members == nil {
-		return Tool{}, &invalidError{"tool definition is not a JSON object"}
-	}
-	hash, err := hashMembers(members)
+	d, err := tooldef.Parse(raw)
 	if err != nil {
-		return Tool{}, err
+		return Tool{Refused: true}, &invalidError{msg: "tool definition refused: " + err.Error(), err: err}
 	}
-	var t Tool
-	_ = json.Unmarshal(members["name"], &t.Name) // validated by hashMembers
-	t.Hash = hash
-	var annotations struct {
-		ReadOnlyHint bool `json:"readOnlyHint"`
-	}
-	if json.Unmarshal(members["annotations"], &annotations) == nil {
-		t.ReadOnly = annotations.ReadOnlyHint
-	}
-	return t, nil
+	return ToolOf(d), nil
 }
+
+// ToolOf is the Tool of a definition tooldef.Parse accepted.
+func ToolOf(d tooldef.Def) Tool { return Tool{Name: d.Name, ReadOnly: d.ReadOnly, Hash: d.Hash} }

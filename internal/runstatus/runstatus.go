@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,10 +47,16 @@ func Dir(stateDir string) string { return filepath.Join(stateDir, DirName) }
 
 // Status is what one running sidecar publishes about itself.
 type Status struct {
-	Server    string    `json:"server"`
-	PID       int       `json:"pid"`
-	StartedAt time.Time `json:"started_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Server string `json:"server"`
+	PID    int    `json:"pid"`
+	// Upstream describes the wrapped server without secrets, as
+	// "npx @modelcontextprotocol/server-filesystem" or "https://host".
+	Upstream string `json:"upstream,omitempty"`
+	// UpstreamDigest fingerprints the whole command line or URL, so that
+	// two sidecars can tell whether they wrap the same server.
+	UpstreamDigest string    `json:"upstream_digest,omitempty"`
+	StartedAt      time.Time `json:"started_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
 	// Status is the upstream's load class: "available", "transient",
 	// "permanent" or "denied".
 	Status string `json:"status"`
@@ -67,7 +74,26 @@ type Status struct {
 	Error string `json:"error,omitempty"`
 	// Message is what the agent is told when the upstream is not available.
 	Message string `json:"message,omitempty"`
+	// Listen is the URL a --listen front serves, "" for a stdio sidecar. A
+	// front's Status is "listening"; its upstreams are its Sessions'.
+	Listen string `json:"listen,omitempty"`
+	// Sessions are a front's HTTP sessions, each with its own upstream.
+	Sessions []Session `json:"sessions,omitempty"`
 }
+
+// Session is one HTTP session of a --listen front.
+type Session struct {
+	Status                 string `json:"status"`
+	Attempts               int    `json:"attempts"`
+	Restarts               int    `json:"restarts"`
+	Calls                  int    `json:"calls"`
+	Rejections             int    `json:"rejections"`
+	IncludeDisabledQueries int    `json:"include_disabled_queries"`
+	Error                  string `json:"error,omitempty"`
+}
+
+// Listening is the Status of a --listen front.
+const Listening = "listening"
 
 // A Source is what a Publisher reads: a *middleware.Session satisfies it.
 // Both methods must be safe to call concurrently with the session's work.
@@ -105,8 +131,30 @@ func snapshot(src Source) Status {
 
 // sameState reports whether a and b differ only in their times.
 func sameState(a, b Status) bool {
+	if !slices.Equal(a.Sessions, b.Sessions) {
+		return false
+	}
 	a.UpdatedAt, b.UpdatedAt = time.Time{}, time.Time{}
-	return a == b
+	a.Sessions, b.Sessions = nil, nil
+	return reflect.DeepEqual(a, b)
+}
+
+// frontSnapshot reads a front's sessions, in an order that does not depend
+// on the order they are listed in, so that an unchanged front is not
+// rewritten.
+func frontSnapshot(listen string, sessions []Source) Status {
+	s := Status{Status: Listening, Listen: listen, Sessions: make([]Session, 0, len(sessions))}
+	for _, src := range sessions {
+		st := snapshot(src)
+		s.Sessions = append(s.Sessions, Session{Status: st.Status, Attempts: st.Attempts, Restarts: st.Restarts,
+			Calls: st.Calls, Rejections: st.Rejections, IncludeDisabledQueries: st.IncludeDisabledQueries, Error: st.Error})
+	}
+	slices.SortFunc(s.Sessions, func(a, b Session) int {
+		return cmp.Or(strings.Compare(a.Status, b.Status), cmp.Compare(b.Calls, a.Calls), cmp.Compare(b.Attempts, a.Attempts),
+			cmp.Compare(b.Restarts, a.Restarts), cmp.Compare(b.Rejections, a.Rejections),
+			cmp.Compare(b.IncludeDisabledQueries, a.IncludeDisabledQueries), strings.Compare(a.Error, b.Error))
+	})
+	return s
 }
 
 // A Publisher keeps one sidecar's status file up to date. Set Dir, Server
@@ -115,6 +163,12 @@ type Publisher struct {
 	Dir    string // the status directory; see [Dir]
 	Server string // the server's --name
 	Source Source
+	// Upstream and UpstreamDigest are published as they are; see Status.
+	Upstream, UpstreamDigest string
+	// Listen, when set, makes this the Publisher of a --listen front at
+	// that URL: Sessions lists its sessions and Source is not used.
+	Listen   string
+	Sessions func() []Source
 	// PID names the file and is published; zero means os.Getpid().
 	PID int
 	// Interval is how often Source is read; zero means [DefaultInterval].
@@ -171,8 +225,18 @@ func (p *Publisher) Run(ctx context.Context) {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
-		cur := snapshot(p.Source)
+		var cur Status
+		if p.Listen != "" {
+			var sessions []Source
+			if p.Sessions != nil {
+				sessions = p.Sessions()
+			}
+			cur = frontSnapshot(p.Listen, sessions)
+		} else {
+			cur = snapshot(p.Source)
+		}
 		cur.Server, cur.PID, cur.StartedAt = p.Server, p.pid(), started
+		cur.Upstream, cur.UpstreamDigest = p.Upstream, p.UpstreamDigest
 		now := p.now().UTC()
 		if !written || !sameState(cur, last) || now.Sub(last.UpdatedAt) >= refresh {
 			cur.UpdatedAt = now
@@ -209,9 +273,13 @@ const tempInfix = ".tmp-"
 // or stop is called. stop returns once the status file is removed, so that
 // a sidecar can call it right before it exits.
 func Start(ctx context.Context, dir, server string, src Source, logger *slog.Logger) (stop func()) {
+	return StartPublisher(ctx, &Publisher{Dir: dir, Server: server, Source: src, Logger: logger})
+}
+
+// StartPublisher runs p in the background as [Start] does.
+func StartPublisher(ctx context.Context, p *Publisher) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	p := &Publisher{Dir: dir, Server: server, Source: src, Logger: logger}
 	go func() {
 		defer close(done)
 		p.Run(ctx)
@@ -266,6 +334,19 @@ func List(dir string, alive func(pid int) bool) ([]Status, error) {
 		return cmp.Or(strings.Compare(a.Server, b.Server), cmp.Compare(a.PID, b.PID))
 	})
 	return out, nil
+}
+
+// NameClashes returns the running sidecars in list that use server's name
+// for another upstream than the one digest fingerprints. Sidecars that
+// published no digest are left out: nothing says they differ.
+func NameClashes(list []Status, server, digest string) []Status {
+	var out []Status
+	for _, s := range list {
+		if s.Server == server && s.UpstreamDigest != "" && s.UpstreamDigest != digest {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // parseName reads the pid out of a status file's name, <pid>.json, or out

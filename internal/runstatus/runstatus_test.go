@@ -227,3 +227,31 @@ func TestParseName(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestNameClashes(t *testing.T) {
+	t.Parallel()
+	list := []Status{
+		{Server: "fs", PID: 1, UpstreamDigest: "aaaa"},
+		{Server: "fs", PID: 2, UpstreamDigest: "bbbb"},
+		{Server: "fs", PID: 3}, // an older sidecar that publishes no digest
+		{Server: "mem", PID: 4, UpstreamDigest: "cccc"},
+	}
+	tests := []struct {
+		name, server, digest string
+		want                 []int
+	}{
+		{name: "another server under the name", server: "fs", digest: "aaaa", want: []int{2}},
+		{name: "a new server under the name", server: "fs", digest: "dddd", want: []int{1, 2}},
+		{name: "nobody else", server: "git", digest: "aaaa"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var pids []int
+			for _, s := range NameClashes(list, tt.server, tt.digest) {
+				pids = append(pids, s.PID)
+			}
+			assert.Equal(t, tt.want, pids)
+		})
+	}
+}

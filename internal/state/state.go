@@ -77,7 +77,8 @@ type Approval struct {
 	// Definition is the approved tool definition as the upstream sent it,
 	// kept so a later change can be shown as a diff.
 	Definition json.RawMessage `json:"definition"`
-	// Hash identifies the approved definition (see DESIGN §5, "Approval").
+	// Hash identifies the approved definition (see docs/DESIGN.md, Tool
+	// availability: the SHA-256 of its canonical name, description and schemas).
 	Hash string `json:"hash"`
 }
 

@@ -42,6 +42,7 @@ type Options struct {
 	Record        string        // append every method received, with its params, to this file
 	FlakyFile     string        // counts starts; see FlakyStarts
 	FlakyStarts   int           // the first FlakyStarts starts (counted in FlakyFile) fail transiently
+	RawTools      string        // serve this file's JSON array verbatim as the catalog (see runRaw)
 }
 
 // Main parses args as flags and runs the server on stdin/stdout until stdin
@@ -61,6 +62,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Record, "record", "", "append each method received (and its params) to this file")
 	fs.StringVar(&o.FlakyFile, "flaky-file", "", "file counting starts, for --flaky-starts")
 	fs.IntVar(&o.FlakyStarts, "flaky-starts", 0, "fail the first N starts with a transient error (needs --flaky-file)")
+	fs.StringVar(&o.RawTools, "raw-tools", "", "serve this file's JSON array of tools verbatim, from a minimal line server instead of the SDK")
 	fs.StringVar(&o.Description, "echo-description", "Echoes its text argument back.", "description of the echo tool")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -99,6 +101,9 @@ func Run(ctx context.Context, o Options, stdin io.Reader, stdout, stderr io.Writ
 	if o.Banner != "" {
 		fmt.Fprintln(stdout, o.Banner)
 	}
+	if o.RawTools != "" {
+		return runRaw(o, stdin, stdout)
+	}
 	err := New(o).Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if o.IgnoreEOF {
 		select {} // like servers that never notice their client left
@@ -132,6 +137,9 @@ type FloodInput struct {
 // WaitInput is the input of the wait tool.
 type WaitInput struct {
 	Milliseconds int `json:"ms" jsonschema:"how long to wait; 0 waits until cancelled"`
+	// ProgressMilliseconds, with a progress token, reports progress at this
+	// interval while waiting (a long job that is not stuck).
+	ProgressMilliseconds int `json:"progress_ms,omitempty" jsonschema:"report progress at this interval, in ms, when the call has a progress token"`
 }
 
 // New returns the server with its tools, prompt and resource.
@@ -155,11 +163,19 @@ func New(o Options) *mcp.Server {
 			if in.Milliseconds > 0 {
 				timer = time.After(time.Duration(in.Milliseconds) * time.Millisecond)
 			}
-			select {
-			case <-timer:
-				return text("waited"), nil, nil
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
+			progress, stop := progressTicks(req, in.ProgressMilliseconds)
+			defer stop()
+			for n := 1; ; n++ {
+				select {
+				case <-timer:
+					return text("waited"), nil, nil
+				case <-ctx.Done():
+					return nil, nil, ctx.Err()
+				case <-progress:
+					if err := notifyProgress(ctx, req, n); err != nil {
+						return nil, nil, err
+					}
+				}
 			}
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: o.Description,
@@ -212,6 +228,23 @@ func New(o Options) *mcp.Server {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "mcpwrap demo"}}}, nil
 		})
 	return s
+}
+
+// progressTicks returns a channel ticking every ms milliseconds when the
+// call asked for progress (it has a progress token and ms > 0), else a nil
+// channel, and a func that stops it.
+func progressTicks(req *mcp.CallToolRequest, ms int) (<-chan time.Time, func()) {
+	if ms <= 0 || req.Params.GetProgressToken() == nil {
+		return nil, func() {}
+	}
+	t := time.NewTicker(time.Duration(ms) * time.Millisecond)
+	return t.C, t.Stop
+}
+
+// notifyProgress sends the caller progress notification n of req.
+func notifyProgress(ctx context.Context, req *mcp.CallToolRequest, n int) error {
+	return req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+		ProgressToken: req.Params.GetProgressToken(), Progress: float64(n), Message: fmt.Sprintf("tick %d", n)})
 }
 
 // countStart increments the start counter in path and returns it.

@@ -33,12 +33,12 @@ func (c *cli) diff(ctx context.Context, server, tool string) error {
 		return nil
 	case !approved:
 		fmt.Fprintf(c.stdout, "%s: never approved. Its current definition (seen %s):\n", ref, stamp(v.user.Catalog.SeenAt))
-		for _, line := range prettyLines(current.definition) {
+		for _, line := range current.lines() {
 			fmt.Fprintln(c.stdout, line)
 		}
 		return nil
 	}
-	script := diffLines(prettyLines(approval.Definition), prettyLines(current.definition))
+	script := diffLines(prettyLines(approval.Definition), current.lines())
 	if !changed(script) {
 		fmt.Fprintf(c.stdout, "%s: no change since it was approved at %s.\n", ref, stamp(approval.ApprovedAt))
 		return nil
@@ -47,12 +47,25 @@ func (c *cli) diff(ctx context.Context, server, tool string) error {
 		fmt.Sprintf("%s approved %s", ref, stamp(approval.ApprovedAt)),
 		fmt.Sprintf("%s current %s", ref, stamp(v.user.Catalog.SeenAt)),
 		script, diffContext)
-	if approval.Hash == current.tool.Hash {
+	switch {
+	case current.refused != nil:
+		fmt.Fprintf(c.stdout, "The current definition is refused (%v): a sidecar never lets the tool be called, and it cannot be approved.\n", current.refused)
+	case approval.Hash == current.tool.Hash:
 		fmt.Fprintln(c.stdout, "Only members the approval does not cover changed (such as annotations or title): the approval still holds.")
-	} else {
+	default:
 		fmt.Fprintf(c.stdout, "To approve the current definition: mcpwrap tools approve %s %s\n", shellWord(server), shellWord(tool))
 	}
 	return nil
+}
+
+// lines renders the tool's definition for a diff: pretty, unless the
+// definition is refused, whose every member (a duplicate a decoder would
+// drop included) is shown as written.
+func (info toolInfo) lines() []string {
+	if info.refused != nil {
+		return strings.Split(string(info.definition), "\n")
+	}
+	return prettyLines(info.definition)
 }
 
 // prettyLines renders a definition as indented JSON with sorted keys, one

@@ -168,7 +168,7 @@ func (c *cli) approve(ctx context.Context, server string, tools []string, all bo
 			def := catalog.Tools[name].Definition
 			info := describe(name, def, true)
 			if info.tool.Hash == "" {
-				return fmt.Errorf("cannot approve %s: its definition in the last catalog is not a valid tool", ref)
+				return fmt.Errorf("cannot approve %s: its definition in the last catalog is refused (%v); a sidecar never lets it be called", ref, info.refused)
 			}
 			if a, ok := v.user.Approval(name); ok && a.Hash == info.tool.Hash && !recorded {
 				o.resultf("%s: already approved (%s)", ref, stamp(a.ApprovedAt))

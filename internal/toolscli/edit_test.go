@@ -15,6 +15,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
 	"github.com/mcpwrap/mcpwrap/internal/state"
+	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 )
 
 func TestEnableRefusedByOperatorPolicy(t *testing.T) {
@@ -166,9 +167,9 @@ func TestApprove(t *testing.T) {
 		d1 = toolDef("d", "D, new.", true)
 	)
 	approval := func(def json.RawMessage, at time.Time) state.Approval {
-		hash, err := policy.Hash(def)
+		d, err := tooldef.Parse(def)
 		require.NoError(t, err)
-		return state.Approval{ApprovedAt: at, Definition: def, Hash: hash}
+		return state.Approval{ApprovedAt: at, Definition: def, Hash: d.Hash}
 	}
 	baseline := map[string]state.Approval{"a": approval(a1, approvedAt), "b": approval(b1, approvedAt), "c": approval(c1, approvedAt)}
 	tofu := `{"servers": {"s": {}}}`

@@ -26,6 +26,8 @@ type listedTool struct {
 	// definitionKnown is false when neither the catalog nor an approval
 	// holds the tool's definition, so ReadOnly is unknown.
 	definitionKnown bool
+	// refused is set when a sidecar refuses the tool's definition.
+	refused bool
 }
 
 // maxDescription bounds the description column of the table, in runes.
@@ -58,6 +60,7 @@ func (c *cli) list(ctx context.Context, operands []string, asJSON bool) error {
 				InCatalog:   t.inCatalog,
 
 				definitionKnown: t.definition != nil,
+				refused:         t.refused != nil,
 			})
 		}
 	}
@@ -85,8 +88,11 @@ func writeTable(w io.Writer, rows []listedTool) error {
 		if !r.definitionKnown {
 			readOnly = "?"
 		}
-		if !r.InCatalog {
+		switch {
+		case !r.InCatalog:
 			desc = "(not in the last catalog)"
+		case r.refused:
+			desc = "(definition refused as ambiguous or malformed; see tools diff)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cell(r.Server), cell(r.Tool), r.Status, readOnly, desc)
 	}

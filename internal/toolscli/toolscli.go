@@ -1,6 +1,6 @@
 // Package toolscli implements `mcpwrap tools`: the out-of-band commands with
 // which a user lists the tools of the wrapped servers and enables, disables,
-// approves and diffs them (DESIGN §5–§7).
+// approves and diffs them (docs/DESIGN.md, Tool availability).
 //
 // The commands read the config file and edit the user state store shared
 // with every running sidecar, which notices a change within about a second.

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
 	"github.com/mcpwrap/mcpwrap/internal/state"
+	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 )
 
 // serverView is one server as its sidecar judges it: the effective config,
@@ -73,29 +74,36 @@ func (e *unknownServerError) Error() string {
 type toolInfo struct {
 	name string
 	// tool is the parsed definition; only the name is set when the
-	// definition is unknown or unparsable (its empty hash never matches an
-	// approval, as in a sidecar).
+	// definition is unknown (its empty hash never matches an approval, as in
+	// a sidecar), and Refused too when the definition is refused.
 	tool        policy.Tool
 	definition  json.RawMessage // nil when unknown
 	description string
 	inCatalog   bool
+	// refused says why the definition was refused, as a sidecar refuses it
+	// (ambiguous, malformed, or naming another tool); nil otherwise.
+	refused error
 }
 
-// describe builds the toolInfo of the named tool from its definition.
+// describe builds the toolInfo of the named tool from its definition, read
+// as a sidecar reads it (policy.ParseTool, through tooldef). A definition
+// the store keeps under another name than its own is refused too.
 func describe(name string, def json.RawMessage, inCatalog bool) toolInfo {
 	info := toolInfo{name: name, tool: policy.Tool{Name: name}, definition: def, inCatalog: inCatalog}
 	if def == nil {
 		return info
 	}
-	if t, err := policy.ParseTool(def); err == nil && t.Name == name {
-		info.tool = t
+	d, err := tooldef.Parse(def)
+	switch {
+	case err != nil:
+		info.refused = err
+	case d.Name != name:
+		info.refused = fmt.Errorf("the definition names tool %q", d.Name)
+	default:
+		info.tool, info.description = policy.ToolOf(d), d.Description
+		return info
 	}
-	var d struct {
-		Description string `json:"description"`
-	}
-	if json.Unmarshal(def, &d) == nil {
-		info.description = d.Description
-	}
+	info.tool.Refused = true
 	return info
 }
 

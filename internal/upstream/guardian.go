@@ -25,7 +25,9 @@ var guardianInstalled atomic.Bool
 // running binary as a small guardian process that starts the command. The
 // guardian notices when mcpwrap dies, even by SIGKILL, and then terminates
 // the command's whole process group, which the kernel alone (Pdeathsig)
-// would do only for the direct child. In such a guardian run
+// would do only for the direct child. As a child subreaper it also inherits
+// the command's orphaned descendants, those that left the group included,
+// and kills them when the command exits. In such a guardian run
 // RunGuardianIfRequested does the guardian's work and exits the process with
 // the command's exit status; otherwise it returns at once. Elsewhere it only
 // returns.

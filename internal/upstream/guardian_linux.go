@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -24,18 +26,24 @@ import (
 //	fd 3: mcpwrap → guardian, one guardianSpec in JSON, then EOF;
 //	fd 4: guardian → mcpwrap, one guardianReport in JSON, then EOF.
 //
-// The guardian starts the command as the leader of another new group,
-// passing fds 0-2 straight through, reports the pid (or why it could not
-// start it), and then stays until the command exits:
+// The guardian makes itself a child subreaper, starts the command as the
+// leader of another new group, passing fds 0-2 straight through, and then
+// replaces its own fds 0 and 1 with /dev/null: the child's pipes must end
+// when the child closes them, not when the guardian exits. It reports the
+// pid (or why it could not start it), and then stays until the command
+// exits:
 //
 //   - SIGTERM or SIGINT from anyone but the kernel's parent-death signal is
 //     forwarded to the command's group;
 //   - when mcpwrap dies, the group gets SIGTERM and, after the spec's
 //     OrphanGrace, SIGKILL;
+//   - a descendant orphaned meanwhile (its parent exited) is re-parented to
+//     the guardian, which reaps it when it exits;
 //   - when the command exits, what is left of its group is killed (still
-//     before the command is reaped, so its group id cannot be reused), and
-//     the guardian exits the way the command did: same code, or death by
-//     the same signal.
+//     before the command is reaped, so its group id cannot be reused), then
+//     every remaining descendant, those that left the group with setsid or
+//     setpgid included, is killed and reaped; and the guardian exits the way
+//     the command did: same code, or death by the same signal.
 //
 // The spec travels over a pipe rather than in the guardian's argv or
 // environment so that the guardian runs with mcpwrap's environment (not the
@@ -136,6 +144,12 @@ func guard(parentPid string) int {
 		spec.Env = []string{} // nil would mean this process's environment
 	}
 
+	// Descendants that leave the command's group, and so escape a signal
+	// to it, are re-parented to the guardian when their parent exits
+	// instead of to init, so that sweep can still find them. A kernel
+	// older than 3.4 refuses: the group is then all the guardian kills.
+	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
 	// The command's Pdeathsig (a last resort for when the guardian itself
 	// is SIGKILLed) fires when the forking thread exits (golang/go#27505),
 	// so fork from a locked thread that is kept until the process exits.
@@ -157,28 +171,152 @@ func guard(parentPid string) int {
 		_ = json.NewEncoder(report).Encode(failureReport(err))
 		return guardianExitStartFailed
 	}
+	releaseChildPipes()
 	_ = json.NewEncoder(report).Encode(guardianReport{Pid: cmd.Process.Pid})
 	_ = report.Close()
 
 	g := &guardian{pgid: cmd.Process.Pid, parent: parent, orphanGrace: spec.OrphanGrace}
 	go g.relaySignals(sigs)
 
-	// Wait for the exit without reaping: while the command is a zombie its
-	// pid, and so its group id, cannot be reused by another process.
-	var info unix.Siginfo
-	for {
-		err = unix.Waitid(unix.P_PID, g.pgid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
+	awaitCommand(g.pgid)
 	g.finish()
 	state, err := cmd.Process.Wait()
+	sweep()
 	if err != nil {
 		return 1
 	}
 	mirrorExit(state)
 	return state.ExitCode()
+}
+
+// releaseChildPipes points the guardian's stdin and stdout at /dev/null
+// once the command has its own copies: a child that closes either must be
+// seen to close it. Stderr stays, for the guardian's own last words.
+func releaseChildPipes() {
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		// Without /dev/null, closing is what matters; the numbers may be
+		// reused by the guardian's next open, which writes nothing to them.
+		_ = unix.Close(0)
+		_ = unix.Close(1)
+		return
+	}
+	defer null.Close()
+	for _, fd := range []int{0, 1} {
+		_ = unix.Dup3(int(null.Fd()), fd, 0)
+	}
+}
+
+// awaitCommand returns once the command pid has exited, without reaping
+// it: while the command is a zombie its pid, and so its group id, cannot
+// be reused by another process. Meanwhile it reaps the orphaned
+// descendants re-parented to the guardian as they exit.
+func awaitCommand(pid int) {
+	for {
+		var info childSiginfo
+		err := unix.Waitid(unix.P_ALL, 0, info.siginfo(), unix.WEXITED|unix.WNOWAIT, nil)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			return // ECHILD: the command is gone already
+		}
+		if info.pid() == pid {
+			return
+		}
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(info.pid(), &ws, unix.WNOHANG, nil)
+	}
+}
+
+// childSiginfo is a siginfo_t as waitid fills it for a child: si_pid is
+// the first member of the union that follows three ints, aligned like a
+// pointer.
+type childSiginfo struct {
+	raw [128]byte
+}
+
+// siPidOffset is where si_pid starts in a siginfo_t.
+const siPidOffset = (3*4 + unsafe.Sizeof(uintptr(0)) - 1) &^ (unsafe.Sizeof(uintptr(0)) - 1)
+
+func (s *childSiginfo) siginfo() *unix.Siginfo {
+	return (*unix.Siginfo)(unsafe.Pointer(&s.raw))
+}
+
+func (s *childSiginfo) pid() int {
+	return int(int32(binary.NativeEndian.Uint32(s.raw[siPidOffset:])))
+}
+
+// sweep kills and reaps every child the guardian has left, until it has
+// none: descendants of the command, re-parented to the guardian (a child
+// subreaper) when their parents exited. Killing only its own children,
+// which it has not reaped, the guardian never signals a reused pid; a
+// killed child's own children become the guardian's before it can be
+// reaped, and are found on the next round.
+func sweep() {
+	for {
+		kids := childrenOf(os.Getpid())
+		for _, pid := range kids {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		var ws unix.WaitStatus
+		if len(kids) == 0 {
+			// Reap what has exited; a child the scan missed (no /proc)
+			// cannot be waited for, or the guardian would hang.
+			for {
+				if pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); pid <= 0 && !errors.Is(err, syscall.EINTR) {
+					return
+				}
+			}
+		}
+		if _, err := unix.Wait4(-1, &ws, 0, nil); errors.Is(err, syscall.ECHILD) {
+			return
+		}
+	}
+}
+
+// childrenOf lists the processes whose parent is pid, from /proc; nil if
+// /proc cannot be read.
+func childrenOf(pid int) []int {
+	dir, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return nil
+	}
+	var kids []int
+	for _, name := range names {
+		p, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		if ppid, ok := parentOf(p); ok && ppid == pid {
+			kids = append(kids, p)
+		}
+	}
+	return kids
+}
+
+// parentOf reads pid's parent from /proc/PID/stat, whose second field, the
+// command name in parentheses, may hold spaces and parentheses itself.
+func parentOf(pid int) (int, bool) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	fields := bytes.Fields(stat[i+1:]) // state, ppid, ...
+	if len(fields) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(string(fields[1]))
+	return ppid, err == nil
 }
 
 // guardian holds the started command's process group.

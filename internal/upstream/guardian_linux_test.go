@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -46,9 +48,9 @@ func fixtureReportInterrupt([]string) int {
 }
 
 // fixtureParent plays mcpwrap: it starts a stubborn child with a stubborn
-// grandchild through Start, prints "GUARDIAN CHILD GRANDCHILD" pids, and
-// waits to be killed.
-func fixtureParent([]string) int {
+// grandchild (given args as fixtureGrandchild's) through Start, prints
+// "GUARDIAN CHILD GRANDCHILD" pids, and waits to be killed.
+func fixtureParent(args []string) int {
 	unrelated := make(chan os.Signal, 1)
 	signal.Notify(unrelated, syscall.SIGUSR2)
 	exe, err := os.Executable()
@@ -57,7 +59,7 @@ func fixtureParent([]string) int {
 	}
 	p, err := Start(context.Background(), Command{
 		Path:        exe,
-		Args:        []string{"stubborn"},
+		Args:        append([]string{"stubborn"}, args...),
 		Env:         append(os.Environ(), fixtureEnv+"=grandchild"),
 		Stderr:      os.Stderr,
 		OrphanGrace: 200 * time.Millisecond,
@@ -193,4 +195,180 @@ func TestStartRequiresGuardian(t *testing.T) {
 	_, err := Start(context.Background(), fixtureCommand(t, "exit", "0"))
 
 	assert.ErrorIs(t, err, ErrGuardianNotInstalled)
+}
+
+func init() {
+	fixtures["orphaner"] = fixtureOrphaner
+	fixtures["spawn-setsid"] = fixtureSpawnSetsid
+}
+
+// fixtureSpawnSetsid starts a stubborn child in a session of its own,
+// prints "grandchild PID" once it is ready, and exits, orphaning it.
+func fixtureSpawnSetsid([]string) int {
+	exe, err := os.Executable()
+	if err != nil {
+		return 1
+	}
+	gc := exec.Command(exe)
+	gc.Env = append(os.Environ(), fixtureEnv+"=stubborn")
+	gc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := gc.StdoutPipe()
+	if err != nil {
+		return 1
+	}
+	if err := gc.Start(); err != nil {
+		return 1
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		return 1
+	}
+	fmt.Printf("grandchild %d\n", gc.Process.Pid)
+	return 0
+}
+
+// fixtureOrphaner runs fixtureSpawnSetsid to its end, prints
+// "grandchild PID" of the orphan it left, and exits at stdin EOF.
+func fixtureOrphaner([]string) int {
+	unrelated := make(chan os.Signal, 1)
+	signal.Notify(unrelated, syscall.SIGUSR2)
+	exe, err := os.Executable()
+	if err != nil {
+		return 1
+	}
+	mid := exec.Command(exe)
+	mid.Env = append(os.Environ(), fixtureEnv+"=spawn-setsid")
+	out, err := mid.Output()
+	if err != nil {
+		return 1
+	}
+	fmt.Print(string(out))
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// TestGuardianKillsSetsidDescendantWhenParentDies: mcpwrap dies by SIGKILL;
+// the guardian kills the command's group, and then every descendant that
+// left it, as in a session of its own.
+func TestGuardianKillsSetsidDescendantWhenParentDies(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	parent := exec.Command(exe, "setsid")
+	parent.Env = append(os.Environ(), fixtureEnv+"=parent")
+	parent.Stderr = os.Stderr
+	out, err := parent.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, parent.Start())
+	t.Cleanup(func() {
+		_ = parent.Process.Kill()
+		_ = parent.Wait()
+	})
+	var guardian, child, grandchild int
+	_, err = fmt.Fscanf(out, "%d %d %d\n", &guardian, &child, &grandchild)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
+	sid, err := unix.Getsid(grandchild)
+	require.NoError(t, err)
+	require.Equal(t, grandchild, sid, "the grandchild leads a session of its own")
+
+	require.NoError(t, parent.Process.Kill())
+	_ = parent.Wait()
+
+	for _, pid := range []int{child, grandchild, guardian} {
+		waitGone(t, pid)
+	}
+}
+
+func TestGuardianSweepsSetsidDescendantWhenChildExits(t *testing.T) {
+	t.Parallel()
+	p := startFixture(t, fixtureCommand(t, "grandchild", "setsid"))
+	grandchild := readGrandchildPid(t, bufio.NewReader(p.Stdout()))
+	t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
+
+	require.NoError(t, p.Stdin().Close())
+
+	assert.True(t, waitDone(t, p).Success())
+	assertGone(t, grandchild)
+}
+
+// TestGuardianAdoptsOrphans: a descendant whose parent exits while the
+// command runs is re-parented to the guardian (a child subreaper), which
+// reaps it when it exits and kills it when the command exits.
+func TestGuardianAdoptsOrphans(t *testing.T) {
+	t.Parallel()
+	p := startFixture(t, fixtureCommand(t, "orphaner"))
+	orphan := readGrandchildPid(t, bufio.NewReader(p.Stdout()))
+	t.Cleanup(func() { _ = syscall.Kill(orphan, syscall.SIGKILL) })
+	guardian := p.child.(*guardedChild).guardian.Pid
+
+	ppid, ok := parentOf(orphan)
+	require.True(t, ok)
+	assert.Equal(t, guardian, ppid, "the orphan's parent is the guardian, not init")
+
+	require.NoError(t, p.Stdin().Close())
+
+	assert.True(t, waitDone(t, p).Success())
+	assertGone(t, orphan)
+}
+
+// TestGuardianReapsOrphans: an orphan that exits while the command runs
+// does not stay a zombie of the guardian.
+func TestGuardianReapsOrphans(t *testing.T) {
+	t.Parallel()
+	p := startFixture(t, fixtureCommand(t, "orphaner"))
+	orphan := readGrandchildPid(t, bufio.NewReader(p.Stdout()))
+	t.Cleanup(func() { _ = syscall.Kill(orphan, syscall.SIGKILL) })
+
+	require.NoError(t, syscall.Kill(orphan, syscall.SIGKILL))
+
+	// No event tells that a process was reaped: poll, boundedly, for its
+	// /proc entry to go.
+	require.Eventually(t, func() bool { return errors.Is(syscall.Kill(orphan, 0), syscall.ESRCH) },
+		10*time.Second, 10*time.Millisecond, "the orphan stayed a zombie")
+	_, running := p.Exit()
+	assert.False(t, running, "the command still runs")
+}
+
+// TestGuardianHoldsNoChildPipe: the guardian must not keep the child's
+// stdin or stdout open, or a child closing either would go unnoticed.
+func TestGuardianHoldsNoChildPipe(t *testing.T) {
+	t.Parallel()
+	p := startFixture(t, fixtureCommand(t, "stubborn"))
+	require.Equal(t, "ready", readLine(t, bufio.NewReader(p.Stdout())), "child running")
+	guardian := p.child.(*guardedChild).guardian.Pid
+
+	pipes := map[string]string{}
+	for name, f := range map[string]*os.File{"stdin": p.stdin, "stdout": p.stdout} {
+		fi, err := f.Stat()
+		require.NoError(t, err)
+		pipes[fmt.Sprintf("pipe:[%d]", fi.Sys().(*syscall.Stat_t).Ino)] = name
+	}
+	dir := fmt.Sprintf("/proc/%d/fd", guardian)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		target, err := os.Readlink(dir + "/" + e.Name())
+		if err != nil {
+			continue // closed meanwhile
+		}
+		if name, ok := pipes[target]; ok {
+			assert.Fail(t, "the guardian holds the child's "+name, "fd %s -> %s", e.Name(), target)
+		}
+	}
+}
+
+// Not parallel: it sets an environment variable.
+func TestGuardianEnvironmentHidesSecrets(t *testing.T) {
+	t.Setenv("MCPWRAP_TEST_SECRET", "s3cret")
+	c := fixtureCommand(t, "stubborn")
+	c.HideEnv = []string{"MCPWRAP_TEST_SECRET"}
+	p := startFixture(t, c)
+	require.Equal(t, "ready", readLine(t, bufio.NewReader(p.Stdout())), "child running")
+	guardian := p.child.(*guardedChild).guardian.Pid
+
+	for _, pid := range []int{guardian, p.Pid()} {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		require.NoError(t, err)
+		assert.NotContains(t, string(raw), "s3cret", "pid %d", pid)
+	}
 }

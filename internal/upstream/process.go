@@ -5,7 +5,9 @@
 // group, passes its stderr through while keeping the last lines for
 // diagnosis, captures how it exited, and makes sure the whole group is gone
 // when mcpwrap stops, even when mcpwrap is killed with SIGKILL (on Linux,
-// through a guardian process: see [RunGuardianIfRequested]).
+// through a guardian process that also finds descendants which left the
+// group: see [RunGuardianIfRequested]). A [Stdio] child that closes its
+// stdin or stdout is stopped as crashed.
 package upstream
 
 import (
@@ -17,6 +19,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -38,6 +43,12 @@ type Command struct {
 	Args []string
 	// Env is the child's full environment; nil means mcpwrap's own.
 	Env []string
+	// HideEnv names variables the child must never see, whether inherited
+	// or in Env: those whose values mcpwrap holds as secrets, such as the
+	// bearer token its HTTP front checks. They are removed from the
+	// child's environment (and, on Linux, from its guardian's). Names
+	// match exactly, ignoring case on Windows.
+	HideEnv []string
 	// Dir is the child's working directory; "" means mcpwrap's.
 	Dir string
 
@@ -117,6 +128,7 @@ type Process struct {
 	log    *slog.Logger
 	child  child
 	stdin  *os.File
+	watch  *pipeWatch // stdin's readers; nil where they cannot be watched
 	stdout *os.File
 	tail   *lineRing
 
@@ -144,6 +156,7 @@ type childIO struct {
 	path        string
 	args        []string // argv, including argv[0]
 	env         []string
+	hideEnv     []string // also kept from a guardian's environment
 	dir         string
 	orphanGrace time.Duration
 
@@ -195,6 +208,10 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 		done:   make(chan struct{}),
 	}
 	p.log.Debug("upstream started", "command", c.Path)
+	if p.watch, err = watchReaders(stdinW); err != nil {
+		p.log.Debug("the child's stdin cannot be watched; its closing is seen at the next write", "error", err)
+		p.watch = nil
+	}
 
 	stderrDone := make(chan struct{})
 	go func() {
@@ -236,6 +253,7 @@ func resolve(c Command) (childIO, error) {
 	if env == nil {
 		env = os.Environ()
 	}
+	env = withoutEnv(env, c.HideEnv)
 	grace := c.OrphanGrace
 	if grace <= 0 {
 		grace = DefaultOrphanGrace
@@ -244,9 +262,31 @@ func resolve(c Command) (childIO, error) {
 		path:        path,
 		args:        append([]string{c.Path}, c.Args...),
 		env:         env,
+		hideEnv:     c.HideEnv,
 		dir:         c.Dir,
 		orphanGrace: grace,
 	}, nil
+}
+
+// withoutEnv returns env without the variables named in hide, in a new
+// slice when it removes any.
+func withoutEnv(env, hide []string) []string {
+	if len(hide) == 0 {
+		return env
+	}
+	hidden := func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		for _, h := range hide {
+			if name == h || (runtime.GOOS == "windows" && strings.EqualFold(name, h)) {
+				return true
+			}
+		}
+		return false
+	}
+	if !slices.ContainsFunc(env, hidden) {
+		return env
+	}
+	return slices.DeleteFunc(slices.Clone(env), hidden)
 }
 
 // childPipes returns the three standard streams as pipes: ours are the
@@ -299,11 +339,33 @@ func (p *Process) await(stderrDone <-chan struct{}) {
 }
 
 // Stdin returns the child's standard input. Closing it is how the child is
-// asked to finish; [Process.Terminate] closes it too.
-func (p *Process) Stdin() io.WriteCloser { return p.stdin }
+// asked to finish; [Process.Terminate] closes it too. Until it is closed,
+// mcpwrap also holds a second descriptor of it, to notice at once when the
+// child closes its end (on Unix).
+func (p *Process) Stdin() io.WriteCloser { return stdinWriter{p} }
+
+// stdinWriter is the child's stdin as [Process.Stdin] returns it.
+type stdinWriter struct{ p *Process }
+
+func (w stdinWriter) Write(b []byte) (int, error) { return w.p.stdin.Write(b) }
+
+func (w stdinWriter) Close() error { return w.p.closeStdin() }
+
+// closeStdin closes mcpwrap's end of the child's stdin, the watch's copy
+// first: the child sees EOF once both are closed.
+func (p *Process) closeStdin() error {
+	p.watch.Stop()
+	return p.stdin.Close()
+}
+
+// stdinGone returns a channel closed once the child (and everything that
+// shares its stdin) has closed its stdin while mcpwrap's end is open; it
+// is never closed where that cannot be watched.
+func (p *Process) stdinGone() <-chan struct{} { return p.watch.Gone() }
 
 // Stdout returns the child's standard output. It reaches EOF once the child
-// and everything it started have exited. The caller closes it when done.
+// and everything it started have exited or closed it (on Linux the guardian
+// kills what is left when the child exits). The caller closes it when done.
 func (p *Process) Stdout() io.ReadCloser { return p.stdout }
 
 // Pid returns the child's process id; on Unix it is also the id of the
@@ -360,7 +422,7 @@ func (p *Process) Terminate(ctx context.Context, grace time.Duration) error {
 }
 
 func (p *Process) escalate(grace time.Duration) {
-	_ = p.stdin.Close()
+	_ = p.closeStdin()
 	if p.exitedWithin(grace) {
 		return
 	}
@@ -375,6 +437,23 @@ func (p *Process) escalate(grace time.Duration) {
 	if err := p.child.kill(); err != nil {
 		p.log.Debug("upstream SIGKILL failed", "error", err)
 	}
+}
+
+// stop sends SIGTERM to the group, then SIGKILL after grace, and returns
+// once the child has exited: for a child already judged dead, which
+// closing its stdin would not reach.
+func (p *Process) stop(grace time.Duration) {
+	if err := p.child.interrupt(); err != nil {
+		p.log.Debug("upstream SIGTERM failed", "error", err)
+	}
+	if p.exitedWithin(grace) {
+		return
+	}
+	p.log.Warn("upstream ignored SIGTERM; sending SIGKILL", "grace_ms", grace.Milliseconds())
+	if err := p.child.kill(); err != nil {
+		p.log.Debug("upstream SIGKILL failed", "error", err)
+	}
+	<-p.done
 }
 
 func (p *Process) exitedWithin(d time.Duration) bool {

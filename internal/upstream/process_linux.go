@@ -51,7 +51,7 @@ func startChild(ctx context.Context, spec childIO, log *slog.Logger) (child, err
 	cmd := &exec.Cmd{
 		Path:       guardianExe,
 		Args:       []string{"mcpwrap-guardian", spec.args[0]}, // argv shows in ps
-		Env:        append(os.Environ(), guardianEnv+"="+strconv.Itoa(os.Getpid())),
+		Env:        append(withoutEnv(os.Environ(), spec.hideEnv), guardianEnv+"="+strconv.Itoa(os.Getpid())),
 		Stdin:      spec.stdin,
 		Stdout:     spec.stdout,
 		Stderr:     spec.stderr,

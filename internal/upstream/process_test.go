@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -213,4 +214,57 @@ func TestStartErrorMessage(t *testing.T) {
 	err := error(&StartError{Path: "npx", Err: exec.ErrNotFound})
 	assert.Equal(t, "upstream: start npx: executable file not found in $PATH", err.Error())
 	assert.True(t, errors.Is(err, exec.ErrNotFound))
+}
+
+func TestWithoutEnv(t *testing.T) {
+	t.Parallel()
+	env := []string{"A=1", "SECRET=x", "SECRET_NOT=2", "B=SECRET=3", "SECRET=again"}
+	tests := []struct {
+		name string
+		hide []string
+		want []string
+	}{
+		{name: "nothing to hide", hide: nil, want: env},
+		{name: "every entry of the name, no other", hide: []string{"SECRET"}, want: []string{"A=1", "SECRET_NOT=2", "B=SECRET=3"}},
+		{name: "absent name", hide: []string{"OTHER"}, want: env},
+		{name: "several names", hide: []string{"A", "B", "SECRET"}, want: []string{"SECRET_NOT=2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			orig := slices.Clone(env)
+			assert.Equal(t, tt.want, withoutEnv(env, tt.hide))
+			assert.Equal(t, orig, env, "the caller's slice is left alone")
+		})
+	}
+}
+
+// Not parallel: it sets environment variables, inherited by the child.
+func TestCommandHideEnv(t *testing.T) {
+	const secret, kept = "MCPWRAP_TEST_SECRET", "MCPWRAP_TEST_SECRET_NOT"
+	t.Setenv(secret, "s3cret")
+	t.Setenv(kept, "visible")
+	t.Setenv(fixtureEnv, "env") // for the child that inherits this environment
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	tests := []struct {
+		name string
+		env  []string
+	}{
+		{name: "inherited", env: nil},
+		{name: "given", env: []string{fixtureEnv + "=env", secret + "=s3cret", kept + "=visible", "GORACE=" + os.Getenv("GORACE")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := startFixture(t, Command{Path: exe, Env: tt.env, HideEnv: []string{secret}})
+
+			var got envReport
+			require.NoError(t, json.NewDecoder(p.Stdout()).Decode(&got))
+			waitDone(t, p)
+
+			assert.Contains(t, got.Env, kept+"=visible")
+			for _, kv := range got.Env {
+				assert.NotContains(t, kv, "s3cret")
+			}
+		})
+	}
 }

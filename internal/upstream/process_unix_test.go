@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,13 +60,14 @@ func fixtureTermExits([]string) int {
 	return 0
 }
 
-// fixtureGrandchild starts a stubborn grandchild in its process group,
-// prints "grandchild PID" once it is ready, then with args[0] == "stubborn"
-// behaves like fixtureStubborn, and otherwise exits at stdin EOF.
+// fixtureGrandchild starts a stubborn grandchild in its process group (in
+// a session of its own with the argument "setsid"), prints "grandchild PID"
+// once it is ready, then with the argument "stubborn" behaves like
+// fixtureStubborn, and otherwise exits at stdin EOF.
 func fixtureGrandchild(args []string) int {
 	terms := make(chan os.Signal, 1)
 	signal.Notify(terms, syscall.SIGTERM)
-	stubborn := len(args) > 0 && args[0] == "stubborn"
+	stubborn := slices.Contains(args, "stubborn")
 	go func() {
 		for range terms {
 			if !stubborn {
@@ -80,6 +83,7 @@ func fixtureGrandchild(args []string) int {
 	gc := exec.Command(exe)
 	gc.Env = append(os.Environ(), fixtureEnv+"=stubborn")
 	gc.Stderr = os.Stderr
+	gc.SysProcAttr = &syscall.SysProcAttr{Setsid: slices.Contains(args, "setsid")}
 	out, err := gc.StdoutPipe()
 	if err != nil {
 		return 1
@@ -218,15 +222,45 @@ func TestTerminate(t *testing.T) {
 
 func TestTerminateKillsGrandchild(t *testing.T) {
 	t.Parallel()
-	const grace = 200 * time.Millisecond
-	p := startFixture(t, fixtureCommand(t, "grandchild", "stubborn"))
-	grandchild := readGrandchildPid(t, bufio.NewReader(p.Stdout()))
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{name: "in the group", args: []string{"stubborn"}},
+		{name: "in a session of its own", args: []string{"stubborn", "setsid"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name != tests[0].name && runtime.GOOS != "linux" {
+				t.Skip("only Linux finds descendants that left the group")
+			}
+			t.Parallel()
+			const grace = 200 * time.Millisecond
+			p := startFixture(t, fixtureCommand(t, "grandchild", tt.args...))
+			grandchild := readGrandchildPid(t, bufio.NewReader(p.Stdout()))
 
-	require.NoError(t, p.Terminate(context.Background(), grace))
+			require.NoError(t, p.Terminate(context.Background(), grace))
 
-	assert.Equal(t, "SIGKILL", waitDone(t, p).Signal)
-	assert.ErrorIs(t, syscall.Kill(p.Pid(), 0), syscall.ESRCH)
-	waitGone(t, grandchild)
+			assert.Equal(t, "SIGKILL", waitDone(t, p).Signal)
+			assert.ErrorIs(t, syscall.Kill(p.Pid(), 0), syscall.ESRCH)
+			assertGone(t, grandchild)
+		})
+	}
+}
+
+// assertGone fails, and kills pid, unless it is gone. On Linux, Done
+// means the whole tree is gone (the guardian reaped it), so no wait is
+// needed; elsewhere the kernel's SIGKILL may still be on its way.
+func assertGone(t testing.TB, pid int) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		waitGone(t, pid)
+		return
+	}
+	if !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		assert.Fail(t, "process still running", "pid %d", pid)
+	}
 }
 
 func TestTerminateContextEnded(t *testing.T) {

@@ -37,6 +37,11 @@ type Remote struct {
 	// client (for example with a Transport whose DialContext is a fake) is
 	// used as is.
 	HTTPClient *http.Client
+	// WrapTransport, when set, wraps the client's transport, for example to
+	// add an OAuth access token to every request. Errors its RoundTripper
+	// returns reach the caller like network errors, so a typed error (a
+	// [resilience.Error]) keeps its classification.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 	// MaxMessageBytes bounds one message from the server. Zero means 64 MiB.
@@ -181,6 +186,11 @@ func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
 	client := r.HTTPClient
 	if client == nil {
 		client = defaultHTTPClient()
+	}
+	if r.WrapTransport != nil {
+		wrapped := *client
+		wrapped.Transport = r.WrapTransport(client.Transport)
+		client = &wrapped
 	}
 	c := &RemoteConn{
 		endpoint: u,

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"time"
 
@@ -11,21 +12,35 @@ import (
 )
 
 // TerminateGrace is how long a closing [Stdio] waits after closing the
-// child's stdin, and again after SIGTERM, before escalating.
+// child's stdin, and again after SIGTERM, before escalating. It is also how
+// long a child whose pipe closed has to exit before it is stopped.
 const TerminateGrace = 500 * time.Millisecond
 
 // Stdio is a connection to an MCP server running as a child process and
 // speaking newline-delimited JSON-RPC on its stdin and stdout. It satisfies
 // middleware.Conn.
 //
+// A child is only as alive as its pipes: once it closes its stdout, or its
+// stdin (seen at once on Unix, elsewhere when a write fails), it is
+// stopped as if it had crashed, even if its process would live on, and
+// ReadMessage returns how it exited.
+//
 // ReadMessage must be called from one goroutine at a time; WriteMessage and
-// Close are safe for concurrent use.
+// Close are safe for concurrent use. Close must be called: it ends the
+// goroutines StartStdio starts.
 type Stdio struct {
+	argv []string // the command line, for the "run it by hand" hint
 	proc *Process
 	r    *framing.Reader
 	w    *framing.Writer
-	once sync.Once
 
+	broken  chan struct{} // closed by pipeBroken
+	which   string        // the first pipe seen to break, set before broken is closed
+	breakMu sync.Once
+	closing chan struct{} // closed by Close, to end the reaper
+	reaped  chan struct{} // closed when the reaper has returned
+
+	once     sync.Once
 	closeErr error // set by the first Close, read after once.Do
 }
 
@@ -41,11 +56,17 @@ func StartStdio(ctx context.Context, c Command, maxMessageBytes int) (*Stdio, er
 		}
 		return nil, err
 	}
-	return &Stdio{
-		proc: p,
-		r:    framing.NewReader(p.Stdout(), maxMessageBytes),
-		w:    framing.NewWriter(p.Stdin()),
-	}, nil
+	s := &Stdio{
+		argv:    append([]string{c.Path}, c.Args...),
+		proc:    p,
+		r:       framing.NewReader(p.Stdout(), maxMessageBytes),
+		w:       framing.NewWriter(p.Stdin()),
+		broken:  make(chan struct{}),
+		closing: make(chan struct{}),
+		reaped:  make(chan struct{}),
+	}
+	go s.reap()
+	return s, nil
 }
 
 // Process returns the child process.
@@ -55,20 +76,58 @@ func (s *Stdio) Process() *Process { return s.proc }
 func (s *Stdio) Pid() int { return s.proc.Pid() }
 
 // ReadMessage returns the next message from the child's stdout. When stdout
-// ends it waits for the child to exit and returns a
-// *[resilience.ExitError] describing how it exited.
+// ends it waits for the child to exit (stopping it if it does not) and
+// returns a *[resilience.ExitError] describing how it exited.
 func (s *Stdio) ReadMessage() ([]byte, error) {
 	msg, err := s.r.Read()
 	if err == nil || errors.Is(err, framing.ErrLineTooLong) {
 		return msg, err
 	}
+	s.pipeBroken("stdout")
 	<-s.proc.Done()
 	st, _ := s.proc.Exit()
-	return nil, &resilience.ExitError{Code: st.Code, Signal: st.Signal, Stderr: st.Stderr}
+	return nil, &resilience.ExitError{Code: st.Code, Signal: st.Signal, Stderr: st.Stderr, Command: s.argv}
 }
 
-// WriteMessage writes one message to the child's stdin.
-func (s *Stdio) WriteMessage(msg []byte) error { return s.w.Write(msg) }
+// WriteMessage writes one message to the child's stdin. A failed write
+// (the child closed its stdin) stops the child, as a closed stdout does.
+func (s *Stdio) WriteMessage(msg []byte) error {
+	err := s.w.Write(msg)
+	if err != nil && !errors.Is(err, os.ErrClosed) { // ErrClosed: Close closed it
+		s.pipeBroken("stdin")
+	}
+	return err
+}
+
+// pipeBroken records that the child's pipe which ("stdin" or "stdout")
+// has closed; the reaper then stops the child. Only the first call counts.
+func (s *Stdio) pipeBroken(which string) {
+	s.breakMu.Do(func() {
+		s.which = which
+		close(s.broken)
+	})
+}
+
+// reap stops the child once one of its pipes has broken, unless it exits
+// on its own within TerminateGrace (a child that exits closes both). It
+// returns when the child has exited or Close is called.
+func (s *Stdio) reap() {
+	defer close(s.reaped)
+	select {
+	case <-s.proc.stdinGone():
+		s.pipeBroken("stdin")
+	case <-s.broken:
+	case <-s.proc.Done():
+		return
+	case <-s.closing:
+		return
+	}
+	if s.proc.exitedWithin(TerminateGrace) {
+		return
+	}
+	s.proc.log.Warn("upstream closed its " + s.which + " but is still running; stopping it as crashed")
+	s.proc.stop(TerminateGrace)
+}
 
 // Close terminates the child: it closes its stdin, then after
 // [TerminateGrace] sends SIGTERM to its process group, then SIGKILL. Once
@@ -78,6 +137,8 @@ func (s *Stdio) WriteMessage(msg []byte) error { return s.w.Write(msg) }
 func (s *Stdio) Close() error {
 	s.once.Do(func() {
 		s.closeErr = s.proc.Terminate(context.Background(), TerminateGrace)
+		close(s.closing)
+		<-s.reaped
 		if err := s.proc.Stdout().Close(); err != nil && s.closeErr == nil {
 			s.closeErr = err
 		}

@@ -1,9 +1,8 @@
-package policy
+package tooldef
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,9 +11,9 @@ import (
 
 func mustHash(t *testing.T, tool string) string {
 	t.Helper()
-	h, err := Hash(json.RawMessage(tool))
+	d, err := Parse([]byte(tool))
 	require.NoError(t, err)
-	return h
+	return d.Hash
 }
 
 // TestHashPinnedEncoding pins the canonical encoding: approved hashes are
@@ -158,56 +157,37 @@ func TestHashErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Hash(json.RawMessage(tt.tool))
+			_, err := Parse([]byte(tt.tool))
 			require.ErrorIs(t, err, ErrInvalid)
 		})
 	}
 }
 
-func TestParseTool(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name         string
-		raw          string
-		wantName     string
-		wantReadOnly bool
-		wantErr      bool
-	}{
-		{name: "read-only", raw: `{"name":"a","annotations":{"readOnlyHint":true}}`, wantName: "a", wantReadOnly: true},
-		{name: "explicitly not read-only", raw: `{"name":"b","annotations":{"readOnlyHint":false}}`, wantName: "b"},
-		{name: "no annotations", raw: `{"name":"c"}`, wantName: "c"},
-		{name: "null annotations", raw: `{"name":"c","annotations":null}`, wantName: "c"},
-		{name: "malformed annotations", raw: `{"name":"d","annotations":{"readOnlyHint":"yes"}}`, wantName: "d"},
-		{name: "no name", raw: `{"annotations":{}}`, wantErr: true},
-		{name: "not an object", raw: `"x"`, wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := ParseTool(json.RawMessage(tt.raw))
-			if tt.wantErr {
-				require.ErrorIs(t, err, ErrInvalid)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.wantName, got.Name)
-			assert.Equal(t, tt.wantReadOnly, got.ReadOnly)
-			assert.Equal(t, mustHash(t, tt.raw), got.Hash)
-		})
-	}
-}
-
-// BenchmarkParseTool measures the per-tool cost of building a Tool (hashing
-// included), paid once per catalog refresh.
-func BenchmarkParseTool(b *testing.B) {
-	raw := json.RawMessage(`{"name":"write_file","title":"Write","description":"Create a new file or completely overwrite an existing file with new content.",
-		"inputSchema":{"type":"object","properties":{"path":{"type":"string","description":"Path to write"},"content":{"type":"string"},
-		"mode":{"type":"string","enum":["overwrite","append"],"default":"overwrite"},"max":{"type":"integer","minimum":0,"maximum":1048576}},
-		"required":["path","content"],"additionalProperties":false},"annotations":{"readOnlyHint":false,"destructiveHint":true}}`)
+// BenchmarkParse measures the per-tool cost of reading a definition
+// (hashing included), paid once per catalog refresh.
+func BenchmarkParse(b *testing.B) {
+	raw := []byte(benchTool)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ParseTool(raw); err != nil {
+		if _, err := Parse(raw); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
+
+// BenchmarkIdentify is BenchmarkParse without the hash, as the sidecar's
+// catalog index reads definitions.
+func BenchmarkIdentify(b *testing.B) {
+	raw := []byte(benchTool)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Identify(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+const benchTool = `{"name":"write_file","title":"Write","description":"Create a new file or completely overwrite an existing file with new content.",
+	"inputSchema":{"type":"object","properties":{"path":{"type":"string","description":"Path to write"},"content":{"type":"string"},
+	"mode":{"type":"string","enum":["overwrite","append"],"default":"overwrite"},"max":{"type":"integer","minimum":0,"maximum":1048576}},
+	"required":["path","content"],"additionalProperties":false},"annotations":{"readOnlyHint":false,"destructiveHint":true}}`

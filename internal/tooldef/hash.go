@@ -1,4 +1,4 @@
-package policy
+package tooldef
 
 import (
 	"bytes"
@@ -18,43 +18,31 @@ import (
 // changing it does not require re-approval.
 var hashedMembers = [...]string{"description", "inputSchema", "name", "outputSchema"}
 
-// Hash returns the definition hash of an MCP tool object: the lowercase hex
-// SHA-256 of the canonical JSON of its name, description, inputSchema and
-// outputSchema members.
+// hash returns the definition hash of a tool whose members parse has
+// checked: the lowercase hex SHA-256 of the canonical JSON of its name,
+// description, inputSchema and outputSchema members (see Def.Hash).
 //
-// Canonical JSON here is: objects with keys sorted bytewise and duplicates
-// resolved last-wins, no insignificant whitespace, strings with only `"`,
-// `\` and control characters escaped, and numbers in the canonical form of
-// canonicalNumber, so numerically equal literals (1, 1.0, 1e0) hash alike. A
-// member that is absent and one that is null hash alike. The hash is persisted
-// as the approved hash, so this encoding must never change.
-//
-// The error matches ErrInvalid when tool is not a JSON object with a string
-// name.
-func Hash(tool json.RawMessage) (string, error) {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(tool, &members); err != nil || members == nil {
-		return "", &invalidError{"tool definition is not a JSON object"}
-	}
-	return hashMembers(members)
-}
-
-func hashMembers(members map[string]json.RawMessage) (string, error) {
-	var name string
-	if err := json.Unmarshal(members["name"], &name); err != nil || name == "" {
-		return "", &invalidError{"tool definition has no string name"}
-	}
+// Canonical JSON here is: objects with keys sorted bytewise, no
+// insignificant whitespace, strings with only `"`, `\` and control
+// characters escaped, and numbers in the canonical form of canonicalNumber,
+// so numerically equal literals (1, 1.0, 1e0) hash alike. A member that is
+// absent and one that is null hash alike. Duplicate keys never reach it:
+// parse refuses a definition with a duplicate key at any depth of a hashed
+// member, so the canonical form of what it hashes is the only reading of
+// it. The hash is persisted as the approved hash, so this encoding must
+// never change.
+func hash(members *[numMembers][]byte) (string, error) {
 	var buf bytes.Buffer
 	buf.WriteByte('{')
 	first := true
 	for _, key := range hashedMembers {
-		raw, ok := members[key]
-		if !ok {
+		raw := members[memberIndex(key)]
+		if raw == nil {
 			continue
 		}
 		v, err := decodeValue(raw)
 		if err != nil {
-			return "", &invalidError{fmt.Sprintf("tool %q: member %q: %v", name, key, err)}
+			return "", fmt.Errorf("%w: member %q: %v", ErrInvalid, key, err)
 		}
 		if v == nil {
 			continue // null hashes like absent

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpwrap/mcpwrap/internal/runstatus"
+	"github.com/mcpwrap/mcpwrap/internal/servername"
+	"github.com/mcpwrap/mcpwrap/middleware"
+	"github.com/mcpwrap/mcpwrap/resilience"
+)
+
+type idleSource struct{}
+
+func (idleSource) Status() resilience.Outcome { return resilience.Outcome{} }
+func (idleSource) Stats() middleware.Stats    { return middleware.Stats{} }
+
+// TestPublishStatusWarnsOfNameClash: a sidecar whose --name a running
+// sidecar uses for another server says so in its log; one wrapping the
+// same server does not.
+func TestPublishStatusWarnsOfNameClash(t *testing.T) {
+	memory := []string{"node", "/x/server-memory/dist/index.js"}
+	filesystem := []string{"node", "/x/server-filesystem/dist/index.js", "/tmp"}
+	tests := []struct {
+		name     string
+		running  []string
+		wantWarn bool
+	}{
+		{name: "same name, another server", running: memory, wantWarn: true},
+		{name: "same name, same server", running: filesystem},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			other := runstatus.Status{Server: "index", PID: os.Getpid(), // a live mcpwrap: this test binary
+				Upstream: servername.Identify(tt.running, "").Describe(), UpstreamDigest: servername.Digest(tt.running, "")}
+			data, err := json.Marshal(other)
+			require.NoError(t, err)
+			run := runstatus.Dir(dir)
+			require.NoError(t, os.MkdirAll(run, 0o700))
+			require.NoError(t, os.WriteFile(filepath.Join(run, strconv.Itoa(os.Getpid())+".json"), data, 0o600))
+
+			var log bytes.Buffer
+			o := wrapOptions{name: "index", stateDir: dir, command: filesystem}
+			stop := publishStatus(t.Context(), o, idleSource{}, slog.New(slog.NewTextHandler(&log, nil)))
+			stop()
+			if tt.wantWarn {
+				assert.Contains(t, log.String(), "another running sidecar uses this --name for a different server")
+				assert.Contains(t, log.String(), `other_upstream="node /x/server-memory"`)
+			} else {
+				assert.NotContains(t, log.String(), "another running sidecar")
+			}
+		})
+	}
+}

@@ -1,0 +1,81 @@
+package auth
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+
+	"github.com/cli/browser"
+)
+
+// Browser opens the sign-in page: with the command in $MCPWRAP_BROWSER
+// (the URL appended as its last argument; "none" never opens anything),
+// else with $BROWSER, else with the OS default (github.com/cli/browser,
+// the GitHub CLI's small pure-Go launcher: open, xdg-open, rundll32).
+//
+// A command's output goes to Output (nil discards it): stdout is the MCP
+// protocol channel. The zero value reads no environment; set Getenv. A
+// Browser is safe for concurrent use; Wait waits for the commands started.
+type Browser struct {
+	Getenv func(string) string
+	Output io.Writer
+
+	wg sync.WaitGroup
+}
+
+// Open opens url. It returns [ErrNoBrowser] when opening is switched off,
+// and does not wait for the browser to exit.
+func (b *Browser) Open(ctx context.Context, url string) error {
+	command := b.command()
+	switch {
+	case command == "none":
+		return ErrNoBrowser
+	case command == "":
+		out := b.Output
+		if out == nil {
+			out = io.Discard
+		}
+		// cli/browser writes through package variables: one launch at a time.
+		osDefault.Lock()
+		defer osDefault.Unlock()
+		browser.Stdout, browser.Stderr = out, out
+		return browser.OpenURL(url)
+	}
+	fields := strings.Fields(command)
+	cmd := exec.Command(fields[0], append(fields[1:], url)...)
+	cmd.Stdout, cmd.Stderr = b.Output, b.Output
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("opening the browser: %w", err)
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		_ = cmd.Wait() // a browser that exits non-zero still showed the page
+	}()
+	return nil
+}
+
+// Wait waits for the browser commands Open started to exit.
+func (b *Browser) Wait() { b.wg.Wait() }
+
+// osDefault serialises launches through cli/browser's package variables.
+var osDefault sync.Mutex
+
+// command is the configured browser command, "" for the OS default.
+func (b *Browser) command() string {
+	if b.Getenv == nil {
+		return ""
+	}
+	if c := strings.TrimSpace(b.Getenv("MCPWRAP_BROWSER")); c != "" {
+		return c
+	}
+	// $BROWSER may list alternatives separated by colons; take the first.
+	c, _, _ := strings.Cut(b.Getenv("BROWSER"), ":")
+	return strings.TrimSpace(c)
+}
+
+// Disabled reports whether opening is switched off.
+func (b *Browser) Disabled() bool { return b.command() == "none" }

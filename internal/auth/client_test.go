@@ -1,0 +1,127 @@
+package auth
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpwrap/mcpwrap/resilience"
+)
+
+// TestSecondProcessWaitsForTheSignIn: a sidecar whose server wants a
+// sign-in while another process runs one does not open another tab.
+func TestSecondProcessWaitsForTheSignIn(t *testing.T) {
+	dir := t.TempDir()
+	// The authorization server never answers: the first sign-in stays
+	// under way for the whole test.
+	stop := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-stop }))
+	defer hang.Close()
+	defer close(stop)
+	serverURL := hang.URL + "/mcp"
+	browser := &Browser{Getenv: func(k string) string {
+		if k == "MCPWRAP_BROWSER" {
+			return "true"
+		}
+		return ""
+	}}
+	newClient := func(port int) *Client {
+		store, err := newFileStore(dir)
+		require.NoError(t, err)
+		c := &Client{Name: "linear", ServerURL: serverURL, Store: store, AutoLogin: true,
+			Browser: browser, Config: Config{RedirectPort: port}}
+		c.setup()
+		return c
+	}
+	ch := challenge{url: serverURL, status: http.StatusUnauthorized, header: http.Header{}}
+	first := newClient(freePort(t))
+	defer first.Close()
+	done, err := first.loginRequired(ch)
+	require.NotNil(t, done, "the first process starts a sign-in")
+	assert.Contains(t, resilience.Classify(err).Hint, "A browser window has been opened")
+
+	second := newClient(freePort(t))
+	defer second.Close()
+	done, err = second.loginRequired(ch)
+	assert.Nil(t, done, "the second process starts none")
+	assert.Equal(t, "A sign-in is under way in another window; finish it in the browser, or run `mcpwrap login linear`", resilience.Classify(err).Hint)
+}
+
+// TestWatchSeesAnotherProcessSignIn: a token stored by another process
+// (mcpwrap login) reaches a running sidecar's Watch.
+func TestWatchSeesAnotherProcessSignIn(t *testing.T) {
+	dir := t.TempDir()
+	watcherStore, err := newFileStore(dir)
+	require.NoError(t, err)
+	c := &Client{Name: "linear", ServerURL: "https://mcp.example/mcp", Store: watcherStore}
+	ctx, cancel := context.WithCancel(t.Context())
+	called := make(chan struct{}, 1)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		c.Watch(ctx, 1, func() { // 1 ns: polls as fast as the ticker goes
+			select {
+			case called <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	other, err := newFileStore(dir)
+	require.NoError(t, err)
+	require.NoError(t, other.SaveToken(ctx, Token{ServerURL: "https://mcp.example/mcp", AccessToken: "tok"}, nil))
+	<-called
+	cancel()
+	<-stopped
+	tok, err := c.accessToken(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, "tok", tok)
+}
+
+// TestStoreKeepsSecretsOutOfErrors: a corrupt store is reported without
+// its content.
+func TestStoreKeepsSecretsOutOfErrors(t *testing.T) {
+	dir := t.TempDir()
+	s, err := newFileStore(dir)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokens.json"), []byte(`{"tokens":[{"access_token":"secret-xyz"`), 0o600))
+	_, err = s.Token("https://a/mcp")
+	require.Error(t, err)
+	assert.False(t, strings.Contains(err.Error(), "secret-xyz"))
+}
+
+// TestConcurrentDemandsStartOneSignIn: requests refused at the same moment
+// start one background sign-in between them.
+func TestConcurrentDemandsStartOneSignIn(t *testing.T) {
+	stop := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-stop }))
+	defer hang.Close()
+	defer close(stop)
+	store, err := newFileStore(t.TempDir())
+	require.NoError(t, err)
+	c := &Client{Name: "linear", ServerURL: hang.URL + "/mcp", Store: store, AutoLogin: true,
+		Browser: &Browser{Getenv: func(k string) string { return map[string]string{"MCPWRAP_BROWSER": "true"}[k] }},
+		Config:  Config{RedirectPort: freePort(t)}}
+	c.setup()
+	defer c.Close()
+	ch := challenge{url: hang.URL + "/mcp", status: http.StatusUnauthorized, header: http.Header{}}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			done, err := c.loginRequired(ch)
+			assert.NotNil(t, done, "each waits for the sign-in under way")
+			assert.Contains(t, resilience.Classify(err).Hint, "A browser window has been opened")
+		})
+	}
+	wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	assert.Equal(t, 1, c.autoLogins, "background sign-ins started")
+}

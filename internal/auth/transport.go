@@ -1,0 +1,255 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// WrapTransport returns a RoundTripper that sends base's requests with the
+// server's access token. A request that already carries an Authorization
+// header (a static --header) is sent untouched.
+//
+// A 401 after a token was sent makes it refresh the token once and send
+// again. A 401 it cannot answer, with no token or after the refresh,
+// becomes a [resilience.Error] of class denied and code login_required
+// (the response is closed): see [Client.AutoLogin] for the sign-in it may
+// start. A 403 insufficient_scope asks for the larger scope set (step-up):
+// the sign-in runs during the request, at most once per request and once
+// per scope set in the process, when a browser may be opened; otherwise
+// the 403 is returned as is.
+func (c *Client) WrapTransport(base http.RoundTripper) http.RoundTripper {
+	c.setup()
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &transport{c: c, base: base}
+}
+
+type transport struct {
+	c    *Client
+	base http.RoundTripper
+
+	mu        sync.Mutex
+	steppedUp map[string]bool // scope sets a step-up was run for
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("Authorization") != "" {
+		return t.base.RoundTrip(req)
+	}
+	ctx := req.Context()
+	tok, err := t.c.accessToken(ctx)
+	if err != nil && !errors.Is(err, ErrNoToken) {
+		return nil, err
+	}
+	resp, err := t.send(req, tok)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusUnauthorized && tok != "" {
+		// Rejected early (revoked, rotated elsewhere): renew once.
+		ch := newChallenge(req, resp)
+		discard(resp)
+		fresh, err := t.c.refresh(ctx, tok)
+		switch {
+		case errors.Is(err, ErrNoToken):
+			return t.afterLogin(req, ch)
+		case err != nil:
+			return nil, err
+		}
+		if resp, err = t.resend(req, fresh.AccessToken); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized && bearerChallenge(resp):
+		ch := newChallenge(req, resp)
+		discard(resp)
+		return t.afterLogin(req, ch)
+	case resp.StatusCode == http.StatusForbidden:
+		ch := newChallenge(req, resp)
+		if !ch.stepUp() || !t.stepUpAllowed(ch) {
+			return resp, nil
+		}
+		discard(resp)
+		if err := t.c.authorize(ctx, ch, t.c.Browser.Open); err != nil {
+			t.c.log.Warn("step-up sign-in failed", "error", safeReason(err))
+			_, denied := t.c.loginRequired(ch)
+			return nil, denied
+		}
+		fresh, err := t.c.accessToken(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return t.resend(req, fresh)
+	}
+	return resp, nil
+}
+
+// afterLogin answers a request the server refused for want of a sign-in:
+// with the server's answer to it sent again, when a sign-in of this Client
+// completes within the grace period, else with the login-required error.
+func (t *transport) afterLogin(req *http.Request, ch challenge) (*http.Response, error) {
+	done, denied := t.c.loginRequired(ch)
+	if done == nil {
+		return nil, denied
+	}
+	timer := time.NewTimer(t.c.grace())
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		return nil, denied
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+	tok, err := t.c.accessToken(req.Context())
+	if err != nil {
+		_, denied = t.c.loginRequired(ch) // says how the sign-in ended
+		return nil, denied
+	}
+	return t.resend(req, tok)
+}
+
+// send sends req with tok (none when empty) on a copy of req.
+func (t *transport) send(req *http.Request, tok string) (*http.Response, error) {
+	if tok == "" {
+		return t.base.RoundTrip(req)
+	}
+	r := req.Clone(req.Context())
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return t.base.RoundTrip(r)
+}
+
+// resend sends req again, with a fresh body.
+func (t *transport) resend(req *http.Request, tok string) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	if req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody == nil {
+			return nil, fmt.Errorf("cannot send the request again after a sign-in: its body cannot be replayed")
+		}
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		r.Body = body
+	}
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return t.base.RoundTrip(r)
+}
+
+// stepUpAllowed reports whether a step-up sign-in may run for ch: a
+// browser may be opened, and this scope set was not tried before.
+func (t *transport) stepUpAllowed(ch challenge) bool {
+	c := t.c
+	if !c.AutoLogin || c.Browser == nil || c.Browser.Disabled() {
+		return false
+	}
+	key := challengeScope(ch)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.steppedUp[key] {
+		return false
+	}
+	if t.steppedUp == nil {
+		t.steppedUp = map[string]bool{}
+	}
+	t.steppedUp[key] = true
+	return true
+}
+
+func challengeScope(ch challenge) string {
+	cs, _ := oauthex.ParseWWWAuthenticate(ch.header.Values("WWW-Authenticate"))
+	for _, c := range cs {
+		if c.Scheme == "bearer" {
+			return c.Params["scope"]
+		}
+	}
+	return ""
+}
+
+// bearerChallenge reports whether a 401 may be answered with a sign-in:
+// it asks for a Bearer token, or names no scheme at all (servers of the
+// 2025-03-26 revision). A 401 asking for another scheme (Basic) is about
+// the static credentials, and stays a plain denial.
+func bearerChallenge(resp *http.Response) bool {
+	values := resp.Header.Values("WWW-Authenticate")
+	if len(values) == 0 {
+		return true
+	}
+	for _, v := range values {
+		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(v)), "bearer") {
+			return true
+		}
+	}
+	return false
+}
+
+// discard reads a little of resp's body, so the connection may be reused,
+// and closes it.
+func discard(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
+}
+
+// Login signs the user in in the foreground (mcpwrap login): it asks the
+// server for its challenge, then runs the flow, calling show with the
+// authorization URL (to print it) before opening the browser, if one may
+// be opened. It does not wait for a sidecar's sign-in under way (the user
+// may have closed that tab): the first sign-in to complete is stored, and
+// every sidecar picks it up. It returns ErrNotProtected when the server
+// asks for no sign-in.
+func (c *Client) Login(ctx context.Context, show func(url string)) error {
+	c.setup()
+	ch, err := c.probe(ctx)
+	if err != nil {
+		return err
+	}
+	return c.authorize(ctx, ch, func(ctx context.Context, url string) error {
+		show(url)
+		if c.Browser == nil || c.Browser.Disabled() {
+			return nil
+		}
+		if err := c.Browser.Open(ctx, url); err != nil {
+			c.log.Warn("cannot open the browser; open the URL yourself", "error", err)
+		}
+		return nil
+	})
+}
+
+// probeBody is the request Login sends to learn the server's challenge:
+// an initialize, which every MCP server must authorize.
+const probeBody = `{"jsonrpc":"2.0","id":"mcpwrap-login","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpwrap","version":"login"}}}`
+
+// probe sends an unauthenticated initialize and returns the challenge.
+func (c *Client) probe(ctx context.Context) (challenge, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.ServerURL, strings.NewReader(probeBody))
+	if err != nil {
+		return challenge{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := c.transport().RoundTrip(req)
+	if err != nil {
+		return challenge{}, fmt.Errorf("contacting the server: %w", err)
+	}
+	defer discard(resp)
+	if resp.StatusCode != http.StatusUnauthorized && !newChallenge(req, resp).stepUp() {
+		return challenge{}, ErrNotProtected
+	}
+	return newChallenge(req, resp), nil
+}
+
+// Logout forgets the server's token; registrations are kept.
+func (c *Client) Logout(ctx context.Context) (bool, error) {
+	c.setToken(nil)
+	return c.Store.Forget(ctx, c.ServerURL)
+}

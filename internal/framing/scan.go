@@ -1,0 +1,206 @@
+package framing
+
+import "encoding/json"
+
+// maxScannedValue bounds the raw "id" and "method" values an envScanner
+// keeps; a longer one is not recovered.
+const maxScannedValue = 1 << 10
+
+// envScanner finds the top-level "id" and "method" members of a JSON
+// object fed to it in pieces, wherever in the object they are, keeping
+// only those two values: it recovers them from a line too large to hold.
+// Member names are compared as Peek compares them, and a member spelled
+// twice or in another letter case is not recovered.
+type envScanner struct {
+	state   scanState
+	depth   int  // nesting inside the current member's value
+	inStr   bool // inside a string (a name or within a value)
+	esc     bool // after a backslash inside a string
+	key     []byte
+	keyLong bool // the name is too long to be a routing member
+	val     []byte
+	capture *[]byte // where the current value goes; nil skips it
+	over    bool    // the captured value exceeded maxScannedValue
+
+	id, method         []byte
+	badID, badMethod   bool
+	seenID, seenMethod bool
+}
+
+type scanState uint8
+
+const (
+	scanStart      scanState = iota // before the object's '{'
+	scanName                        // between members, expecting a name or '}'
+	scanInName                      // inside a member name
+	scanColon                       // after a name, expecting ':'
+	scanValueStart                  // after ':', expecting a value
+	scanValue                       // inside a value
+	scanDone                        // after the object, or not an object
+)
+
+// write scans the next piece of the line.
+func (s *envScanner) write(p []byte) {
+	for i := 0; i < len(p) && s.state != scanDone; i++ {
+		c := p[i]
+		switch s.state {
+		case scanStart:
+			switch c {
+			case ' ', '\t', '\r', '\n':
+			case '{':
+				s.state = scanName
+			default:
+				s.state = scanDone
+			}
+		case scanName:
+			switch c {
+			case '"':
+				s.state, s.key, s.keyLong = scanInName, s.key[:0], false
+			case '}':
+				s.state = scanDone
+			}
+		case scanInName:
+			switch {
+			case s.esc:
+				s.esc = false
+			case c == '\\':
+				s.esc = true
+			case c == '"':
+				s.state = scanColon
+				continue
+			}
+			if len(s.key) < 64 {
+				s.key = append(s.key, c)
+			} else {
+				s.keyLong = true
+			}
+		case scanColon:
+			if c == ':' {
+				s.state = scanValueStart
+			}
+		case scanValueStart:
+			switch c {
+			case ' ', '\t', '\r', '\n':
+				continue
+			}
+			s.startValue()
+			s.state, s.depth = scanValue, 0
+			i-- // c starts the value
+		case scanValue:
+			if s.inStr {
+				switch {
+				case s.esc:
+					s.esc = false
+				case c == '\\':
+					s.esc = true
+				case c == '"':
+					s.inStr = false
+				}
+				s.keep(c)
+				continue
+			}
+			switch c {
+			case '"':
+				s.inStr = true
+			case '{', '[':
+				s.depth++
+			case '}', ']':
+				if s.depth == 0 { // the object's own '}'
+					s.endValue()
+					s.state = scanDone
+					continue
+				}
+				s.depth--
+			case ',':
+				if s.depth == 0 {
+					s.endValue()
+					s.state = scanName
+					continue
+				}
+			}
+			s.keep(c)
+		}
+	}
+}
+
+// startValue decides, from the member's name, whether to keep its value.
+func (s *envScanner) startValue() {
+	s.capture, s.over, s.val = nil, false, s.val[:0]
+	if s.keyLong {
+		return
+	}
+	name, err := memberName(append(append([]byte{'"'}, s.key...), '"'))
+	if err != nil {
+		return
+	}
+	switch string(name) {
+	case "id":
+		if s.seenID {
+			s.badID = true
+		}
+		s.seenID, s.capture = true, &s.id
+	case "method":
+		if s.seenMethod {
+			s.badMethod = true
+		}
+		s.seenMethod, s.capture = true, &s.method
+	default:
+		switch routingVariant(name) {
+		case "id":
+			s.badID = true
+		case "method":
+			s.badMethod = true
+		}
+	}
+}
+
+func (s *envScanner) keep(c byte) {
+	if s.capture == nil || s.over {
+		return
+	}
+	if len(s.val) == maxScannedValue {
+		s.over = true
+		return
+	}
+	s.val = append(s.val, c)
+}
+
+func (s *envScanner) endValue() {
+	if s.capture == nil {
+		return
+	}
+	if s.over {
+		*s.capture = nil
+	} else if *s.capture == nil {
+		v := s.val[:skipSpaceBack(s.val)]
+		*s.capture = append([]byte(nil), v...)
+	}
+	s.capture = nil
+}
+
+// skipSpaceBack returns the length of b without its trailing whitespace.
+func skipSpaceBack(b []byte) int {
+	n := len(b)
+	for n > 0 {
+		switch b[n-1] {
+		case ' ', '\t', '\r', '\n':
+			n--
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+// result returns what the scan recovered: the raw id and the decoded
+// method, each when it was read whole and spelled once; nil and ""
+// otherwise.
+func (s *envScanner) result() (id []byte, method string) {
+	if !s.badID && json.Valid(s.id) {
+		id = s.id
+	}
+	if !s.badMethod && s.method != nil {
+		_ = json.Unmarshal(s.method, &method)
+	}
+	return id, method
+}

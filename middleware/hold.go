@@ -1,0 +1,241 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+)
+
+// This file holds the client requests that wait: for the tool catalog (a
+// call to a tool not known yet), for the upstream's answer to the client's
+// handshake, and for an upstream restarting after a crash. Each keeps a
+// copy of what it needs, so together they are bounded in count and bytes;
+// past either bound a request is answered at once with a retryable error.
+// The same bounds cap the resource subscriptions remembered for replay.
+
+// Defaults for the bounds on held requests.
+const (
+	// DefaultMaxHeldRequests bounds how many client requests wait at once.
+	DefaultMaxHeldRequests = 256
+	// DefaultMaxHeldBytes bounds the bytes of the client requests that
+	// wait at once: as large as the largest message by default, so that
+	// any message may wait on its own.
+	DefaultMaxHeldBytes = 64 << 20
+)
+
+// statusTooManyWaiting is the status of a request refused because too many
+// wait, sent as _meta.status (or the error's data.status).
+const statusTooManyWaiting = "too_many_waiting"
+
+// heldBounds returns MaxHeldRequests and MaxHeldBytes, or their defaults.
+func (s *Session) heldBounds() (count, size int) {
+	count, size = s.MaxHeldRequests, s.MaxHeldBytes
+	if count <= 0 {
+		count = DefaultMaxHeldRequests
+	}
+	if size <= 0 {
+		size = DefaultMaxHeldBytes
+	}
+	return count, size
+}
+
+// hold counts a request of size bytes as held, or, when that would pass
+// MaxHeldRequests or MaxHeldBytes, answers it at once with a retryable
+// error and reports false. Each true is undone by one release(size).
+func (s *Session) hold(env framing.Envelope, size int) bool {
+	maxCount, maxBytes := s.heldBounds()
+	s.mu.Lock()
+	var limit string
+	switch {
+	case s.held+1 > maxCount:
+		limit = fmt.Sprintf("%d held requests", maxCount)
+	case s.heldBytes+size > maxBytes:
+		limit = fmt.Sprintf("%d held bytes", maxBytes)
+	default:
+		s.held++
+		s.heldBytes += size
+	}
+	s.mu.Unlock()
+	if limit == "" {
+		return true
+	}
+	s.log.Warn("too many client requests waiting; request refused", "method", env.Method, "bytes", size, "limit", limit)
+	text := fmt.Sprintf("Server '%s': too many requests are waiting for the server (the limit of %s is reached); this one was not sent. Retry in a few seconds.", s.Name, limit)
+	meta := map[string]any{"status": statusTooManyWaiting, "retryable": true}
+	if env.Method == "tools/call" {
+		s.reply(env.ID, toolError(text, meta))
+		return false
+	}
+	data, _ := json.Marshal(meta)
+	s.replyErrorData(env.ID, codeInternalError, text, data)
+	return false
+}
+
+// release ends what hold began.
+func (s *Session) release(size int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held--
+	s.heldBytes -= size
+}
+
+// keep makes msg, a client request, the Session's own to hold past the
+// pump's next read: unless held says it already is, it is counted by hold
+// and copied (with env re-read from the copy). It reports false when hold
+// refused it, which answered it.
+func (s *Session) keep(msg []byte, env framing.Envelope, held bool) ([]byte, framing.Envelope, bool) {
+	if held {
+		return msg, env, true
+	}
+	if !s.hold(env, len(msg)) {
+		return nil, env, false
+	}
+	msg = bytes.Clone(msg) // it is only valid until the pump reads again
+	env, _ = framing.Peek(msg)
+	return msg, env, true
+}
+
+// unhold releases msg when held says keep counted it.
+func (s *Session) unhold(msg []byte, held bool) {
+	if held {
+		s.release(len(msg))
+	}
+}
+
+// awaitUpstream handles a client request that found no upstream ready.
+// While the upstream restarts after a crash, the request waits for it, off
+// the client pump and up to ReadyTimeout, and is then relayed as if it had
+// just arrived: a restart is not a failure the agent must handle. Otherwise,
+// or past that bound, the request is answered with the upstream's status.
+// held says msg is already kept (see keep); awaitUpstream releases it.
+func (s *Session) awaitUpstream(ctx context.Context, msg []byte, env framing.Envelope, held bool) {
+	ready, restarting := s.upstreamReady()
+	switch {
+	case ready: // it became ready since the caller looked
+		s.relayRequest(ctx, msg, env, held)
+		return
+	case !restarting || s.answeredUnready(env):
+		s.answerUnready(ctx, env)
+		s.unhold(msg, held)
+		return
+	}
+	msg, env, ok := s.keep(msg, env, held)
+	if !ok {
+		return
+	}
+	if !s.startGating() {
+		s.answerUnready(ctx, env)
+		s.unhold(msg, true)
+		return
+	}
+	go func() {
+		defer s.doneGating()
+		if !s.awaitRestart(ctx) {
+			s.answerUnready(ctx, env)
+			s.unhold(msg, true)
+			return
+		}
+		s.relayRequest(ctx, msg, env, true)
+	}()
+}
+
+// answeredUnready reports whether answerUnready answers env's request
+// itself, with nothing the upstream's status changes: such a request need
+// not wait for a restart.
+func (s *Session) answeredUnready(env framing.Envelope) bool {
+	switch env.Method {
+	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
+		return true // the state is replayed to the restarted upstream
+	case "tools/call":
+		p, err := parseCall(env.Params)
+		return err == nil && p.Name == s.discoveryName()
+	}
+	return false
+}
+
+// upstreamReady reports, as of one instant, whether an upstream is ready
+// and whether one is being restarted after a crash. An upstream becomes
+// ready before its restart is marked done, so a request never finds
+// neither in between.
+func (s *Session) upstreamReady() (ready, restarting bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.up != nil && s.up.ready, s.restarting
+}
+
+// awaitRestart waits until an upstream is ready, the restart under way
+// ends without one, ReadyTimeout passes or ctx is done, and reports
+// whether an upstream is ready.
+func (s *Session) awaitRestart(ctx context.Context) bool {
+	expired := make(chan struct{})
+	t := s.afterFunc(s.readyTimeout(), func() { close(expired) })
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		changed := s.restartChanged
+		s.mu.Unlock()
+		ready, restarting := s.upstreamReady()
+		switch {
+		case ready:
+			return true
+		case !restarting:
+			return false
+		}
+		select {
+		case <-changed:
+		case <-expired:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// setRestartingLocked records whether a restart after a crash is under way
+// and wakes the requests waiting for it; s.mu must be held.
+func (s *Session) setRestartingLocked(on bool) {
+	if s.restarting == on {
+		return
+	}
+	s.restarting = on
+	close(s.restartChanged)
+	s.restartChanged = make(chan struct{})
+}
+
+// readyTimeout is ReadyTimeout or its default.
+func (s *Session) readyTimeout() time.Duration {
+	if s.ReadyTimeout > 0 {
+		return s.ReadyTimeout
+	}
+	return DefaultReadyTimeout
+}
+
+// rememberSubscriptionLocked records a URI the client subscribed to, for
+// replay to a restarted upstream, within the held bounds: past them the
+// subscription is still relayed but not remembered, so the client cannot
+// make the session keep an unbounded number of URIs. s.mu must be held.
+func (s *Session) rememberSubscriptionLocked(uri string) {
+	if _, ok := s.subs[uri]; ok {
+		return
+	}
+	maxCount, maxBytes := s.heldBounds()
+	if len(s.subs)+1 > maxCount || s.subsBytes+len(uri) > maxBytes {
+		s.log.Warn("too many resource subscriptions to remember; this one will not be replayed after a restart", "subscriptions", len(s.subs))
+		return
+	}
+	s.subs[uri] = struct{}{}
+	s.subsBytes += len(uri)
+}
+
+// forgetSubscriptionLocked ends what rememberSubscriptionLocked began;
+// s.mu must be held.
+func (s *Session) forgetSubscriptionLocked(uri string) {
+	if _, ok := s.subs[uri]; ok {
+		delete(s.subs, uri)
+		s.subsBytes -= len(uri)
+	}
+}

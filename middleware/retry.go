@@ -1,0 +1,20 @@
+package middleware
+
+import "github.com/mcpwrap/mcpwrap/resilience"
+
+// Retry asks the session to load an upstream that failed permanently or
+// was denied again now, without waiting for a call to reconnect it: for
+// example once the user has signed in to it. It does nothing while the
+// upstream is available or retried anyway (transient). Safe for concurrent
+// use; the client is told of the tools with tools/list_changed once the
+// load succeeds.
+func (s *Session) Retry() {
+	switch s.Status().Class {
+	case resilience.Available, resilience.Transient:
+		return
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
