@@ -1062,7 +1062,11 @@ func (s *Session) request(ctx context.Context, l *link, method string, params an
 		}
 		rawParams = b
 	}
-	if method != "initialize" && method != "server/discover" {
+	switch method {
+	case "initialize", "server/discover", "logging/setLevel", "resources/subscribe":
+		// The client's own requests, repeated to a new upstream: sent as
+		// the client sent them.
+	default:
 		rawParams = s.withClientMeta(rawParams)
 	}
 	msg, err := json.Marshal(struct {
