@@ -129,6 +129,11 @@ func trickle(addr, head string) (string, error) {
 				return got.String(), errNeverCutOff
 			}
 			if _, err := conn.Write([]byte(" ")); err != nil { // JSON whitespace: the body stays valid
+				// The server answered and closed meanwhile (with a reset,
+				// as it left bytes unread): its answer is still to be read.
+				conn.SetReadDeadline(giveUp)
+				rest, _ := io.ReadAll(conn)
+				got.Write(rest)
 				return got.String(), nil
 			}
 		case err != nil:
