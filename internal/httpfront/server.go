@@ -274,6 +274,11 @@ func (s *Server) serveGET(w http.ResponseWriter, r *http.Request) {
 		ss.log.Debug("a new GET stream replaces the previous one")
 		old.finish()
 	}
+	if s.isDraining() {
+		// Shutdown began after the check above, and closed the GET
+		// streams before this one was attached: it ends at once too.
+		st.finish()
+	}
 	select {
 	case <-st.ended:
 	case <-r.Context().Done():
@@ -392,19 +397,7 @@ func (s *Server) callDone() {
 // (sampling, elicitation) can complete.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.once.Do(s.init)
-	s.mu.Lock()
-	s.draining = true
-	noCalls := s.noCalls
-	all := make([]*session, 0, len(s.sessions))
-	for _, ss := range s.sessions {
-		all = append(all, ss)
-	}
-	s.mu.Unlock()
-	s.log.Info("shutting down", "sessions", len(all))
-
-	for _, ss := range all {
-		ss.closeGET()
-	}
+	all, noCalls := s.stopTaking()
 	var err error
 	select {
 	case <-noCalls:
@@ -431,6 +424,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// stopTaking begins a shutdown: no new sessions, streams and requests are
+// taken, and the GET streams end. It returns the sessions, and a channel
+// closed once no POST waits for answers.
+func (s *Server) stopTaking() (all []*session, noCalls <-chan struct{}) {
+	s.mu.Lock()
+	s.draining = true
+	noCalls = s.noCalls
+	all = make([]*session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	s.log.Info("shutting down", "sessions", len(all))
+	for _, ss := range all {
+		ss.closeGET()
+	}
+	return all, noCalls
 }
 
 // acceptance is what a request's Accept header admits.

@@ -596,6 +596,47 @@ func TestShutdownDrains(t *testing.T) {
 	assert.Empty(t, ts.front.Sessions())
 }
 
+// TestShutdownEndsAGETStreamOpeningMeanwhile: a GET stream that opens as
+// a shutdown begins (after its draining check, before it is attached to
+// its session, where the shutdown ends the GET streams) ends too, rather
+// than staying open while the shutdown drains the session's calls.
+func TestShutdownEndsAGETStreamOpeningMeanwhile(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	t.Cleanup(func() { close(ts.up.release) })
+	id := ts.initialize(t)
+	slow := ts.do(t, request{Session: id, Accept: acceptBoth, Body: call(1, "slow", `{}`)}) // the shutdown drains it
+	require.Equal(t, http.StatusOK, slow.StatusCode)
+
+	req := httptest.NewRequest(http.MethodGet, "/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(HeaderSessionID, id)
+	var once sync.Once
+	// The stream's first flush comes between its draining check and its attachment.
+	w := &flushHook{ResponseRecorder: httptest.NewRecorder(), flushed: func() { once.Do(func() { ts.front.stopTaking() }) }}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		ts.front.ServeHTTP(w, req)
+	}()
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a GET stream opened as the shutdown began is still open")
+	}
+}
+
+// flushHook is a ResponseRecorder that calls flushed after each flush.
+type flushHook struct {
+	*httptest.ResponseRecorder
+	flushed func()
+}
+
+func (w *flushHook) Flush() {
+	w.ResponseRecorder.Flush()
+	w.flushed()
+}
+
 func TestShutdownDeadline(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, nil)
