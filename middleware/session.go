@@ -929,7 +929,11 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 // either tracked before its connection is given up (and failInflight
 // answers it) or not sent to it at all. It tracks nothing and reports
 // inUse when an id is already in flight or appears twice in envs: answers
-// are matched to requests by id, so it must be unique.
+// are matched to requests by id, so it must be unique. The id of a request
+// that ended before the upstream answered it (cancelled or timed out)
+// stays in use until that answer arrives or its connection ends: an answer
+// under it could be to either request, and a second request would get the
+// first one's answer, then its own.
 func (s *Session) trackReady(envs ...framing.Envelope) (l *link, inUse bool) {
 	keys := make([]string, len(envs))
 	tokens := make([]string, len(envs))
@@ -949,7 +953,9 @@ func (s *Session) trackReady(envs ...framing.Envelope) (l *link, inUse bool) {
 		return nil, false
 	}
 	for _, k := range keys {
-		if _, ok := s.reqs[k]; ok {
+		_, live := s.reqs[k]
+		_, ended := s.ended[k]
+		if live || ended {
 			inUse = true
 		}
 	}
@@ -962,7 +968,6 @@ func (s *Session) trackReady(envs ...framing.Envelope) (l *link, inUse bool) {
 		}
 		r := &inflight{id: bytes.Clone(env.ID), key: keys[i], method: env.Method, link: l, progress: tokens[i]}
 		s.reqs[keys[i]] = r
-		delete(s.ended, keys[i]) // a reused id: an answer now is the new request's
 		if r.progress != "" {
 			s.progress[r.progress] = r.key
 		}
@@ -972,7 +977,7 @@ func (s *Session) trackReady(envs ...framing.Envelope) (l *link, inUse bool) {
 }
 
 // errIDInUse is why a request reusing the id of one in flight is refused.
-const errIDInUse = "Invalid Request: the id is already in use by a request in flight"
+const errIDInUse = "Invalid Request: the id is already in use by a request in flight, or by one the upstream may still answer; use another id"
 
 // untrack forgets an in-flight client request and returns its method, or ""
 // when id is not in flight.
