@@ -132,6 +132,15 @@ type Session struct {
 	// The same two bounds cap the resource subscriptions remembered for
 	// replay to a restarted upstream.
 	MaxHeldBytes int
+	// MaxInFlight bounds the requests in flight at once in each direction:
+	// the client's requests sent to the upstream and not answered yet, and
+	// the upstream's requests relayed to the client and not answered yet.
+	// Past it a client request is answered at once with a retryable error
+	// (an isError result for tools/call), and an upstream request with an
+	// error. A request whose id is over 1 KiB is refused in either
+	// direction, so the ids kept stay bounded too. Zero means
+	// [DefaultMaxInFlight].
+	MaxInFlight int
 	// CallTimeout bounds the wait for the upstream's answer to a client
 	// request. Past it the sidecar answers the request itself (an isError
 	// result for tools/call, a JSON-RPC error otherwise), sends the upstream
@@ -558,10 +567,14 @@ func (s *Session) relayRequest(ctx context.Context, msg []byte, env framing.Enve
 // send writes a client request to the ready upstream and tracks it until
 // it is answered; with no upstream ready, the sidecar answers it.
 func (s *Session) send(ctx context.Context, msg []byte, env framing.Envelope) {
-	l, inUse := s.trackReady(env)
+	l, refused := s.trackReady(env)
 	switch {
-	case inUse:
-		s.replyError(env.ID, codeInvalidRequest, errIDInUse)
+	case refused == refusedFull:
+		s.log.Warn("too many client requests in flight; request refused", "method", env.Method, "limit", s.maxInFlight())
+		s.answerBusy(env, s.errFull(), statusTooManyInFlight)
+		return
+	case refused != "":
+		s.replyError(env.ID, codeInvalidRequest, string(refused))
 		return
 	case l == nil:
 		s.answerUnready(ctx, env)
@@ -700,9 +713,11 @@ func (s *Session) clientBatch(msg []byte) {
 		}
 	}
 	if reason == "" {
-		switch l, inUse := s.trackReady(reqs...); {
-		case inUse:
-			reason = errIDInUse
+		switch l, refused := s.trackReady(reqs...); {
+		case refused == refusedFull:
+			reason = s.errFull()
+		case refused != "":
+			reason = string(refused)
 		case l == nil:
 			reason = s.Status().Message()
 		default:
@@ -809,9 +824,9 @@ func (s *Session) pumpUpstream(l *link) {
 				msg = s.rewriteToolsList(msg, env)
 			}
 		case framing.Request:
-			s.mu.Lock()
-			l.serverReqs[framing.IDKey(env.ID)] = struct{}{}
-			s.mu.Unlock()
+			if !s.trackServerRequest(l, env) {
+				continue
+			}
 		case framing.Batch:
 			if msg = s.upstreamBatch(l, msg); msg == nil {
 				continue
@@ -906,10 +921,9 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 				e, changed = out, changed || !bytes.Equal(out, e)
 			}
 		case framing.Request:
-			if env.ID != nil {
-				s.mu.Lock()
-				l.serverReqs[framing.IDKey(env.ID)] = struct{}{}
-				s.mu.Unlock()
+			if env.ID != nil && !s.trackServerRequest(l, env) {
+				changed = true
+				continue
 			}
 		}
 		kept = append(kept, e)
@@ -923,6 +937,36 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 	return append(append([]byte{'['}, bytes.Join(kept, []byte{','})...), ']')
 }
 
+// trackServerRequest records the upstream's request env, read on link l,
+// as waiting for the client's answer. Past MaxInFlight such requests, or
+// when its id is over maxIDBytes, it answers the upstream with an error
+// instead and reports false: the request is not relayed.
+func (s *Session) trackServerRequest(l *link, env framing.Envelope) bool {
+	key := ""
+	if len(env.ID) <= maxIDBytes {
+		key = framing.IDKey(env.ID)
+	}
+	reason := ""
+	s.mu.Lock()
+	_, known := l.serverReqs[key]
+	switch {
+	case len(env.ID) > maxIDBytes:
+		reason = string(refusedIDTooLong)
+	case !known && len(l.serverReqs) >= s.maxInFlight():
+		reason = fmt.Sprintf("mcpwrap: the client has %d of this server's requests to answer already (the limit of requests in flight); this one was not relayed. Retry when it has answered.", len(l.serverReqs))
+	default:
+		l.serverReqs[key] = struct{}{}
+	}
+	s.mu.Unlock()
+	if reason == "" {
+		return true
+	}
+	s.log.Warn("upstream request refused", "method", env.Method, "reason", reason)
+	data, _ := json.Marshal(map[string]any{"retryable": len(env.ID) <= maxIDBytes})
+	s.writeUpstream(l, errorResponse(env.ID, codeInternalError, reason, data))
+	return false
+}
+
 // trackReady records client requests as in flight on the ready upstream
 // connection and returns it, or returns nil, tracking nothing, when no
 // upstream is ready. Tracking and the check are one step, so a request is
@@ -934,13 +978,16 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 // stays in use until that answer arrives or its connection ends: an answer
 // under it could be to either request, and a second request would get the
 // first one's answer, then its own.
-func (s *Session) trackReady(envs ...framing.Envelope) (l *link, inUse bool) {
+func (s *Session) trackReady(envs ...framing.Envelope) (l *link, refused refusal) {
 	keys := make([]string, len(envs))
 	tokens := make([]string, len(envs))
 	for i, env := range envs {
+		if len(env.ID) > maxIDBytes {
+			return nil, refusedIDTooLong
+		}
 		keys[i] = framing.IDKey(env.ID)
 		if slices.Contains(keys[:i], keys[i]) {
-			inUse = true
+			refused = refusedIDInUse
 		}
 		if s.CallTimeout > 0 {
 			tokens[i] = progressToken(env.Params)
@@ -950,17 +997,20 @@ func (s *Session) trackReady(envs ...framing.Envelope) (l *link, inUse bool) {
 	defer s.mu.Unlock()
 	l = s.up
 	if l == nil || !l.ready {
-		return nil, false
+		return nil, ""
 	}
 	for _, k := range keys {
 		_, live := s.reqs[k]
 		_, ended := s.ended[k]
 		if live || ended {
-			inUse = true
+			refused = refusedIDInUse
 		}
 	}
-	if inUse {
-		return l, true
+	if refused == "" && len(s.reqs)+len(envs) > s.maxInFlight() {
+		refused = refusedFull
+	}
+	if refused != "" {
+		return l, refused
 	}
 	for i, env := range envs {
 		if len(s.reqs) == 0 {
@@ -973,11 +1023,23 @@ func (s *Session) trackReady(envs ...framing.Envelope) (l *link, inUse bool) {
 		}
 		s.armLocked(r)
 	}
-	return l, false
+	return l, ""
 }
 
-// errIDInUse is why a request reusing the id of one in flight is refused.
-const errIDInUse = "Invalid Request: the id is already in use by a request in flight, or by one the upstream may still answer; use another id"
+// A refusal is why trackReady tracks nothing: "" when it tracked the
+// requests, else the reason a client request is answered with.
+type refusal string
+
+const (
+	refusedIDInUse   refusal = "Invalid Request: the id is already in use by a request in flight, or by one the upstream may still answer; use another id"
+	refusedIDTooLong refusal = "Invalid Request: the id is longer than 1024 bytes"
+	refusedFull      refusal = "too many requests in flight" // answered with errFull
+)
+
+// errFull is why a request is refused past MaxInFlight.
+func (s *Session) errFull() string {
+	return fmt.Sprintf("Server '%s': too many requests are in flight (the limit of %d requests in flight is reached); this one was not sent. Retry when an answer has arrived.", s.Name, s.maxInFlight())
+}
 
 // untrack forgets an in-flight client request and returns its method, or ""
 // when id is not in flight.

@@ -46,6 +46,8 @@ const (
 	// DefaultMaxHeldRequests and DefaultMaxHeldBytes are the middleware's.
 	DefaultMaxHeldRequests = middleware.DefaultMaxHeldRequests
 	DefaultMaxHeldBytes    = middleware.DefaultMaxHeldBytes
+	// DefaultMaxInFlight is the middleware's.
+	DefaultMaxInFlight = middleware.DefaultMaxInFlight
 
 	// MinMaxLineBytes is the smallest accepted max_line_bytes, so that a
 	// value meant in KiB or MiB is caught rather than breaking every message.
@@ -118,6 +120,9 @@ type Server struct {
 	MaxHeldRequests int
 	// MaxHeldBytes bounds their total size (`max_held_bytes`).
 	MaxHeldBytes int
+	// MaxInFlight bounds the requests in flight at once in each direction
+	// (`max_in_flight`).
+	MaxInFlight int
 	// OAuth is how mcpwrap signs in to a remote server (`oauth`).
 	OAuth OAuth
 }
@@ -138,6 +143,7 @@ func Default(name string) Server {
 
 		MaxHeldRequests: DefaultMaxHeldRequests,
 		MaxHeldBytes:    DefaultMaxHeldBytes,
+		MaxInFlight:     DefaultMaxInFlight,
 	}
 }
 
@@ -245,6 +251,7 @@ type layer struct {
 	maxLineBytes  *int
 	maxHeld       *int
 	maxHeldBytes  *int
+	maxInFlight   *int
 	oauth         oauthLayer
 }
 
@@ -274,6 +281,7 @@ func (l *layer) applyTo(s *Server) {
 	set(&s.MaxLineBytes, l.maxLineBytes)
 	set(&s.MaxHeldRequests, l.maxHeld)
 	set(&s.MaxHeldBytes, l.maxHeldBytes)
+	set(&s.MaxInFlight, l.maxInFlight)
 	l.oauth.applyTo(&s.OAuth)
 }
 

@@ -31,6 +31,7 @@ func TestDefault(t *testing.T) {
 
 		MaxHeldRequests: 256,
 		MaxHeldBytes:    64 << 20,
+		MaxInFlight:     4096,
 	}
 	assert.Equal(t, want, Default("fs"))
 	var missing *File
@@ -126,6 +127,7 @@ func TestServerMerge(t *testing.T) {
 
 		MaxHeldRequests: 16,
 		MaxHeldBytes:    8 << 20,
+		MaxInFlight:     64,
 	}
 	tests := []struct {
 		name   string

@@ -233,6 +233,8 @@ func (p *parser) settings(n *node, path string, l *layer) error {
 			l.maxHeld, err = p.integer(v, at, 1)
 		case "max_held_bytes":
 			l.maxHeldBytes, err = p.integer(v, at, MinMaxLineBytes)
+		case "max_in_flight":
+			l.maxInFlight, err = p.integer(v, at, 1)
 		case "oauth":
 			err = p.oauth(v, at, &l.oauth)
 		default:
