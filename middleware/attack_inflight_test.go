@@ -112,3 +112,29 @@ func TestServerRequestsInFlightAreBounded(t *testing.T) {
 	h.up.send(`{"jsonrpc":"2.0","id":"s6","method":"roots/list"}` + "\n")
 	assert.Equal(t, `{"jsonrpc":"2.0","id":"s6","method":"roots/list"}`, string(h.client.next()))
 }
+
+// TestRememberedListensAreBounded is an attack on "memory stays bounded":
+// each subscriptions/listen request in flight was kept whole, for replay
+// to a restarted upstream, with no bound in bytes (MaxInFlight of them of
+// up to the line limit each). Past the held bounds one is still relayed
+// but not remembered (after a crash it is answered with an error, as any
+// other request in flight).
+func TestRememberedListensAreBounded(t *testing.T) {
+	const maxBytes = 4096
+	h := start(t, 0, func(s *Session) { s.MaxHeldBytes = maxBytes })
+	pad := strings.Repeat("p", 1000)
+	for i := range 10 {
+		listen := fmt.Sprintf(`{"jsonrpc":"2.0","id":"L%d","method":"subscriptions/listen","params":{"pad":%q}}`, i, pad)
+		h.client.send(listen + "\n")
+		require.Equal(t, listen, string(h.up.next()), "relayed all the same")
+	}
+	h.session.mu.Lock()
+	kept, size := len(h.session.listens), 0
+	for _, msg := range h.session.listens {
+		size += len(msg)
+	}
+	h.session.mu.Unlock()
+	assert.LessOrEqual(t, size, maxBytes)
+	assert.Positive(t, kept)
+	assert.Contains(t, h.logs.String(), "will not be re-opened after a restart")
+}

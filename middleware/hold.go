@@ -15,7 +15,8 @@ import (
 // handshake, and for an upstream restarting after a crash. Each keeps a
 // copy of what it needs, so together they are bounded in count and bytes;
 // past either bound a request is answered at once with a retryable error.
-// The same bounds cap the resource subscriptions remembered for replay.
+// The same bounds cap the resource subscriptions and the subscriptions/listen
+// requests remembered for replay.
 
 // Defaults for the bounds on held requests.
 const (
@@ -260,6 +261,21 @@ func (s *Session) rememberSubscriptionLocked(uri string) {
 	}
 	s.subs[uri] = struct{}{}
 	s.subsBytes += len(uri)
+}
+
+// rememberListenLocked records msg, the client's subscriptions/listen
+// request with IDKey key, for replay to a restarted upstream, within the
+// held bounds: past them it is still relayed but not remembered, and a
+// crash answers it with an error like any other request in flight. s.mu
+// must be held; untrackLocked forgets it.
+func (s *Session) rememberListenLocked(key string, msg []byte) {
+	maxCount, maxBytes := s.heldBounds()
+	if len(s.listens)+1 > maxCount || s.listensBytes+len(msg) > maxBytes {
+		s.log.Warn("too many subscriptions/listen requests to remember; this one will not be re-opened after a restart", "listens", len(s.listens))
+		return
+	}
+	s.listens[key] = bytes.Clone(msg)
+	s.listensBytes += len(msg)
 }
 
 // forgetSubscriptionLocked ends what rememberSubscriptionLocked began;

@@ -129,8 +129,9 @@ type Session struct {
 	MaxHeldRequests int
 	// MaxHeldBytes bounds the total size of the requests held, as
 	// MaxHeldRequests bounds their number. Zero means [DefaultMaxHeldBytes].
-	// The same two bounds cap the resource subscriptions remembered for
-	// replay to a restarted upstream.
+	// The same two bounds cap the resource subscriptions and the
+	// subscriptions/listen requests remembered for replay to a restarted
+	// upstream.
 	MaxHeldBytes int
 	// MaxInFlight bounds the requests in flight at once in each direction:
 	// the client's requests sent to the upstream and not answered yet, and
@@ -213,6 +214,7 @@ type Session struct {
 	restarting     bool          // the upstream is being restarted after a crash: requests wait for it
 	restartChanged chan struct{} // closed and replaced when restarting changes
 	subsBytes      int           // the size of the URIs in subs
+	listensBytes   int           // the size of the requests in listens
 }
 
 // inflight is a client request forwarded to the upstream and not yet
@@ -585,7 +587,7 @@ func (s *Session) send(ctx context.Context, msg []byte, env framing.Envelope) {
 		// is sent the request again (the 2026-07-28 protocol has no
 		// session state to replay but this).
 		s.mu.Lock()
-		s.listens[framing.IDKey(env.ID)] = bytes.Clone(msg)
+		s.rememberListenLocked(framing.IDKey(env.ID), msg)
 		s.mu.Unlock()
 	}
 	if err := l.conn.WriteMessage(msg); err != nil {
@@ -1059,7 +1061,10 @@ func (s *Session) untrack(id []byte) string {
 // must be held.
 func (s *Session) untrackLocked(r *inflight) {
 	delete(s.reqs, r.key)
-	delete(s.listens, r.key)
+	if msg, ok := s.listens[r.key]; ok {
+		delete(s.listens, r.key)
+		s.listensBytes -= len(msg)
+	}
 	if r.progress != "" && s.progress[r.progress] == r.key {
 		delete(s.progress, r.progress)
 	}
