@@ -87,6 +87,13 @@ type Session struct {
 	// Discovery is [DiscoveryAuto] (the default when ""), [DiscoveryAlways]
 	// or [DiscoveryNever].
 	Discovery string
+	// MaxCatalogBytes bounds the upstream's tool catalog the sidecar
+	// keeps (the definitions of every page, as sent), and the cache of
+	// what it read from definitions alike. A catalog larger than that
+	// fails to load (a call to a tool not known yet fails closed), and a
+	// definition on a tools/list page that the catalog cannot take is not
+	// shown and not callable. Zero means [DefaultMaxCatalogBytes].
+	MaxCatalogBytes int
 	// CatalogSeen, when set, is called with every full catalog loaded from
 	// the upstream (to record it, or to set an approval baseline). It must
 	// not call back into the Session.
@@ -198,6 +205,7 @@ type Session struct {
 	locked       int                 // locked tools in the catalog
 	walkLocked   int                 // locked tools on the pages of the client's current tools/list walk
 	catalogSums  definitionPositions // hashes of the catalog's definitions, to spot changed ones cheaply
+	catalogBytes int                 // the size of the catalog's definitions
 	merges       int                 // catalog updates from the client's tools/list pages (notePage)
 	catalogLoads singleflight.Group  // one catalog load at a time, shared by its callers
 	reevaluating sync.Mutex          // serialises reevaluate; taken before mu
@@ -296,6 +304,7 @@ func (s *Session) init() {
 	s.gatingIdle = make(chan struct{})
 	close(s.gatingIdle)
 	s.restartChanged = make(chan struct{})
+	s.identities.limit = s.maxCatalogBytes()
 	s.kick = make(chan struct{}, 1)
 	s.ctx = context.Background()
 	s.status = resilience.Outcome{Server: s.Name, Class: resilience.Transient}

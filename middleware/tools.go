@@ -543,6 +543,22 @@ func (s *Session) loadAndKeepCatalog(ctx context.Context) error {
 	}
 }
 
+// DefaultMaxCatalogBytes is the bound on the tool catalog a zero
+// [Session.MaxCatalogBytes] stands for: as large as the largest message by
+// default.
+const DefaultMaxCatalogBytes = 64 << 20
+
+// maxCatalogBytes returns MaxCatalogBytes or its default.
+func (s *Session) maxCatalogBytes() int {
+	if s.MaxCatalogBytes > 0 {
+		return s.MaxCatalogBytes
+	}
+	return DefaultMaxCatalogBytes
+}
+
+// errCatalogTooLarge is why a catalog over MaxCatalogBytes is not loaded.
+var errCatalogTooLarge = errors.New("the tool catalog exceeds the size mcpwrap keeps")
+
 // maxCatalogTries bounds the loads of one refreshCatalog whose results are
 // overtaken by what the client was shown.
 const maxCatalogTries = 3
@@ -552,7 +568,7 @@ var errCatalogChanging = errors.New("the tool catalog changed while it loaded")
 // loadCatalog reads every page of the upstream's catalog.
 func (s *Session) loadCatalog(ctx context.Context) ([]json.RawMessage, error) {
 	var all []json.RawMessage
-	cursor := ""
+	cursor, size := "", 0
 	for page := 0; page < 1000; page++ {
 		var params any
 		if cursor != "" {
@@ -573,6 +589,13 @@ func (s *Session) loadCatalog(ctx context.Context) ([]json.RawMessage, error) {
 			s.log.Warn("malformed tools/list result", "error", err)
 			return nil, err
 		}
+		for _, t := range r.Tools {
+			size += len(t)
+		}
+		if size > s.maxCatalogBytes() {
+			s.log.Warn("the tool catalog is too large; not loaded", "bytes", size, "limit", s.maxCatalogBytes())
+			return nil, fmt.Errorf("%w (%d bytes)", errCatalogTooLarge, s.maxCatalogBytes())
+		}
 		all = append(all, r.Tools...)
 		if r.NextCursor == "" {
 			break
@@ -588,22 +611,28 @@ func (s *Session) setCatalogLocked(all []json.RawMessage) {
 	index := new(tooldef.Index)
 	index.Grow(len(all))
 	sums := make(definitionPositions, len(all))
+	size := 0
 	for i, t := range all {
 		sum := maphash.Bytes(catalogSeed, t)
 		d, err := s.identities.read(sum, t)
 		index.Add(t, d, err)
 		sums[sum] = i
+		size += len(t)
 	}
 	s.catalog, s.catalogIndex, s.catalogSums, s.catalogKnown = all, index, sums, true
+	s.catalogBytes = size
 }
 
 // identities caches what tooldef read from tool definitions, by their hash
 // under catalogSeed, so that each definition is read once rather than on
-// every tools/list page. It holds at most maxIdentities entries. It is safe
-// for concurrent use; its lock is never held while taking another.
+// every tools/list page. It holds at most maxIdentities entries, and names
+// and descriptions of at most limit bytes. It is safe for concurrent use;
+// its lock is never held while taking another.
 type identities struct {
-	mu sync.Mutex
-	m  map[uint64]identity
+	limit int // set before use
+	mu    sync.Mutex
+	m     map[uint64]identity
+	bytes int // of the names and descriptions in m
 }
 
 type identity struct {
@@ -623,11 +652,15 @@ func (c *identities) read(sum uint64, raw []byte) (tooldef.Def, error) {
 		return id.def, id.err
 	}
 	d, err := tooldef.Identify(raw)
+	size := len(d.Name) + len(d.Description)
 	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxIdentities {
-		c.m = make(map[uint64]identity)
+	if c.m == nil || len(c.m) >= maxIdentities || c.bytes+size > c.limit {
+		c.m, c.bytes = make(map[uint64]identity), 0
 	}
-	c.m[sum] = identity{d, err}
+	if size <= c.limit {
+		c.m[sum] = identity{d, err}
+		c.bytes += size
+	}
 	c.mu.Unlock()
 	return d, err
 }
@@ -694,7 +727,9 @@ func (s *Session) mergePage(page [][]byte) ([]json.RawMessage, []bool, bool) {
 		return nil, nil, false // the first load is under way
 	}
 	sums := make([]uint64, len(page))
+	over := make([]bool, len(page)) // not merged: the catalog would pass MaxCatalogBytes
 	var all []json.RawMessage
+	size, changed := s.catalogBytes, false
 	for k, t := range page {
 		sums[k] = maphash.Bytes(catalogSeed, t)
 		if _, ok := s.catalogSums[sums[k]]; ok {
@@ -705,24 +740,42 @@ func (s *Session) mergePage(page [][]byte) ([]json.RawMessage, []bool, bool) {
 		}
 		// A changed definition replaces the one trusted under its name;
 		// anything else, refused definitions included, is added, so that
-		// every name it claims is refused.
+		// every name it claims is refused. One the catalog cannot take is
+		// neither: it is not shown, and a call is judged by the catalog.
+		i, replace := -1, false
 		if d, err := s.identities.read(sums[k], t); err == nil {
-			if i, ok, _ := s.catalogIndex.Lookup(d.Name); ok {
-				all[i] = bytes.Clone(t)
-				continue
-			}
+			i, replace, _ = s.catalogIndex.Lookup(d.Name)
 		}
-		all = append(all, bytes.Clone(t))
+		grown := size + len(t)
+		if replace {
+			grown -= len(all[i])
+		}
+		if grown > s.maxCatalogBytes() {
+			over[k] = true
+			continue
+		}
+		size, changed = grown, true
+		if replace {
+			all[i] = bytes.Clone(t)
+		} else {
+			all = append(all, bytes.Clone(t))
+		}
 	}
-	if all != nil {
+	if slices.Contains(over, true) {
+		s.log.Warn("tools/list shows tool definitions past the catalog's size limit; not shown", "limit", s.maxCatalogBytes())
+	}
+	if changed {
 		s.setCatalogLocked(all)
 		s.merges++
 	}
 	trusted := make([]bool, len(page))
 	for k, sum := range sums {
-		trusted[k] = s.catalogIndex.Name(s.catalogSums[sum]) != ""
+		trusted[k] = !over[k] && s.catalogIndex.Name(s.catalogSums[sum]) != ""
 	}
-	return all, trusted, all != nil
+	if !changed {
+		all = nil
+	}
+	return all, trusted, changed
 }
 
 // ReevaluateTools recomputes which tools the client can see and, when that

@@ -234,6 +234,7 @@ func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middlew
 		MaxHeldRequests: srv.MaxHeldRequests,
 		MaxHeldBytes:    srv.MaxHeldBytes,
 		MaxInFlight:     srv.MaxInFlight,
+		MaxCatalogBytes: srv.MaxCatalogBytes,
 		Retrier: &resilience.Retrier{
 			Policy:     retryPolicy(srv.Retry),
 			Classifier: resilience.Classifier{RetryRefused: srv.RetryRefused},

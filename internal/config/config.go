@@ -48,6 +48,8 @@ const (
 	DefaultMaxHeldBytes    = middleware.DefaultMaxHeldBytes
 	// DefaultMaxInFlight is the middleware's.
 	DefaultMaxInFlight = middleware.DefaultMaxInFlight
+	// DefaultMaxCatalogBytes is the middleware's.
+	DefaultMaxCatalogBytes = middleware.DefaultMaxCatalogBytes
 
 	// MinMaxLineBytes is the smallest accepted max_line_bytes, so that a
 	// value meant in KiB or MiB is caught rather than breaking every message.
@@ -123,6 +125,8 @@ type Server struct {
 	// MaxInFlight bounds the requests in flight at once in each direction
 	// (`max_in_flight`).
 	MaxInFlight int
+	// MaxCatalogBytes bounds the tool catalog kept (`max_catalog_bytes`).
+	MaxCatalogBytes int
 	// OAuth is how mcpwrap signs in to a remote server (`oauth`).
 	OAuth OAuth
 }
@@ -144,6 +148,7 @@ func Default(name string) Server {
 		MaxHeldRequests: DefaultMaxHeldRequests,
 		MaxHeldBytes:    DefaultMaxHeldBytes,
 		MaxInFlight:     DefaultMaxInFlight,
+		MaxCatalogBytes: DefaultMaxCatalogBytes,
 	}
 }
 
@@ -252,6 +257,7 @@ type layer struct {
 	maxHeld       *int
 	maxHeldBytes  *int
 	maxInFlight   *int
+	maxCatalog    *int
 	oauth         oauthLayer
 }
 
@@ -282,6 +288,7 @@ func (l *layer) applyTo(s *Server) {
 	set(&s.MaxHeldRequests, l.maxHeld)
 	set(&s.MaxHeldBytes, l.maxHeldBytes)
 	set(&s.MaxInFlight, l.maxInFlight)
+	set(&s.MaxCatalogBytes, l.maxCatalog)
 	l.oauth.applyTo(&s.OAuth)
 }
 

@@ -235,6 +235,8 @@ func (p *parser) settings(n *node, path string, l *layer) error {
 			l.maxHeldBytes, err = p.integer(v, at, MinMaxLineBytes)
 		case "max_in_flight":
 			l.maxInFlight, err = p.integer(v, at, 1)
+		case "max_catalog_bytes":
+			l.maxCatalog, err = p.integer(v, at, MinMaxLineBytes)
 		case "oauth":
 			err = p.oauth(v, at, &l.oauth)
 		default:
