@@ -52,6 +52,9 @@ type Gate struct {
 	errUse  error             // why the store could not be read, if it could not
 	applied uint64            // the number of the read user and errUse came from
 	tools   map[string]policy.Tool
+	// cacheBytes is the size of tools (its keys, names and hashes); past
+	// cacheLimit it starts afresh.
+	cacheBytes, cacheLimit int
 	// unrecorded is the last catalog seen if it could not be recorded in
 	// the store (nil otherwise), to record once the store can be read.
 	unrecorded []json.RawMessage
@@ -64,8 +67,18 @@ func New(server string, eval *policy.Evaluator, store Store, logger *slog.Logger
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Gate{server: server, eval: eval, store: store, log: logger, now: time.Now,
-		tools: make(map[string]policy.Tool)}
+		tools: make(map[string]policy.Tool), cacheLimit: maxCacheBytes}
 }
+
+// maxCacheBytes bounds the parsed-definition cache: definitions evaluated
+// between two recorded catalogs (tools/list pages, the bare name of each
+// unknown tool a client calls) are the upstream's and the client's to
+// choose. It is as large as the largest catalog the sidecar keeps by
+// default.
+const maxCacheBytes = middleware.DefaultMaxCatalogBytes
+
+// cacheSize is what the cache entry for raw holds.
+func cacheSize(raw string, t policy.Tool) int { return len(raw) + len(t.Name) + len(t.Hash) }
 
 // Reload reads the store and reports whether the server's state changed.
 // Reloads may overlap (the watcher, recording a catalog): a read that
@@ -119,8 +132,15 @@ func (g *Gate) tool(raw json.RawMessage) policy.Tool {
 	if err != nil {
 		g.log.Warn("malformed tool definition", "error", err)
 	}
+	key := string(raw)
 	g.mu.Lock()
-	g.tools[string(raw)] = t
+	if _, ok := g.tools[key]; !ok {
+		if g.cacheBytes+cacheSize(key, t) > g.cacheLimit {
+			g.tools, g.cacheBytes = make(map[string]policy.Tool), 0
+		}
+		g.tools[key] = t
+		g.cacheBytes += cacheSize(key, t)
+	}
 	g.mu.Unlock()
 	return t
 }
@@ -255,12 +275,16 @@ func (g *Gate) recordUnrecorded(ctx context.Context) bool {
 func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 	tools := make([]policy.Tool, len(raws))
 	cache := make(map[string]policy.Tool, len(raws))
+	size := 0
 	for i, raw := range raws {
 		tools[i] = g.tool(raw)
-		cache[string(raw)] = tools[i]
+		if _, ok := cache[string(raw)]; !ok {
+			cache[string(raw)] = tools[i]
+			size += cacheSize(string(raw), tools[i])
+		}
 	}
 	g.mu.Lock()
-	g.tools = cache // what older catalogs defined is no longer evaluated
+	g.tools, g.cacheBytes = cache, size // what older catalogs defined is no longer evaluated
 	g.mu.Unlock()
 	refuseUntrusted(raws, tools)
 
