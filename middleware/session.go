@@ -691,7 +691,7 @@ func (s *Session) clientBatch(msg []byte) {
 		return
 	}
 	reason := ""
-	var reqs []framing.Envelope
+	var reqs, others []framing.Envelope // others: the notifications and responses
 	for _, e := range elems {
 		env, err := framing.Peek(e)
 		if err != nil {
@@ -721,6 +721,8 @@ func (s *Session) clientBatch(msg []byte) {
 				reason = s.errOwnID()
 			}
 			reqs = append(reqs, env)
+		} else {
+			others = append(others, env)
 		}
 	}
 	if reason == "" {
@@ -732,6 +734,16 @@ func (s *Session) clientBatch(msg []byte) {
 		case l == nil:
 			reason = s.Status().Message()
 		default:
+			// What a cancellation or an answer ends, it ends inside a batch
+			// too, as on its own.
+			for _, env := range others {
+				switch {
+				case env.Method == "notifications/cancelled":
+					s.clientCancelled(env.Params)
+				case env.Kind == framing.Response:
+					s.takeServerRequest(env)
+				}
+			}
 			if err := l.conn.WriteMessage(msg); err != nil {
 				s.log.Warn("cannot write to upstream", "error", err)
 				for _, env := range reqs {
