@@ -206,7 +206,7 @@ type Session struct {
 	walkLocked   int                 // locked tools on the pages of the client's current tools/list walk
 	catalogSums  definitionPositions // hashes of the catalog's definitions, to spot changed ones cheaply
 	catalogBytes int                 // the size of the catalog's definitions
-	merges       int                 // catalog updates from the client's tools/list pages (notePage)
+	merges       int                 // catalog updates from the client's tools/list pages (notePage) and changes the upstream announced
 	catalogLoads singleflight.Group  // one catalog load at a time, shared by its callers
 	reevaluating sync.Mutex          // serialises reevaluate; taken before mu
 	refreshing   bool
@@ -877,12 +877,16 @@ func (s *Session) runCtx() context.Context {
 
 // refreshLater reloads the tool catalog in the background, coalescing
 // requests that arrive while a reload runs. It does nothing without a
-// ToolPolicy.
+// ToolPolicy. Until the reload ends, calls are judged by its catalog, not
+// by the one the upstream just said is out of date (see gateCall); a load
+// under way, which may have read pages from before the change, is not kept
+// but done again (see loadAndKeepCatalog).
 func (s *Session) refreshLater() {
 	if s.Tools == nil {
 		return
 	}
 	s.mu.Lock()
+	s.merges++
 	if s.refreshing {
 		s.stale = true
 		s.mu.Unlock()

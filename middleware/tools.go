@@ -337,6 +337,9 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 		return
 	}
 	tool, known, claimed := s.catalogTool(p.Name)
+	if s.catalogStale() {
+		known, claimed = false, false // wait for the catalog the upstream announced
+	}
 	switch {
 	case p.Name == s.discoveryName() && s.catalogLoaded():
 		s.judge(ctx, msg, env, p, nil)
@@ -471,6 +474,14 @@ func (s *Session) catalogTool(name string) (tool json.RawMessage, known, claimed
 	return s.catalog[i], true, true
 }
 
+// catalogStale reports whether the upstream announced a change of its
+// tools that the catalog does not hold yet.
+func (s *Session) catalogStale() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refreshing
+}
+
 // catalogLoaded reports whether the upstream's catalog has been loaded.
 func (s *Session) catalogLoaded() bool {
 	s.mu.Lock()
@@ -508,8 +519,9 @@ func (s *Session) catalogLoad(ctx context.Context) <-chan singleflight.Result {
 // loadAndKeepCatalog loads the upstream's full catalog with the sidecar's
 // own tools/list requests, following every page, then announces a change
 // of the visible tool set to the client. A load during which the client was
-// shown definitions the catalog lacked (see notePage) may hold older ones
-// than those, so it is not kept: the catalog is loaded anew.
+// shown definitions the catalog lacked (see notePage), or the upstream
+// announced a change of its tools, may hold older ones than those, so it
+// is not kept: the catalog is loaded anew.
 func (s *Session) loadAndKeepCatalog(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, catalogTimeout)
 	defer cancel()
