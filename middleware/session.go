@@ -86,7 +86,7 @@ type Session struct {
 	DiscoveryTool string
 	// Discovery is [DiscoveryAuto] (the default when ""), [DiscoveryAlways]
 	// or [DiscoveryNever].
-	Discovery string
+	Discovery DiscoveryMode
 	// MaxCatalogBytes bounds the upstream's tool catalog the sidecar
 	// keeps (the definitions of every page, as sent), and the cache of
 	// what it read from definitions alike. A catalog larger than that
@@ -1159,7 +1159,11 @@ func (s *Session) request(ctx context.Context, l *link, method string, params an
 		}
 		rawParams = b
 	}
-	if method != "initialize" && method != "server/discover" {
+	switch method {
+	case "initialize", "server/discover", "logging/setLevel", "resources/subscribe":
+		// The client's own requests, repeated to a new upstream: sent as
+		// the client sent them.
+	default:
 		rawParams = s.withClientMeta(rawParams)
 	}
 	msg, err := json.Marshal(struct {

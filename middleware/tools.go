@@ -32,7 +32,7 @@ func (s *Session) discoveryName() string {
 // upstreamState is the upstream's status as the agent is told it.
 func (s *Session) upstreamState() UpstreamState {
 	o := s.Status()
-	u := UpstreamState{Status: o.Class.String(), Attempts: o.Attempts}
+	u := UpstreamState{Status: o.Class, Attempts: o.Attempts}
 	if o.Class != resilience.Available {
 		u.Message = o.Message()
 		if o.Err != nil {
@@ -558,7 +558,7 @@ func (s *Session) loadAndKeepCatalog(ctx context.Context) error {
 // DefaultMaxCatalogBytes is the bound on the tool catalog a zero
 // [Session.MaxCatalogBytes] stands for: as large as the largest message by
 // default.
-const DefaultMaxCatalogBytes = 64 << 20
+const DefaultMaxCatalogBytes = DefaultMaxMessageBytes
 
 // maxCatalogBytes returns MaxCatalogBytes or its default.
 func (s *Session) maxCatalogBytes() int {
