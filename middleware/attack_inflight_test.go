@@ -138,3 +138,21 @@ func TestRememberedListensAreBounded(t *testing.T) {
 	assert.Positive(t, kept)
 	assert.Contains(t, h.logs.String(), "will not be re-opened after a restart")
 }
+
+// TestProgressTokensAreBounded is an attack on "memory stays bounded":
+// with a call timeout, the progress token of every request in flight was
+// kept (as a key) whatever its size, so MaxInFlight requests with tokens
+// of megabytes pinned gigabytes. A token over maxIDBytes is not tracked:
+// the request is relayed, and its progress does not restart its bound.
+func TestProgressTokensAreBounded(t *testing.T) {
+	clock := &fakeClock{}
+	h := start(t, 0, withCallTimeout(clock))
+	token := `"` + strings.Repeat("t", maxIDBytes) + `"`
+	req := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":` + token + `}}}`
+	h.client.send(req + "\n")
+	require.Equal(t, req, string(h.up.next()), "relayed all the same")
+	h.session.mu.Lock()
+	tracked := len(h.session.progress)
+	h.session.mu.Unlock()
+	assert.Zero(t, tracked)
+}
