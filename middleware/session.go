@@ -194,6 +194,7 @@ type Session struct {
 	logLevel   json.RawMessage      // the client's last logging/setLevel params
 	subs       map[string]struct{}  // URIs the client subscribed to
 	listens    map[string][]byte    // the client's subscriptions/listen requests in flight, by framing.IDKey
+	orphans    map[string]struct{}  // requests of the last dead upstream the client has not answered, by framing.IDKey
 
 	// Tool catalog state.
 	catalog      []json.RawMessage
@@ -245,7 +246,7 @@ type link struct {
 	dead       chan struct{}       // closed when its reader ended
 	err        error               // why it ended; set before dead is closed
 	ready      bool                // a handshake succeeded on it (guarded by Session.mu)
-	serverReqs map[string]struct{} // its requests the client has yet to answer, by framing.IDKey
+	serverReqs map[string][]byte // its requests the client has yet to answer: their ids, by framing.IDKey
 }
 
 type ownCall struct {
@@ -298,6 +299,7 @@ func (s *Session) init() {
 	s.own = make(map[string]*ownCall)
 	s.subs = make(map[string]struct{})
 	s.listens = make(map[string][]byte)
+	s.orphans = make(map[string]struct{})
 	s.hsChanged = make(chan struct{})
 	s.idle = make(chan struct{})
 	close(s.idle)
@@ -644,6 +646,7 @@ func (s *Session) takeServerRequest(env framing.Envelope) *link {
 		return nil
 	}
 	if _, ok := l.serverReqs[key]; !ok {
+		delete(s.orphans, key) // answered at last: its id may be used again
 		return nil
 	}
 	delete(l.serverReqs, key)
@@ -964,6 +967,32 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 	return append(append([]byte{'['}, bytes.Join(kept, []byte{','})...), ']')
 }
 
+// orphanServerRequests ends the requests of dead link l that the client
+// has yet to answer: the client is sent notifications/cancelled for each,
+// and their ids are remembered (replacing those of an earlier dead link)
+// until the client answers them, so that a late answer is dropped rather
+// than taken for a request of the next upstream under the same id.
+func (s *Session) orphanServerRequests(l *link) {
+	s.mu.Lock()
+	s.orphans = make(map[string]struct{}, len(l.serverReqs))
+	ids := make([][]byte, 0, len(l.serverReqs))
+	for key, id := range l.serverReqs {
+		s.orphans[key] = struct{}{}
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		msg, _ := json.Marshal(map[string]any{
+			"jsonrpc": "2.0",
+			"method":  "notifications/cancelled",
+			"params":  map[string]any{"requestId": json.RawMessage(id), "reason": "the server restarted; its request will not be completed"},
+		})
+		if err := s.Client.WriteMessage(msg); err != nil {
+			s.log.Debug("cannot write to the client", "error", err)
+		}
+	}
+}
+
 // trackServerRequest records the upstream's request env, read on link l,
 // as waiting for the client's answer. Past MaxInFlight such requests, or
 // when its id is over maxIDBytes, it answers the upstream with an error
@@ -976,13 +1005,18 @@ func (s *Session) trackServerRequest(l *link, env framing.Envelope) bool {
 	reason := ""
 	s.mu.Lock()
 	_, known := l.serverReqs[key]
+	_, orphan := s.orphans[key]
 	switch {
 	case len(env.ID) > maxIDBytes:
 		reason = string(refusedIDTooLong)
+	case orphan:
+		// The client may still answer the dead upstream's request; its
+		// answer would be taken for this one's.
+		reason = "mcpwrap: the id is in use by a request of this server's previous process (before it restarted) that the client has not answered; this one was not relayed. Retry with another id."
 	case !known && len(l.serverReqs) >= s.maxInFlight():
 		reason = fmt.Sprintf("mcpwrap: the client has %d of this server's requests to answer already (the limit of requests in flight); this one was not relayed. Retry when it has answered.", len(l.serverReqs))
 	default:
-		l.serverReqs[key] = struct{}{}
+		l.serverReqs[key] = bytes.Clone(env.ID)
 	}
 	s.mu.Unlock()
 	if reason == "" {

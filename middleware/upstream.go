@@ -78,6 +78,7 @@ func (s *Session) supervise(ctx context.Context) {
 		s.mu.Unlock()
 		l.conn.Close()                                                 // its pipes, its process group, its remote session
 		s.failInflight(l, "upstream restarted; request not completed") // before the news, as they were asked first
+		s.orphanServerRequests(l)
 		if tell {
 			s.notifyToolsChanged()
 		}
@@ -112,7 +113,7 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 	if err != nil {
 		return err
 	}
-	l := &link{conn: conn, dead: make(chan struct{}), serverReqs: make(map[string]struct{})}
+	l := &link{conn: conn, dead: make(chan struct{}), serverReqs: make(map[string][]byte)}
 	s.mu.Lock()
 	s.up = l
 	s.mu.Unlock()
