@@ -243,9 +243,9 @@ type inflight struct {
 // link is one connection to the upstream, from dial to death.
 type link struct {
 	conn       Conn
-	dead       chan struct{}       // closed when its reader ended
-	err        error               // why it ended; set before dead is closed
-	ready      bool                // a handshake succeeded on it (guarded by Session.mu)
+	dead       chan struct{}     // closed when its reader ended
+	err        error             // why it ended; set before dead is closed
+	ready      bool              // a handshake succeeded on it (guarded by Session.mu)
 	serverReqs map[string][]byte // its requests the client has yet to answer: their ids, by framing.IDKey
 }
 
