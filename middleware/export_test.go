@@ -10,3 +10,11 @@ func (s *Session) RewriteToolsList(msg []byte) []byte {
 	env, _ := framing.Peek(msg)
 	return s.rewriteToolsList(msg, env)
 }
+
+// catalogLoadIdle reports whether the catalog is loaded and no load is
+// under way.
+func (s *Session) catalogLoadIdle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.catalogKnown && s.loading == nil
+}

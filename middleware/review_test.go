@@ -61,7 +61,7 @@ func startRaw(t *testing.T, o rawOptions) *rawHarness {
 	handshake(t, h.client, h.up)
 	if o.policy != nil && o.catalog != "" {
 		h.answer(h.expect("tools/list"), o.catalog)
-		require.Eventually(t, h.session.catalogLoaded, timeout, tick)
+		require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
 	}
 	return h
 }
@@ -664,7 +664,7 @@ func TestOwnAnswerInABatchIsTakenOut(t *testing.T) {
 	h.up.send(`[{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + secretCatalog + "}]\n")
 	h.up.send(`{"jsonrpc":"2.0","method":"notifications/marker"}` + "\n")
 	assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/marker"}`, string(h.client.next()), "the own answer is not forwarded")
-	require.Eventually(t, h.session.catalogLoaded, timeout, tick, "the own request got its answer")
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick, "the own request got its answer")
 }
 
 // TestToolsCallNotificationIsNotForwarded: a tools/call without an id is a

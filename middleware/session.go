@@ -18,8 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/resilience"
@@ -189,7 +187,7 @@ type Session struct {
 	walkLocked   int                 // locked tools on the pages of the client's current tools/list walk
 	catalogSums  definitionPositions // hashes of the catalog's definitions, to spot changed ones cheaply
 	merges       int                 // catalog updates from the client's tools/list pages (notePage)
-	catalogLoads singleflight.Group  // one catalog load at a time, shared by its callers
+	loading      *catalogLoading     // the catalog load under way, nil when none (see catalogLoad)
 	reevaluating sync.Mutex          // serialises reevaluate; taken before mu
 	refreshing   bool
 	stale        bool // a refresh was asked for while one was running

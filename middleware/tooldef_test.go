@@ -33,7 +33,7 @@ func TestAmbiguousToolDefinitionIsNeverCallable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := startTools(t, [][]string{append([]string{tool("ok", "plain")}, tt.defs...)}, nil)
-			require.Eventually(t, h.session.catalogLoaded, timeout, tick)
+			require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
 
 			var list struct {
 				Result struct {

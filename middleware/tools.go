@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/resilience"
@@ -368,7 +366,8 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 	loaded := s.catalogLoad(ctx)
 	go func() {
 		defer s.doneGating()
-		if err := (<-loaded).Err; err != nil && p.Name != s.discoveryName() {
+		<-loaded.done
+		if err := loaded.err; err != nil && p.Name != s.discoveryName() {
 			if s.readyLink() == nil {
 				s.awaitUpstream(ctx, msg, env, true) // the upstream crashed: wait for its restart
 				return
@@ -495,14 +494,41 @@ const catalogTimeout = 30 * time.Second
 // refreshCatalog loads the upstream's full catalog, or waits for the load
 // under way, and returns how it ended.
 func (s *Session) refreshCatalog(ctx context.Context) error {
-	return (<-s.catalogLoad(ctx)).Err
+	l := s.catalogLoad(ctx)
+	<-l.done
+	return l.err
+}
+
+// A catalogLoading is a load of the catalog under way; err is set before
+// done is closed.
+type catalogLoading struct {
+	done chan struct{}
+	err  error
 }
 
 // catalogLoad starts a load of the catalog, or joins the one under way
 // (one at a time: each walks every page, and two finishing out of order
-// could keep the older), and returns the channel its end is sent on.
-func (s *Session) catalogLoad(ctx context.Context) <-chan singleflight.Result {
-	return s.catalogLoads.DoChan("catalog", func() (any, error) { return nil, s.loadAndKeepCatalog(ctx) })
+// could keep the older), and returns it. A load is under way until it has
+// ended whole (catalog kept, recorded and re-evaluated): a caller that
+// finds none running and a catalog loaded gets a fresh load, never the
+// tail of one whose pages were read before it asked.
+func (s *Session) catalogLoad(ctx context.Context) *catalogLoading {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loading != nil {
+		return s.loading
+	}
+	l := &catalogLoading{done: make(chan struct{})}
+	s.loading = l
+	go func() {
+		err := s.loadAndKeepCatalog(ctx)
+		s.mu.Lock()
+		s.loading = nil
+		s.mu.Unlock()
+		l.err = err
+		close(l.done)
+	}()
+	return l
 }
 
 // loadAndKeepCatalog loads the upstream's full catalog with the sidecar's

@@ -258,7 +258,7 @@ func TestLockedCallsAreAnsweredAndNeverForwarded(t *testing.T) {
 
 func TestReevaluateToolsNotifiesOnlyWhenTheVisibleSetChanges(t *testing.T) {
 	h := startTools(t, [][]string{{tool("a", "x"), tool("b", "y")}}, nil)
-	require.Eventually(t, h.session.catalogLoaded, timeout, tick)
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
 
 	h.policy.set("b", "disabled_by_user")
 	h.session.ReevaluateTools()
@@ -356,7 +356,7 @@ func TestCallToAnUnlistedTool(t *testing.T) {
 			h.policy.mu.Lock()
 			h.policy.pinned = tt.pinned
 			h.policy.mu.Unlock()
-			require.Eventually(t, h.session.catalogLoaded, timeout, tick)
+			require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
 			lists := h.up.calls("tools/list")
 
 			resp := string(h.call(1, "tools/call", `{"name":"ghost"}`))
