@@ -78,7 +78,8 @@ type Session struct {
 
 	// Tools, when set, gates tools/list and tools/call and serves the
 	// discovery tool. Nil passes both through untouched while the upstream
-	// is available.
+	// is available. When it is a [VersionedPolicy], calls are judged from
+	// the verdicts the Session keeps (see ReevaluateTools).
 	Tools ToolPolicy
 	// DiscoveryTool names the discovery tool; "" means [DefaultDiscoveryTool].
 	DiscoveryTool string
@@ -181,7 +182,11 @@ type Session struct {
 	catalogIndex *tooldef.Index // the catalog's names, read by the one tool-definition parser
 	identities   identities     // definitions as tooldef read them; has its own lock
 	catalogKnown bool
-	visible      string // the visible tool set the client last learned
+	// verdicts publishes the catalog, and the policy's verdicts on it, to
+	// the calls judged without s.mu (see callVerdict).
+	verdicts     atomic.Pointer[verdicts]
+	versioned    VersionedPolicy // Tools, when it is one; set by init
+	visible      string          // the visible tool set the client last learned
 	visibleKnown bool
 	locked       int                 // locked tools in the catalog
 	walkLocked   int                 // locked tools on the pages of the client's current tools/list walk
@@ -269,6 +274,7 @@ func (s *Session) init() {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.ownID = newOwnIDPrefix()
+	s.versioned, _ = s.Tools.(VersionedPolicy)
 	s.reqs = make(map[string]*inflight)
 	s.ended = make(map[string]ended)
 	s.progress = make(map[string]string)

@@ -79,13 +79,18 @@ func (v catalogView) locked() int {
 	return n
 }
 
-// view evaluates the cached catalog against the current policy.
+// view evaluates the cached catalog against the current policy. With a
+// VersionedPolicy it also publishes the verdicts, unless the catalog
+// changed meanwhile (its setter evaluates the new one), for callVerdict.
 func (s *Session) view() catalogView {
-	s.mu.Lock()
-	v := catalogView{tools: s.catalog, index: s.catalogIndex}
-	s.mu.Unlock()
-	if v.index == nil {
-		v.index = new(tooldef.Index)
+	snap := s.verdicts.Load()
+	if snap == nil {
+		return catalogView{index: new(tooldef.Index)}
+	}
+	v := catalogView{tools: snap.tools, index: snap.index}
+	var version uint64
+	if s.versioned != nil {
+		version = s.versioned.Version() // before Evaluate: a change during it leaves the verdicts stale, never wrong
 	}
 	v.avail = s.policy().Evaluate(v.tools)
 	for i := range v.avail {
@@ -93,7 +98,42 @@ func (s *Session) view() catalogView {
 			v.avail[i] = untrusted
 		}
 	}
+	if s.versioned != nil {
+		s.verdicts.CompareAndSwap(snap, &verdicts{tools: snap.tools, index: snap.index, avail: slices.Clone(v.avail), version: version})
+	}
 	return v
+}
+
+// verdicts is the catalog as last loaded, immutable once published (see
+// Session.verdicts): what a tools/call is judged by without a lock. avail
+// is nil until the catalog is evaluated under a VersionedPolicy, then holds
+// the verdict on each definition as of the policy's version.
+type verdicts struct {
+	tools   []json.RawMessage
+	index   *tooldef.Index // never nil
+	avail   []Availability
+	version uint64
+}
+
+// callVerdict returns the policy's verdict on a call to the named tool, a
+// definition of the loaded catalog: known is false when no catalog is
+// loaded or no definition is trusted under name, and claimed then reports
+// whether one claims it nonetheless (see untrusted). While the policy's
+// version is the one the catalog was evaluated at, it takes no lock and
+// allocates nothing; otherwise it asks the policy about the definition.
+func (s *Session) callVerdict(name string) (a Availability, known, claimed bool) {
+	snap := s.verdicts.Load()
+	if snap == nil {
+		return Availability{}, false, false
+	}
+	i, known, claimed := snap.index.Lookup(name)
+	if !known {
+		return Availability{}, false, claimed
+	}
+	if snap.avail != nil && snap.version == s.versioned.Version() {
+		return snap.avail[i], true, true
+	}
+	return s.Tools.Evaluate([]json.RawMessage{snap.tools[i]})[0], true, true
 }
 
 // untrusted is the availability of a tool definition that has no name the
@@ -334,14 +374,14 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 		s.unhold(msg, held)
 		return
 	}
-	tool, known, claimed := s.catalogTool(p.Name)
+	a, known, claimed := s.callVerdict(p.Name)
 	switch {
-	case p.Name == s.discoveryName() && s.catalogLoaded():
-		s.judge(ctx, msg, env, p, nil)
+	case p.Name == s.discoveryName() && s.verdicts.Load() != nil:
+		s.reply(env.ID, s.discover(ctx, p.Arguments))
 		s.unhold(msg, held)
 		return
 	case known:
-		s.judge(ctx, msg, env, p, tool)
+		s.judge(ctx, msg, env, p.Name, a)
 		s.unhold(msg, held)
 		return
 	case claimed:
@@ -376,9 +416,11 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 			s.unhold(msg, true)
 			return
 		}
-		switch tool, known, claimed := s.catalogTool(p.Name); {
-		case p.Name == s.discoveryName() || known:
-			s.judge(ctx, msg, env, p, tool)
+		switch a, known, claimed := s.callVerdict(p.Name); {
+		case p.Name == s.discoveryName():
+			s.reply(env.ID, s.discover(ctx, p.Arguments))
+		case known:
+			s.judge(ctx, msg, env, p.Name, a)
 		case claimed:
 			s.rejectUntrusted(env.ID, p.Name)
 		default:
@@ -388,18 +430,14 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 	}()
 }
 
-// judge answers or forwards a tools/call given the definition of its tool.
-func (s *Session) judge(ctx context.Context, msg []byte, env framing.Envelope, p callParams, tool json.RawMessage) {
-	if p.Name == s.discoveryName() {
-		s.reply(env.ID, s.discover(ctx, p.Arguments))
-		return
-	}
-	a := s.Tools.Evaluate([]json.RawMessage{tool})[0]
+// judge answers or forwards a tools/call to the named tool of the catalog
+// given the policy's verdict on it (see callVerdict).
+func (s *Session) judge(ctx context.Context, msg []byte, env framing.Envelope, name string, a Availability) {
 	switch {
 	case !a.InScope:
-		s.replyError(env.ID, codeInvalidParams, fmt.Sprintf("unknown tool %q", p.Name))
+		s.replyError(env.ID, codeInvalidParams, fmt.Sprintf("unknown tool %q", name))
 	case a.Status != "":
-		s.reject(env.ID, p.Name, a.Status)
+		s.reject(env.ID, name, a.Status)
 	default:
 		s.send(ctx, msg, env)
 	}
@@ -458,23 +496,15 @@ func (s *Session) ToolDefinition(name string) (json.RawMessage, bool) {
 // is trusted under the name, and claimed then reports whether one claims
 // it nonetheless (see untrusted).
 func (s *Session) catalogTool(name string) (tool json.RawMessage, known, claimed bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.catalogIndex == nil {
+	snap := s.verdicts.Load()
+	if snap == nil {
 		return nil, false, false
 	}
-	i, known, claimed := s.catalogIndex.Lookup(name)
+	i, known, claimed := snap.index.Lookup(name)
 	if !known {
 		return nil, false, claimed
 	}
-	return s.catalog[i], true, true
-}
-
-// catalogLoaded reports whether the upstream's catalog has been loaded.
-func (s *Session) catalogLoaded() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.catalogKnown
+	return snap.tools[i], true, true
 }
 
 // toolError is a tools/call result with isError set.
@@ -621,6 +651,7 @@ func (s *Session) setCatalogLocked(all []json.RawMessage) {
 		sums[sum] = i
 	}
 	s.catalog, s.catalogIndex, s.catalogSums, s.catalogKnown = all, index, sums, true
+	s.verdicts.Store(&verdicts{tools: all, index: index}) // evaluated by the reevaluate that follows
 }
 
 // identities caches what tooldef read from tool definitions, by their hash
@@ -754,7 +785,9 @@ func (s *Session) mergePage(page [][]byte) ([]json.RawMessage, []bool, bool) {
 // ReevaluateTools recomputes which tools the client can see and, when that
 // changed since the client last learned it, sends the client
 // notifications/tools/list_changed. Call it when the policy's inputs change
-// (for example the user state store). It is safe for concurrent use.
+// (for example the user state store): with a [VersionedPolicy] it also
+// re-evaluates the verdicts calls are judged from, which until then are
+// asked of the policy one call at a time. It is safe for concurrent use.
 func (s *Session) ReevaluateTools() {
 	s.once.Do(s.init)
 	s.reevaluate(true)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
@@ -23,17 +24,22 @@ type fakePolicy struct {
 	status map[string]string // tool → locked status
 	scope  map[string]bool   // when non-nil, only these tools are in scope
 	pinned bool              // approval is on: every Availability is Pinned
+
+	version   atomic.Uint64 // bumped by set (see versionedFake)
+	evaluated atomic.Int64  // definitions evaluated
 }
 
 func (p *fakePolicy) set(tool, status string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.status[tool] = status
+	p.version.Add(1)
 }
 
 func (p *fakePolicy) Evaluate(tools []json.RawMessage) []Availability {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.evaluated.Add(int64(len(tools)))
 	out := make([]Availability, len(tools))
 	for i, t := range tools {
 		name := defOf(t).Name
@@ -47,6 +53,12 @@ func (p *fakePolicy) Remediation(status, tool string) string { return "remedy fo
 func (p *fakePolicy) Rejection(status, tool, discovery string) string {
 	return fmt.Sprintf("%s is %s; see %s", tool, status, discovery)
 }
+
+// versionedFake is a fakePolicy that is a VersionedPolicy, as the real gate
+// is: the Session judges calls from the verdicts it keeps.
+type versionedFake struct{ *fakePolicy }
+
+func (p versionedFake) Version() uint64 { return p.version.Load() }
 
 // defOf reads a tool definition as the sidecar does; fakes use it to name
 // tools.
@@ -131,6 +143,13 @@ type toolsHarness struct {
 // serving pages, and completes the handshake.
 func startTools(t *testing.T, pages [][]string, locked map[string]string, scope ...string) *toolsHarness {
 	t.Helper()
+	return startToolsWith(t, false, pages, locked, scope...)
+}
+
+// startToolsWith is startTools; with versioned, the Session's policy is a
+// VersionedPolicy.
+func startToolsWith(t *testing.T, versioned bool, pages [][]string, locked map[string]string, scope ...string) *toolsHarness {
+	t.Helper()
 	client, clientConn := newPeer(t, 0)
 	upPeer, upConn := newPeer(t, 0)
 	if locked == nil {
@@ -145,7 +164,11 @@ func startTools(t *testing.T, pages [][]string, locked map[string]string, scope 
 	}
 	h := &toolsHarness{client: client, up: &fakeUpstream{t: t, peer: upPeer, pages: pages},
 		policy: policy, done: make(chan error, 1)}
-	h.session = &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), Tools: h.policy}
+	var tools ToolPolicy = h.policy
+	if versioned {
+		tools = versionedFake{h.policy}
+	}
+	h.session = &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), Tools: tools}
 	go h.up.serve()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
