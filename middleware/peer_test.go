@@ -35,18 +35,21 @@ func newPeer(t *testing.T, maxLine int) (*peer, Conn) {
 		return nil
 	}), maxLine)
 	p := &peer{t: t, in: fromPeer, out: framing.NewReader(toPeer, 0), outR: toPeer, recv: make(chan []byte, 64)}
-	go func() {
-		defer close(p.recv)
-		for {
-			line, err := p.out.Read()
-			if err != nil {
-				return
-			}
-			p.recv <- append([]byte(nil), line...)
-		}
-	}()
+	go p.read()
 	t.Cleanup(func() { fromPeer.Close(); toPeer.Close() })
 	return p, conn
+}
+
+// read delivers what the peer receives to recv, until its stream ends.
+func (p *peer) read() {
+	defer close(p.recv)
+	for {
+		line, err := p.out.Read()
+		if err != nil {
+			return
+		}
+		p.recv <- append([]byte(nil), line...)
+	}
 }
 
 type closerFunc func() error
@@ -85,6 +88,14 @@ func (p *peer) closed() {
 		case <-time.After(5 * time.Second):
 			p.t.Fatal("stream not closed within 5s")
 		}
+	}
+}
+
+// hangUp closes both of the peer's ends and waits for its reader to end.
+func (p *peer) hangUp() {
+	p.in.Close()
+	p.outR.Close()
+	for range p.recv {
 	}
 }
 

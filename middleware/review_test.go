@@ -36,7 +36,8 @@ type rawOptions struct {
 	wrap    func(Conn) Conn // wraps the upstream conn
 	// wrapClient wraps the client conn the Session uses.
 	wrapClient func(Conn) Conn
-	catalog    string // the first own tools/list result; "" leaves it unanswered
+	catalog    string        // the first own tools/list result; "" leaves it unanswered
+	drain      time.Duration // the Session's DrainTimeout
 }
 
 // startRaw runs a Session, completes the handshake by hand and answers the
@@ -53,7 +54,7 @@ func startRaw(t *testing.T, o rawOptions) *rawHarness {
 	if o.wrapClient != nil {
 		clientConn = o.wrapClient(clientConn)
 	}
-	h.session = &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), Tools: o.policy}
+	h.session = &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), Tools: o.policy, DrainTimeout: o.drain}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	t.Cleanup(cancel)

@@ -201,6 +201,7 @@ type Session struct {
 	gating     int           // calls being judged off the client pump
 	gatingIdle chan struct{} // closed while gating is zero
 	stopping   bool          // Run is returning: no new gating
+	background goroutines    // catalog loads, refreshes, relayed handshakes: Run waits for them
 
 	held           int           // client requests held (see hold)
 	heldBytes      int           // their size
@@ -250,6 +251,10 @@ type hsWaiter struct {
 	done   chan struct{}
 	once   sync.Once
 	held   int // bytes counted by hold
+
+	timerMu sync.Mutex
+	timer   interface{ Stop() bool } // the ready timer, stopped when the waiter ends
+	ended   bool
 }
 
 // Handshake returns a copy of the handshake captured so far.
@@ -312,7 +317,9 @@ func (s *Session) init() {
 // keeps running and its answers still reach the client, and a request the
 // drain leaves unanswered is answered with an error. It returns nil when
 // the client closed its side or ctx is done; an upstream that fails never
-// ends the session.
+// ends the session. Every goroutine Run starts has ended when it returns:
+// it closes Client to end a read still blocked on it (a Conn whose Close
+// does not end a blocked read is waited for up to DrainTimeout, then left).
 func (s *Session) Run(ctx context.Context) error {
 	s.once.Do(s.init)
 	done := ctx.Done()
@@ -331,7 +338,11 @@ func (s *Session) Run(ctx context.Context) error {
 		s.supervise(ctx)
 	}()
 	clientDone := make(chan error, 1)
-	go func() { clientDone <- s.pumpClient(ctx) }()
+	pumped := make(chan struct{})
+	go func() {
+		defer close(pumped)
+		clientDone <- s.pumpClient(ctx)
+	}()
 
 	var err error
 	select {
@@ -358,7 +369,25 @@ func (s *Session) Run(ctx context.Context) error {
 	for _, w := range s.takeWaiters("") { // stop their ready timers
 		w.once.Do(func() { s.endWaiter(w) })
 	}
+	s.awaitWriters(s.background.stop())
+	// The client pump may still be reading a client that has not closed its
+	// side: closing the Conn ends the read, so the pump does not outlive Run.
+	s.Client.Close()
+	s.awaitClientPump(pumped)
 	return err
+}
+
+// awaitClientPump waits for the client pump to end once the client's Conn
+// is closed, up to the drain timeout: a Conn whose Close does not end a
+// blocked read breaks the Conn contract, and Run returns without it.
+func (s *Session) awaitClientPump(pumped <-chan struct{}) {
+	t := time.NewTimer(s.drainTimeout())
+	defer t.Stop()
+	select {
+	case <-pumped:
+	case <-t.C:
+		s.log.Warn("closing the client's connection did not end its read; returning without it")
+	}
 }
 
 // awaitWriters waits for done: for the supervisor to return, or for the
@@ -856,7 +885,7 @@ func (s *Session) refreshLater() {
 	}
 	s.refreshing = true
 	s.mu.Unlock()
-	go func() {
+	started := s.background.Go(func() {
 		for {
 			s.refreshCatalog(s.runCtx())
 			s.mu.Lock()
@@ -868,7 +897,12 @@ func (s *Session) refreshLater() {
 			s.stale = false
 			s.mu.Unlock()
 		}
-	}()
+	})
+	if !started { // Run is returning
+		s.mu.Lock()
+		s.refreshing, s.stale = false, false
+		s.mu.Unlock()
+	}
 }
 
 // upstreamBatch notes what a batch from the upstream holds: answers to the

@@ -2,12 +2,17 @@ package middleware
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
 // TestShutdownDrains: whichever way Run is told to stop — the client
@@ -78,6 +83,60 @@ func TestShutdownDrains(t *testing.T) {
 				default:
 				}
 			})
+		})
+	}
+}
+
+// TestRunLeavesNoGoroutineBehind: every goroutine Run starts (pumps,
+// supervisor, catalog loads, calls judged off the client pump, timers) has
+// ended when Run returns, however the session ends. Each case ends it with
+// a call waiting for a catalog load and one in flight at the upstream.
+func TestRunLeavesNoGoroutineBehind(t *testing.T) {
+	tests := []struct {
+		name string
+		end  func(t *testing.T, h *rawHarness)
+	}{
+		{name: "client closes its side", end: func(t *testing.T, h *rawHarness) { h.client.closeSend() }},
+		{name: "context cancelled", end: func(t *testing.T, h *rawHarness) { h.cancel() }},
+		{name: "upstream crashes", end: func(t *testing.T, h *rawHarness) {
+			h.up.closeSend()
+			require.Eventually(t, func() bool { return h.session.Status().Class == resilience.Permanent }, timeout, tick)
+			h.cancel()
+		}},
+		{name: "client stops reading", end: func(t *testing.T, h *rawHarness) {
+			go func() { // ends when the upstream's side is closed
+				for i := 0; ; i++ {
+					if _, err := io.WriteString(h.up.in, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/n%d"}`+"\n", i)); err != nil {
+						return
+					}
+				}
+			}()
+			require.Eventually(t, func() bool { return len(h.client.recv) == cap(h.client.recv) }, timeout, tick)
+			h.cancel()
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
+			h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog, drain: 50 * time.Millisecond})
+			h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"open"}}` + "\n")
+			h.expect("tools/call")
+			h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ghost"}}` + "\n")
+			h.expect("tools/list")
+
+			tt.end(t, h)
+			select {
+			case <-h.done:
+			case <-time.After(timeout):
+				t.Fatal("Run did not return")
+			}
+			// Checked before the test's peers hang up, which would free a
+			// goroutine of Run's still blocked on a Conn; their readers
+			// (peer.read) are the test's.
+			goleak.VerifyNone(t, before, goleak.IgnoreAnyFunction("github.com/mcpwrap/mcpwrap/middleware.(*peer).read"))
+			h.client.hangUp()
+			h.up.hangUp()
+			goleak.VerifyNone(t, before)
 		})
 	}
 }

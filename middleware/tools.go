@@ -549,15 +549,20 @@ func (s *Session) catalogLoad(ctx context.Context) *catalogLoading {
 		return s.loading
 	}
 	l := &catalogLoading{done: make(chan struct{})}
-	s.loading = l
-	go func() {
+	started := s.background.Go(func() {
 		err := s.loadAndKeepCatalog(ctx)
 		s.mu.Lock()
 		s.loading = nil
 		s.mu.Unlock()
 		l.err = err
 		close(l.done)
-	}()
+	})
+	if !started {
+		l.err = errSessionEnded
+		close(l.done)
+		return l
+	}
+	s.loading = l
 	return l
 }
 
@@ -604,6 +609,10 @@ func (s *Session) loadAndKeepCatalog(ctx context.Context) error {
 const maxCatalogTries = 3
 
 var errCatalogChanging = errors.New("the tool catalog changed while it loaded")
+
+// errSessionEnded is why a catalog load is not started once Run is
+// returning.
+var errSessionEnded = errors.New("the session ended")
 
 // loadCatalog reads every page of the upstream's catalog.
 func (s *Session) loadCatalog(ctx context.Context) ([]json.RawMessage, error) {

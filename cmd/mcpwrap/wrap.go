@@ -201,7 +201,8 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		defer watching.Wait()
 		defer stopWatch()
 	}
-	session.Client = middleware.NewStreamConn(stdin, stdout, nil, srv.MaxLineBytes)
+	clientIn, closeClientIn := closableStdin(stdin)
+	session.Client = middleware.NewStreamConn(clientIn, stdout, closeClientIn, srv.MaxLineBytes)
 	session.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
 	go tools.Watch(ctx, session.ReevaluateTools)
 	defer watchConfig(ctx, o, tools, session.ReevaluateTools, logger)()
