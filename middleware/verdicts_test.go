@@ -121,3 +121,37 @@ func TestCallVerdictIsNeverOlderThanTheCatalog(t *testing.T) {
 	require.True(t, known)
 	assert.Equal(t, "pending_approval", a.Status)
 }
+
+// descPolicy locks tools whose description mentions "evil", the way
+// pinning locks a tool whose definition changed.
+type descPolicy struct{ fakePolicy }
+
+func (p *descPolicy) Evaluate(tools []json.RawMessage) []Availability {
+	out := make([]Availability, len(tools))
+	for i, t := range tools {
+		out[i].InScope = true
+		if strings.Contains(defOf(t).Description, "evil") {
+			out[i].Status = "pending_approval"
+		}
+	}
+	return out
+}
+
+// TestCallIsJudgedByTheDefinitionTheClientSaw: when the upstream changes a
+// tool's definition without list_changed (a rug pull), the client's
+// tools/list hides it (the page is evaluated), and a call is judged by that
+// changed definition, never by the one cached before, and not forwarded.
+func TestCallIsJudgedByTheDefinitionTheClientSaw(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: &descPolicy{},
+		catalog: `{"tools":[{"name":"a","description":"benign"}]}`})
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+	h.answer(h.expect("tools/list"), `{"tools":[{"name":"a","description":"now evil"}]}`)
+	var list listResponse
+	require.NoError(t, json.Unmarshal(h.nextResponse("1"), &list))
+	require.NotContains(t, list.names(), "a", "the changed tool is hidden")
+
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a"}}` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, string(h.up.next()),
+		"the hidden, changed tool must not be callable")
+}
