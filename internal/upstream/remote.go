@@ -150,6 +150,9 @@ type RemoteConn struct {
 	// those results, by tool name (see remote_params.go).
 	toolLists    map[string]struct{}
 	paramHeaders map[string][]paramheader.Binding
+	// metaVersion is the _meta protocol version of the client's last
+	// 2026-07-28 request: the version of its other messages too.
+	metaVersion string
 }
 
 // inbound is one item for ReadMessage: a message or a per-message error.
@@ -485,6 +488,13 @@ func (c *RemoteConn) newRequest(method string, u *url.URL, out *outbound) (*http
 	}
 	c.mu.Lock()
 	sessionID, version := c.sessionID, c.version
+	if out != nil && out.metaVersion != "" {
+		c.metaVersion = out.metaVersion
+	} else if version == "" {
+		// A 2026-07-28 notification or response carries no version of
+		// its own: it goes with that of the client's requests.
+		version = c.metaVersion
+	}
 	var bindings []paramheader.Binding
 	if out != nil && out.kind == framing.Request && out.method == "tools/call" {
 		bindings = c.paramHeaders[out.name]
@@ -510,8 +520,8 @@ func (c *RemoteConn) newRequest(method string, u *url.URL, out *outbound) (*http
 	if version != "" {
 		req.Header.Set("Mcp-Protocol-Version", version)
 	}
-	if out != nil && out.kind == framing.Request && version >= firstStatelessVersion {
-		req.Header.Set("Mcp-Method", out.method)
+	if out != nil && out.method != "" && version >= firstStatelessVersion {
+		req.Header.Set("Mcp-Method", out.method) // requests and notifications alike
 		if out.name != "" && validHeaderValue(out.name) {
 			req.Header.Set("Mcp-Name", out.name)
 		}
