@@ -101,13 +101,13 @@ func TestListChangedDuringACatalogLoadLoadsItAgain(t *testing.T) {
 	var late []byte
 	for ended := false; !ended; {
 		select {
-		case res := <-refresh:
-			require.NoError(t, res.Err)
+		case <-refresh.done:
+			require.NoError(t, refresh.err)
 			ended = true
 		case msg := <-h.up.recv:
 			select {
-			case res := <-refresh:
-				require.NoError(t, res.Err)
+			case <-refresh.done:
+				require.NoError(t, refresh.err)
 				ended, late = true, msg
 				continue
 			default:

@@ -243,3 +243,25 @@ func TestObjectIDReencodedByTheUpstreamEndsItsRequest(t *testing.T) {
 	h.client.send(req + "\n")
 	assert.Equal(t, req, string(h.up.next()), "not refused as an id in flight")
 }
+
+// TestRequestIDInFlightIsRefused: reqs is keyed by the id, so a second
+// request reusing an id in flight (1 and 1.0 are one id) replaces the
+// first: the answer to one is taken for the other's (a tools/list answer
+// is not filtered, and any answer with a "tools" member is merged into the
+// catalog as tool definitions), and a crash answers only one of them.
+func TestRequestIDInFlightIsRefused(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"x/echo","params":{"tools":[{"name":"secret"}]}}` + "\n")
+	h.expect("x/echo")
+	h.client.send(`{"jsonrpc":"2.0","id":1.0,"method":"tools/list"}` + "\n")
+	var resp struct {
+		ID    json.RawMessage `json:"id"`
+		Error *RPCError       `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, "1.0", string(resp.ID))
+	require.NotNil(t, resp.Error, "the second request is refused")
+	assert.Equal(t, codeInvalidRequest, resp.Error.Code)
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, string(h.up.next()), "the second request was not forwarded")
+}

@@ -18,8 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/resilience"
@@ -80,7 +78,8 @@ type Session struct {
 
 	// Tools, when set, gates tools/list and tools/call and serves the
 	// discovery tool. Nil passes both through untouched while the upstream
-	// is available.
+	// is available. When it is a [VersionedPolicy], calls are judged from
+	// the verdicts the Session keeps (see ReevaluateTools).
 	Tools ToolPolicy
 	// DiscoveryTool names the discovery tool; "" means [DefaultDiscoveryTool].
 	DiscoveryTool string
@@ -201,14 +200,18 @@ type Session struct {
 	catalogIndex *tooldef.Index // the catalog's names, read by the one tool-definition parser
 	identities   identities     // definitions as tooldef read them; has its own lock
 	catalogKnown bool
-	visible      string // the visible tool set the client last learned
+	// verdicts publishes the catalog, and the policy's verdicts on it, to
+	// the calls judged without s.mu (see callVerdict).
+	verdicts     atomic.Pointer[verdicts]
+	versioned    VersionedPolicy // Tools, when it is one; set by init
+	visible      string          // the visible tool set the client last learned
 	visibleKnown bool
 	locked       int                 // locked tools in the catalog
 	walkLocked   int                 // locked tools on the pages of the client's current tools/list walk
 	catalogSums  definitionPositions // hashes of the catalog's definitions, to spot changed ones cheaply
 	catalogBytes int                 // the size of the catalog's definitions
 	merges       int                 // catalog updates from the client's tools/list pages (notePage) and changes the upstream announced
-	catalogLoads singleflight.Group  // one catalog load at a time, shared by its callers
+	loading      *catalogLoading     // the catalog load under way, nil when none (see catalogLoad)
 	reevaluating sync.Mutex          // serialises reevaluate; taken before mu
 	refreshing   bool
 	stale        bool // a refresh was asked for while one was running
@@ -217,6 +220,7 @@ type Session struct {
 	gating     int           // calls being judged off the client pump
 	gatingIdle chan struct{} // closed while gating is zero
 	stopping   bool          // Run is returning: no new gating
+	background goroutines    // catalog loads, refreshes, relayed handshakes: Run waits for them
 
 	held           int           // client requests held (see hold)
 	heldBytes      int           // their size
@@ -267,6 +271,10 @@ type hsWaiter struct {
 	done   chan struct{}
 	once   sync.Once
 	held   int // bytes counted by hold
+
+	timerMu sync.Mutex
+	timer   interface{ Stop() bool } // the ready timer, stopped when the waiter ends
+	ended   bool
 }
 
 // Handshake returns a copy of the handshake captured so far.
@@ -291,6 +299,7 @@ func (s *Session) init() {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.ownID = newOwnIDPrefix()
+	s.versioned, _ = s.Tools.(VersionedPolicy)
 	s.reqs = make(map[string]*inflight)
 	s.ended = make(map[string]ended)
 	s.progress = make(map[string]string)
@@ -330,7 +339,9 @@ func (s *Session) init() {
 // keeps running and its answers still reach the client, and a request the
 // drain leaves unanswered is answered with an error. It returns nil when
 // the client closed its side or ctx is done; an upstream that fails never
-// ends the session.
+// ends the session. Every goroutine Run starts has ended when it returns:
+// it closes Client to end a read still blocked on it (a Conn whose Close
+// does not end a blocked read is waited for up to DrainTimeout, then left).
 func (s *Session) Run(ctx context.Context) error {
 	s.once.Do(s.init)
 	done := ctx.Done()
@@ -349,7 +360,11 @@ func (s *Session) Run(ctx context.Context) error {
 		s.supervise(ctx)
 	}()
 	clientDone := make(chan error, 1)
-	go func() { clientDone <- s.pumpClient(ctx) }()
+	pumped := make(chan struct{})
+	go func() {
+		defer close(pumped)
+		clientDone <- s.pumpClient(ctx)
+	}()
 
 	var err error
 	select {
@@ -376,7 +391,25 @@ func (s *Session) Run(ctx context.Context) error {
 	for _, w := range s.takeWaiters("") { // stop their ready timers
 		w.once.Do(func() { s.endWaiter(w) })
 	}
+	s.awaitWriters(s.background.stop())
+	// The client pump may still be reading a client that has not closed its
+	// side: closing the Conn ends the read, so the pump does not outlive Run.
+	s.Client.Close()
+	s.awaitClientPump(pumped)
 	return err
+}
+
+// awaitClientPump waits for the client pump to end once the client's Conn
+// is closed, up to the drain timeout: a Conn whose Close does not end a
+// blocked read breaks the Conn contract, and Run returns without it.
+func (s *Session) awaitClientPump(pumped <-chan struct{}) {
+	t := time.NewTimer(s.drainTimeout())
+	defer t.Stop()
+	select {
+	case <-pumped:
+	case <-t.C:
+		s.log.Warn("closing the client's connection did not end its read; returning without it")
+	}
 }
 
 // awaitWriters waits for done: for the supervisor to return, or for the
@@ -897,7 +930,7 @@ func (s *Session) refreshLater() {
 	}
 	s.refreshing = true
 	s.mu.Unlock()
-	go func() {
+	started := s.background.Go(func() {
 		for {
 			s.refreshCatalog(s.runCtx())
 			s.mu.Lock()
@@ -909,7 +942,12 @@ func (s *Session) refreshLater() {
 			s.stale = false
 			s.mu.Unlock()
 		}
-	}()
+	})
+	if !started { // Run is returning
+		s.mu.Lock()
+		s.refreshing, s.stale = false, false
+		s.mu.Unlock()
+	}
 }
 
 // upstreamBatch notes what a batch from the upstream holds: answers to the

@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/resilience"
@@ -81,13 +79,18 @@ func (v catalogView) locked() int {
 	return n
 }
 
-// view evaluates the cached catalog against the current policy.
+// view evaluates the cached catalog against the current policy. With a
+// VersionedPolicy it also publishes the verdicts, unless the catalog
+// changed meanwhile (its setter evaluates the new one), for callVerdict.
 func (s *Session) view() catalogView {
-	s.mu.Lock()
-	v := catalogView{tools: s.catalog, index: s.catalogIndex}
-	s.mu.Unlock()
-	if v.index == nil {
-		v.index = new(tooldef.Index)
+	snap := s.verdicts.Load()
+	if snap == nil {
+		return catalogView{index: new(tooldef.Index)}
+	}
+	v := catalogView{tools: snap.tools, index: snap.index}
+	var version uint64
+	if s.versioned != nil {
+		version = s.versioned.Version() // before Evaluate: a change during it leaves the verdicts stale, never wrong
 	}
 	v.avail = s.policy().Evaluate(v.tools)
 	for i := range v.avail {
@@ -95,7 +98,42 @@ func (s *Session) view() catalogView {
 			v.avail[i] = untrusted
 		}
 	}
+	if s.versioned != nil {
+		s.verdicts.CompareAndSwap(snap, &verdicts{tools: snap.tools, index: snap.index, avail: slices.Clone(v.avail), version: version})
+	}
 	return v
+}
+
+// verdicts is the catalog as last loaded, immutable once published (see
+// Session.verdicts): what a tools/call is judged by without a lock. avail
+// is nil until the catalog is evaluated under a VersionedPolicy, then holds
+// the verdict on each definition as of the policy's version.
+type verdicts struct {
+	tools   []json.RawMessage
+	index   *tooldef.Index // never nil
+	avail   []Availability
+	version uint64
+}
+
+// callVerdict returns the policy's verdict on a call to the named tool, a
+// definition of the loaded catalog: known is false when no catalog is
+// loaded or no definition is trusted under name, and claimed then reports
+// whether one claims it nonetheless (see untrusted). While the policy's
+// version is the one the catalog was evaluated at, it takes no lock and
+// allocates nothing; otherwise it asks the policy about the definition.
+func (s *Session) callVerdict(name string) (a Availability, known, claimed bool) {
+	snap := s.verdicts.Load()
+	if snap == nil {
+		return Availability{}, false, false
+	}
+	i, known, claimed := snap.index.Lookup(name)
+	if !known {
+		return Availability{}, false, claimed
+	}
+	if snap.avail != nil && snap.version == s.versioned.Version() {
+		return snap.avail[i], true, true
+	}
+	return s.Tools.Evaluate([]json.RawMessage{snap.tools[i]})[0], true, true
 }
 
 // untrusted is the availability of a tool definition that has no name the
@@ -336,17 +374,17 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 		s.unhold(msg, held)
 		return
 	}
-	tool, known, claimed := s.catalogTool(p.Name)
+	a, known, claimed := s.callVerdict(p.Name)
 	if s.catalogStale() {
 		known, claimed = false, false // wait for the catalog the upstream announced
 	}
 	switch {
-	case p.Name == s.discoveryName() && s.catalogLoaded():
-		s.judge(ctx, msg, env, p, nil)
+	case p.Name == s.discoveryName() && s.verdicts.Load() != nil:
+		s.reply(env.ID, s.discover(ctx, p.Arguments))
 		s.unhold(msg, held)
 		return
 	case known:
-		s.judge(ctx, msg, env, p, tool)
+		s.judge(ctx, msg, env, p.Name, a)
 		s.unhold(msg, held)
 		return
 	case claimed:
@@ -371,7 +409,8 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 	loaded := s.catalogLoad(ctx)
 	go func() {
 		defer s.doneGating()
-		if err := (<-loaded).Err; err != nil && p.Name != s.discoveryName() {
+		<-loaded.done
+		if err := loaded.err; err != nil && p.Name != s.discoveryName() {
 			if s.readyLink() == nil {
 				s.awaitUpstream(ctx, msg, env, true) // the upstream crashed: wait for its restart
 				return
@@ -380,9 +419,11 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 			s.unhold(msg, true)
 			return
 		}
-		switch tool, known, claimed := s.catalogTool(p.Name); {
-		case p.Name == s.discoveryName() || known:
-			s.judge(ctx, msg, env, p, tool)
+		switch a, known, claimed := s.callVerdict(p.Name); {
+		case p.Name == s.discoveryName():
+			s.reply(env.ID, s.discover(ctx, p.Arguments))
+		case known:
+			s.judge(ctx, msg, env, p.Name, a)
 		case claimed:
 			s.rejectUntrusted(env.ID, p.Name)
 		default:
@@ -392,18 +433,14 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 	}()
 }
 
-// judge answers or forwards a tools/call given the definition of its tool.
-func (s *Session) judge(ctx context.Context, msg []byte, env framing.Envelope, p callParams, tool json.RawMessage) {
-	if p.Name == s.discoveryName() {
-		s.reply(env.ID, s.discover(ctx, p.Arguments))
-		return
-	}
-	a := s.Tools.Evaluate([]json.RawMessage{tool})[0]
+// judge answers or forwards a tools/call to the named tool of the catalog
+// given the policy's verdict on it (see callVerdict).
+func (s *Session) judge(ctx context.Context, msg []byte, env framing.Envelope, name string, a Availability) {
 	switch {
 	case !a.InScope:
-		s.replyError(env.ID, codeInvalidParams, fmt.Sprintf("unknown tool %q", p.Name))
+		s.replyError(env.ID, codeInvalidParams, fmt.Sprintf("unknown tool %q", name))
 	case a.Status != "":
-		s.reject(env.ID, p.Name, a.Status)
+		s.reject(env.ID, name, a.Status)
 	default:
 		s.send(ctx, msg, env)
 	}
@@ -462,16 +499,15 @@ func (s *Session) ToolDefinition(name string) (json.RawMessage, bool) {
 // is trusted under the name, and claimed then reports whether one claims
 // it nonetheless (see untrusted).
 func (s *Session) catalogTool(name string) (tool json.RawMessage, known, claimed bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.catalogIndex == nil {
+	snap := s.verdicts.Load()
+	if snap == nil {
 		return nil, false, false
 	}
-	i, known, claimed := s.catalogIndex.Lookup(name)
+	i, known, claimed := snap.index.Lookup(name)
 	if !known {
 		return nil, false, claimed
 	}
-	return s.catalog[i], true, true
+	return snap.tools[i], true, true
 }
 
 // catalogStale reports whether the upstream announced a change of its
@@ -480,13 +516,6 @@ func (s *Session) catalogStale() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.refreshing
-}
-
-// catalogLoaded reports whether the upstream's catalog has been loaded.
-func (s *Session) catalogLoaded() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.catalogKnown
 }
 
 // toolError is a tools/call result with isError set.
@@ -506,14 +535,46 @@ const catalogTimeout = 30 * time.Second
 // refreshCatalog loads the upstream's full catalog, or waits for the load
 // under way, and returns how it ended.
 func (s *Session) refreshCatalog(ctx context.Context) error {
-	return (<-s.catalogLoad(ctx)).Err
+	l := s.catalogLoad(ctx)
+	<-l.done
+	return l.err
+}
+
+// A catalogLoading is a load of the catalog under way; err is set before
+// done is closed.
+type catalogLoading struct {
+	done chan struct{}
+	err  error
 }
 
 // catalogLoad starts a load of the catalog, or joins the one under way
 // (one at a time: each walks every page, and two finishing out of order
-// could keep the older), and returns the channel its end is sent on.
-func (s *Session) catalogLoad(ctx context.Context) <-chan singleflight.Result {
-	return s.catalogLoads.DoChan("catalog", func() (any, error) { return nil, s.loadAndKeepCatalog(ctx) })
+// could keep the older), and returns it. A load is under way until it has
+// ended whole (catalog kept, recorded and re-evaluated): a caller that
+// finds none running and a catalog loaded gets a fresh load, never the
+// tail of one whose pages were read before it asked.
+func (s *Session) catalogLoad(ctx context.Context) *catalogLoading {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loading != nil {
+		return s.loading
+	}
+	l := &catalogLoading{done: make(chan struct{})}
+	started := s.background.Go(func() {
+		err := s.loadAndKeepCatalog(ctx)
+		s.mu.Lock()
+		s.loading = nil
+		s.mu.Unlock()
+		l.err = err
+		close(l.done)
+	})
+	if !started {
+		l.err = errSessionEnded
+		close(l.done)
+		return l
+	}
+	s.loading = l
+	return l
 }
 
 // loadAndKeepCatalog loads the upstream's full catalog with the sidecar's
@@ -577,6 +638,10 @@ const maxCatalogTries = 3
 
 var errCatalogChanging = errors.New("the tool catalog changed while it loaded")
 
+// errSessionEnded is why a catalog load is not started once Run is
+// returning.
+var errSessionEnded = errors.New("the session ended")
+
 // loadCatalog reads every page of the upstream's catalog.
 func (s *Session) loadCatalog(ctx context.Context) ([]json.RawMessage, error) {
 	var all []json.RawMessage
@@ -633,6 +698,7 @@ func (s *Session) setCatalogLocked(all []json.RawMessage) {
 	}
 	s.catalog, s.catalogIndex, s.catalogSums, s.catalogKnown = all, index, sums, true
 	s.catalogBytes = size
+	s.verdicts.Store(&verdicts{tools: all, index: index}) // evaluated by the reevaluate that follows
 }
 
 // identities caches what tooldef read from tool definitions, by their hash
@@ -793,7 +859,9 @@ func (s *Session) mergePage(page [][]byte) ([]json.RawMessage, []bool, bool) {
 // ReevaluateTools recomputes which tools the client can see and, when that
 // changed since the client last learned it, sends the client
 // notifications/tools/list_changed. Call it when the policy's inputs change
-// (for example the user state store). It is safe for concurrent use.
+// (for example the user state store): with a [VersionedPolicy] it also
+// re-evaluates the verdicts calls are judged from, which until then are
+// asked of the policy one call at a time. It is safe for concurrent use.
 func (s *Session) ReevaluateTools() {
 	s.once.Do(s.init)
 	s.reevaluate(true)

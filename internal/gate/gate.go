@@ -1,6 +1,6 @@
 // Package gate decides tool availability for one running sidecar: it joins
 // the operator config (through a policy.Evaluator), the per-run allow-list
-// and the user state store, and satisfies middleware.ToolPolicy.
+// and the user state store, and satisfies middleware.VersionedPolicy.
 //
 // The store is read once at start and again whenever it changes on disk;
 // evaluations use the in-memory snapshot, so the hot path never touches the
@@ -42,6 +42,8 @@ type Gate struct {
 
 	// reads numbers the store reads Reload starts, in the order they start.
 	reads atomic.Uint64
+	// version counts the changes of what Evaluate answers (see Version).
+	version atomic.Uint64
 
 	// recording serialises recording catalogs in the store.
 	recording sync.Mutex
@@ -99,6 +101,9 @@ func (g *Gate) Reload(ctx context.Context) bool {
 	}
 	changed := !reflect.DeepEqual(user, g.user) || (err == nil) != (g.errUse == nil)
 	g.user, g.errUse, g.applied = user, err, read
+	if changed {
+		g.version.Add(1) // under g.mu: no Evaluate reads the new state before it
+	}
 	return changed
 }
 
@@ -186,8 +191,17 @@ func (g *Gate) SetEvaluator(eval *policy.Evaluator) bool {
 	defer g.mu.Unlock()
 	changed := !reflect.DeepEqual(eval, g.eval)
 	g.eval = eval
+	if changed {
+		g.version.Add(1)
+	}
 	return changed
 }
+
+// Version implements middleware.VersionedPolicy: it changes when the
+// user state or the operator policy Evaluate judges by changes, so that a
+// Session judges calls from verdicts it keeps until then. Evaluate
+// depends on nothing else: a definition's parse is a function of its bytes.
+func (g *Gate) Version() uint64 { return g.version.Load() }
 
 // ConfigErr returns why the operator's config cannot be used, if it cannot
 // (the evaluator's ConfigErr).
