@@ -48,11 +48,13 @@ type Gate struct {
 	// recording serialises recording catalogs in the store.
 	recording sync.Mutex
 
-	mu      sync.RWMutex
-	eval    *policy.Evaluator // replaced by SetEvaluator when the config file changes
-	user    userState         // the server's state as last read
-	errUse  error             // why the store could not be read, if it could not
-	applied uint64            // the number of the read user and errUse came from
+	mu sync.RWMutex
+	// eval is the operator policy, replaced by SetEvaluator (under mu) when
+	// the config file changes; read without mu where only it is needed.
+	eval    atomic.Pointer[policy.Evaluator]
+	user    userState // the server's state as last read
+	errUse  error     // why the store could not be read, if it could not
+	applied uint64    // the number of the read user and errUse came from
 	tools   map[string]policy.Tool
 	// cacheBytes is the size of tools (its keys, names and hashes); past
 	// cacheLimit it starts afresh.
@@ -68,8 +70,10 @@ func New(server string, eval *policy.Evaluator, store Store, logger *slog.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Gate{server: server, eval: eval, store: store, log: logger, now: time.Now,
+	g := &Gate{server: server, store: store, log: logger, now: time.Now,
 		tools: make(map[string]policy.Tool), cacheLimit: maxCacheBytes}
+	g.eval.Store(eval)
+	return g
 }
 
 // maxCacheBytes bounds the parsed-definition cache: definitions evaluated
@@ -168,10 +172,11 @@ func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
 	}
 	refuseUntrusted(raws, tools)
 	g.mu.RLock()
-	ev := g.eval.Evaluate(tools, g.user, g.errUse)
+	eval := g.eval.Load() // the one judging, and saying whether approval is on
+	ev := eval.Evaluate(tools, g.user, g.errUse)
 	g.mu.RUnlock()
 	out := make([]middleware.Availability, len(raws))
-	pinned := g.eval.Approval() != policy.ApprovalOff
+	pinned := eval.Approval() != policy.ApprovalOff
 	for _, e := range ev.Entries {
 		a := middleware.Availability{InScope: true, Pinned: pinned}
 		if e.Status.Locked() {
@@ -189,8 +194,8 @@ func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
 func (g *Gate) SetEvaluator(eval *policy.Evaluator) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	changed := !reflect.DeepEqual(eval, g.eval)
-	g.eval = eval
+	changed := !reflect.DeepEqual(eval, g.eval.Load())
+	g.eval.Store(eval)
 	if changed {
 		g.version.Add(1)
 	}
@@ -205,11 +210,7 @@ func (g *Gate) Version() uint64 { return g.version.Load() }
 
 // ConfigErr returns why the operator's config cannot be used, if it cannot
 // (the evaluator's ConfigErr).
-func (g *Gate) ConfigErr() error {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return g.eval.ConfigErr()
-}
+func (g *Gate) ConfigErr() error { return g.eval.Load().ConfigErr() }
 
 // refuseUntrusted marks refused each tool of a catalog that has no name
 // anyone can trust because another definition claims its name too (see
@@ -302,9 +303,7 @@ func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 	g.mu.Unlock()
 	refuseUntrusted(raws, tools)
 
-	g.mu.RLock()
-	eval := g.eval
-	g.mu.RUnlock()
+	eval := g.eval.Load()
 	now := g.now().UTC()
 	err := g.store.Update(ctx, func(st *state.State) error {
 		srv := st.Server(g.server)

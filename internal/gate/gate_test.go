@@ -451,3 +451,36 @@ func TestGateVersionMovesWithWhatEvaluateAnswers(t *testing.T) {
 		assert.Equal(t, step.want, statuses(g.Evaluate(catalog)), step.name)
 	}
 }
+
+// TestGateEvaluateWhileTheConfigChanges: Evaluate judges with one operator
+// policy, whatever SetEvaluator does meanwhile: its verdicts and whether
+// approval is on (Pinned) come from the same evaluator, read safely.
+func TestGateEvaluateWhileTheConfigChanges(t *testing.T) {
+	store := &memStore{}
+	g := newGate(t, policy.Options{}, store)
+	off, err := policy.NewEvaluator(policy.Options{Approval: policy.ApprovalOff})
+	require.NoError(t, err)
+	on, err := policy.NewEvaluator(policy.Options{Approval: policy.ApprovalManual})
+	require.NoError(t, err)
+	g.SetEvaluator(off)
+	catalog := []json.RawMessage{raw("read", "r")}
+	stop := make(chan struct{})
+	var flips sync.WaitGroup
+	flips.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			g.SetEvaluator([]*policy.Evaluator{off, on}[i%2])
+		}
+	})
+	for range 2000 {
+		a := g.Evaluate(catalog)[0]
+		// Approval off: callable and not pinned; manual: pinned and pending.
+		assert.Equal(t, a.Pinned, a.Status == "pending_approval", "%+v", a)
+	}
+	close(stop)
+	flips.Wait()
+}
