@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -612,17 +611,18 @@ func (s *Session) takeServerRequest(env framing.Envelope) *link {
 	if env.Method != "" || env.ID == nil {
 		return nil
 	}
-	key := framing.IDKey(env.ID)
+	var buf [64]byte
+	key := framing.AppendIDKey(buf[:0], env.ID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.up
 	if l == nil {
 		return nil
 	}
-	if _, ok := l.serverReqs[key]; !ok {
+	if _, ok := l.serverReqs[string(key)]; !ok {
 		return nil
 	}
-	delete(l.serverReqs, key)
+	delete(l.serverReqs, string(key))
 	return l
 }
 
@@ -977,10 +977,11 @@ const errIDInUse = "Invalid Request: the id is already in use by a request in fl
 // untrack forgets an in-flight client request and returns its method, or ""
 // when id is not in flight.
 func (s *Session) untrack(id []byte) string {
-	key := framing.IDKey(id)
+	var buf [64]byte
+	key := framing.AppendIDKey(buf[:0], id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.reqs[key]
+	r, ok := s.reqs[string(key)]
 	if !ok {
 		return ""
 	}
@@ -1138,7 +1139,9 @@ func (s *Session) deliverOwnReply(id []byte, r ownReply) {
 // isOwnID reports whether id is in this Session's own id space, however it
 // is spelled.
 func (s *Session) isOwnID(id []byte) bool {
-	return strings.HasPrefix(framing.IDKey(id), "s"+s.ownID)
+	var buf [64]byte
+	key := framing.AppendIDKey(buf[:0], id)
+	return len(key) > len(s.ownID) && key[0] == 's' && string(key[1:1+len(s.ownID)]) == s.ownID
 }
 
 // errOwnID is why a client request using the own id space is refused.
