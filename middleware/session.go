@@ -753,9 +753,31 @@ func (s *Session) readyLink() *link {
 }
 
 // pumpUpstream handles one upstream connection's messages until it ends.
+//
+// When the upstream has sent several messages at once and both Conns
+// allow it, the ones relayed to the client go out together: each is held
+// back while the next is already buffered, and whatever is held is written
+// before the pump waits for the upstream again.
 func (s *Session) pumpUpstream(l *link) {
 	defer close(l.dead)
+	more, _ := l.conn.(bufferedReader)
+	hold, _ := s.Client.(holdingWriter)
+	if more == nil || hold == nil {
+		more, hold = nil, nil
+	}
+	flush := func() {
+		if hold == nil {
+			return
+		}
+		if err := hold.Flush(); err != nil {
+			s.log.Debug("cannot write to the client", "error", err)
+		}
+	}
+	defer flush()
 	for {
+		if more != nil && !more.Buffered() {
+			flush()
+		}
 		msg, err := l.conn.ReadMessage()
 		if err != nil {
 			if e, ok := oversize(err); ok {
@@ -824,7 +846,11 @@ func (s *Session) pumpUpstream(l *link) {
 				s.progressed(env.Params)
 			}
 		}
-		if err := s.Client.WriteMessage(msg); err != nil {
+		write := s.Client.WriteMessage
+		if more != nil && more.Buffered() {
+			write = hold.HoldMessage
+		}
+		if err := write(msg); err != nil {
 			s.log.Debug("cannot write to the client", "error", err)
 		}
 	}
