@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,23 +58,38 @@ func TestConformanceClientAuth(t *testing.T) {
 		output, err := cmd.CombinedOutput()
 		return err == nil && strings.Contains(string(output), "OVERALL: PASSED"), string(output)
 	}
+	type outcome struct {
+		okDirect, okThrough   bool
+		outDirect, outThrough string
+	}
+	results := make([]outcome, len(authScenarios))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 4) // scenarios at a time: each runs two processes and a server
+	for i, s := range authScenarios {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			r := &results[i]
+			r.okDirect, r.outDirect = run(reference, s)
+			r.okThrough, r.outThrough = run(authclient, s)
+		})
+	}
+	wg.Wait()
 	var table strings.Builder
 	table.WriteString("scenario | direct | through mcpwrap\n")
 	direct, through := 0, 0
-	for _, s := range authScenarios {
-		okDirect, outDirect := run(reference, s)
-		okThrough, outThrough := run(authclient, s)
-		table.WriteString(s + " | " + verdict(okDirect) + " | " + verdict(okThrough) + "\n")
-		if okDirect {
+	for i, s := range authScenarios {
+		r := results[i]
+		table.WriteString(s + " | " + verdict(r.okDirect) + " | " + verdict(r.okThrough) + "\n")
+		if r.okDirect {
 			direct++
 		}
-		if okThrough {
+		if r.okThrough {
 			through++
 		}
-		if !assert.True(t, okDirect, "auth/%s fails with the reference client directly:\n%s", s, outDirect) {
-			continue
+		if assert.True(t, r.okDirect, "auth/%s fails with the reference client directly:\n%s", s, r.outDirect) {
+			assert.True(t, r.okThrough, "auth/%s passes directly, not through mcpwrap:\n%s", s, r.outThrough)
 		}
-		assert.True(t, okThrough, "auth/%s passes directly, not through mcpwrap:\n%s", s, outThrough)
 	}
 	t.Logf("client auth scenarios (%d direct, %d through mcpwrap of %d):\n%s", direct, through, len(authScenarios), table.String())
 }

@@ -351,7 +351,7 @@ func TestOAuthListen(t *testing.T) {
 	srv := startListen(ctx, t, listenOptions{Name: "notes", StateDir: state, Env: signInEnv(t, state, browserLog, false),
 		Flags: []string{"--url", as.URL + "/mcp", "--oauth-redirect-port", strconv.Itoa(freeLoopbackPort(t))}})
 	for i := range 2 {
-		cs, err := connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL}, "")
+		cs, err := connectHTTP(ctx, t, newClient(nil), &mcp.StreamableClientTransport{Endpoint: srv.URL}, protocolVersionInitialize)
 		require.NoError(t, err, "session %d", i)
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
 		require.NoError(t, err)
@@ -401,4 +401,48 @@ func TestOAuthLoginFromClientConfig(t *testing.T) {
 	assert.Contains(t, run("status"), "signed in (expires in")
 	assert.Contains(t, run("logout", "notes"), "Signed out of notes.")
 	assert.Contains(t, run("logout", "notes"), "Not signed in to notes.")
+
+	// Signing in again reuses the stored registration.
+	assert.Contains(t, run("login", "notes"), "Signed in to notes.")
+	assert.Equal(t, 2, as.Counts().Authorizations)
+	assert.Equal(t, 1, as.Counts().Registrations, "no second registration")
+}
+
+// TestOAuthDoctor: doctor reports a remote server that needs a sign-in as
+// denied with the way to sign in, without opening a browser, and uses the
+// stored sign-in once there is one.
+func TestOAuthDoctor(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	as, err := oauthtest.Start(oauthtest.Options{})
+	require.NoError(t, err)
+	defer as.Close()
+	state, browserLog := t.TempDir(), filepath.Join(t.TempDir(), "browser.log")
+	env := signInEnv(t, state, browserLog, false)
+	port := freeLoopbackPort(t)
+	clientConfig := filepath.Join(t.TempDir(), "client.json")
+	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"notes": map[string]any{"type": "http", "url": as.URL + "/mcp"}}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(clientConfig, b, 0o600))
+	doctor := func() doctorResult {
+		cmd := exec.CommandContext(ctx, mcpwrapPath, "doctor", "--config-path", clientConfig, "--json", "--state-dir", state)
+		cmd.Env = append(os.Environ(), env...)
+		out, _ := cmd.Output()
+		var results []doctorResult
+		require.NoError(t, json.Unmarshal(out, &results), "%s", out)
+		require.Len(t, results, 1)
+		return results[0]
+	}
+	r := doctor()
+	assert.Equal(t, "denied", r.Status)
+	assert.Equal(t, "sign-in required", r.Error)
+	assert.Equal(t, "To sign in, run `mcpwrap login notes`", r.Hint)
+	assert.Zero(t, launches(t, browserLog), "doctor never opens a browser")
+	assert.Zero(t, as.Counts().Authorizations)
+
+	login(ctx, t, as, env, port)
+	r = doctor()
+	assert.Equal(t, "available", r.Status, r.Error)
+	assert.Equal(t, 1, r.Tools)
 }

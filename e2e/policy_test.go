@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
@@ -29,11 +30,19 @@ func newPolicyEnv(t *testing.T, config string) policyEnv {
 
 // connect wraps the demo server (with serverArgs) under name "notes".
 func (p policyEnv) connect(ctx context.Context, t *testing.T, opts *mcp.ClientOptions, serverArgs ...string) *mcp.ClientSession {
+	return p.connectEra(ctx, t, opts, protocolVersionInitialize, serverArgs...)
+}
+
+// connectEra is connect with the client opening at version ("" for server/discover and the
+// 2026-07-28 protocol); it checks the session speaks that era.
+func (p policyEnv) connectEra(ctx context.Context, t *testing.T, opts *mcp.ClientOptions, version string, serverArgs ...string) *mcp.ClientSession {
 	args := append([]string{"--name", "notes", "--", mcpwrapPath, "demo-server"}, serverArgs...)
 	cmd := exec.CommandContext(ctx, mcpwrapPath, args...)
 	cmd.Env = append(os.Environ(), p.env...)
-	return connect(ctx, t, mcp.NewClient(&mcp.Implementation{Name: "policy-e2e", Version: "1"}, opts),
-		&mcp.ClientSessionOptions{ProtocolVersion: protocolVersionInitialize}, nil, cmd)
+	cs := connect(ctx, t, mcp.NewClient(&mcp.Implementation{Name: "policy-e2e", Version: "1"}, opts),
+		&mcp.ClientSessionOptions{ProtocolVersion: version}, nil, cmd)
+	require.Equal(t, cmp.Or(version, protocolVersionStateless), cs.InitializeResult().ProtocolVersion, "negotiated protocol version")
+	return cs
 }
 
 // cli runs `mcpwrap args...` on the same config and state.
@@ -73,37 +82,42 @@ func callText(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name str
 }
 
 // TestLiveReload: `mcpwrap tools disable` during a session reaches the
-// client as tools/list_changed within 2 s, and the tool is gone.
+// client as tools/list_changed within 2 s, and the tool is gone; in both
+// protocol eras (in the 2026-07-28 one, on the client's subscriptions/listen).
 func TestLiveReload(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p := newPolicyEnv(t, `{}`)
-	changed := make(chan struct{}, 4)
-	cs := p.connect(ctx, t, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-		changed <- struct{}{}
-	}})
-	require.Contains(t, listNames(ctx, t, cs), "blob")
-	require.Eventually(t, func() bool { // the sidecar has recorded the catalog the CLI needs
-		out, _ := p.cli(t, "tools", "list", "notes")
-		return strings.Contains(out, "blob")
-	}, 10*time.Second, 20*time.Millisecond)
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			p := newPolicyEnv(t, `{}`)
+			changed := make(chan struct{}, 4)
+			cs := p.connectEra(ctx, t, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+				changed <- struct{}{}
+			}}, era.version)
+			require.Contains(t, listNames(ctx, t, cs), "blob")
+			require.Eventually(t, func() bool { // the sidecar has recorded the catalog the CLI needs
+				out, _ := p.cli(t, "tools", "list", "notes")
+				return strings.Contains(out, "blob")
+			}, 10*time.Second, 20*time.Millisecond)
 
-	out, code := p.cli(t, "tools", "disable", "notes", "blob")
-	require.Equal(t, 0, code, out)
-	start := time.Now()
-	select {
-	case <-changed:
-		t.Logf("tools/list_changed %s after the CLI returned", time.Since(start).Round(time.Millisecond))
-	case <-time.After(2 * time.Second):
-		t.Fatal("no tools/list_changed within 2s of `mcpwrap tools disable`")
+			out, code := p.cli(t, "tools", "disable", "notes", "blob")
+			require.Equal(t, 0, code, out)
+			start := time.Now()
+			select {
+			case <-changed:
+				t.Logf("tools/list_changed %s after the CLI returned", time.Since(start).Round(time.Millisecond))
+			case <-time.After(2 * time.Second):
+				t.Fatal("no tools/list_changed within 2s of `mcpwrap tools disable`")
+			}
+			names := listNames(ctx, t, cs)
+			assert.NotContains(t, names, "blob")
+			assert.Contains(t, names, "discover_tools")
+			text, res := callText(ctx, t, cs, "blob", map[string]any{"bytes": 1})
+			assert.True(t, res.IsError)
+			assert.Contains(t, text, "Tool is disabled and not callable.")
+			assert.Contains(t, text, "mcpwrap tools enable notes blob")
+		})
 	}
-	names := listNames(ctx, t, cs)
-	assert.NotContains(t, names, "blob")
-	assert.Contains(t, names, "discover_tools")
-	text, res := callText(ctx, t, cs, "blob", map[string]any{"bytes": 1})
-	assert.True(t, res.IsError)
-	assert.Contains(t, text, "Tool is disabled and not callable.")
-	assert.Contains(t, text, "mcpwrap tools enable notes blob")
 }
 
 // TestRugPull: a tool whose description changes between runs is held as

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -399,7 +400,7 @@ func TestSlowUpstreamIsAnsweredThenListed(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name            string
-		protocolVersion string // "" is go-sdk's default: the draft's server/discover, then initialize
+		protocolVersion string // "" is go-sdk's default: the 2026-07-28 protocol's server/discover
 	}{
 		{name: "initialize", protocolVersion: protocolVersionInitialize},
 		{name: "server-discover", protocolVersion: ""},
@@ -423,10 +424,12 @@ func TestSlowUpstreamIsAnsweredThenListed(t *testing.T) {
 			start := time.Now()
 			session := sc.connect(ctx, t, client)
 			elapsed := time.Since(start)
-			// For the draft, the handshake is server/discover, refused while the upstream is not
-			// ready, then initialize: the ready timeout bounds both together, not each.
+			// For the 2026-07-28 protocol the handshake is server/discover, which mcpwrap
+			// answers itself while the upstream is not ready, explaining its status: the client
+			// stays in the era it chose.
 			assert.Less(t, elapsed, shortReadyTimeout+handshakeSlack, "the client's handshake answered late")
 			init := session.InitializeResult()
+			assert.Equal(t, cmp.Or(tt.protocolVersion, protocolVersionStateless), init.ProtocolVersion, "negotiated protocol version")
 			assert.Equal(t, degradedVersion, init.ServerInfo.Version)
 			assert.Contains(t, init.Instructions, "still starting up")
 
@@ -454,6 +457,15 @@ func TestSlowUpstreamIsAnsweredThenListed(t *testing.T) {
 // subscription are replayed to the new process, and calls work again.
 func TestCrashFailsInflightAndRestarts(t *testing.T) {
 	t.Parallel()
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			t.Parallel()
+			testCrashFailsInflightAndRestarts(t, era.version)
+		})
+	}
+}
+
+func testCrashFailsInflightAndRestarts(t *testing.T, version string) {
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
 	dir := t.TempDir()
@@ -475,12 +487,20 @@ func TestCrashFailsInflightAndRestarts(t *testing.T) {
 		Name:     "crashy",
 		Upstream: []string{"--", mcpwrapPath, "demo-server", "--pid-file", pidFile, "--record", record},
 		Record:   rec,
+		Session:  &mcp.ClientSessionOptions{ProtocolVersion: version},
 	}.connect(ctx, t, client)
+	require.Equal(t, cmp.Or(version, protocolVersionStateless), session.InitializeResult().ProtocolVersion, "negotiated protocol version")
 	require.NoError(t, session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}))
 	require.NoError(t, session.Subscribe(ctx, &mcp.SubscribeParams{URI: "demo://readme"}))
 	firstPID := readPID(t, pidFile, 0)
+	subscribe, subscribed := "resources/subscribe", 1
+	if version == "" {
+		subscribe, subscribed = "subscriptions/listen", 2 // one for the tool list, one for the resource
+	}
+	require.Eventually(t, func() bool { return countRecorded(t, record, subscribe) == subscribed },
+		promptAnswer, pollEvery, "the upstream did not get the client's subscriptions")
 
-	const inflight = 10
+	const inflight = 20 // the hardening issue's figure: every one answered exactly once
 	errs := make(chan error, inflight)
 	for range inflight {
 		go func() {
@@ -505,11 +525,12 @@ func TestCrashFailsInflightAndRestarts(t *testing.T) {
 	}
 
 	// The restart is complete once the new process got the replayed subscription (the last step
-	// of the re-initialisation).
+	// of the re-initialisation). The 2026-07-28 client's subscription is its
+	// subscriptions/listen request, which the restarted upstream gets again.
 	newPID := readPID(t, pidFile, firstPID)
 	assert.NotEqual(t, firstPID, newPID)
-	require.Eventually(t, func() bool { return countRecorded(t, record, "resources/subscribe") == 2 },
-		promptAnswer, pollEvery, "the subscription was not replayed to the restarted upstream")
+	require.Eventually(t, func() bool { return countRecorded(t, record, subscribe) == 2*subscribed },
+		promptAnswer, pollEvery, "the subscriptions were not replayed to the restarted upstream")
 	awaitChange(ctx, t, changed, "tools/list_changed")
 
 	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "after the crash"}})
@@ -517,22 +538,16 @@ func TestCrashFailsInflightAndRestarts(t *testing.T) {
 	require.False(t, res.IsError, "echo after the restart: %s", contentText(res.Content))
 	assert.Equal(t, "after the crash", contentText(res.Content))
 
-	// The replayed level is in force: the new process sends the client its log messages (a
-	// go-sdk server sends none before a level is set).
-	drain(logged)
-	_, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "flood", Arguments: map[string]any{"count": 1, "bytes": 8}})
-	require.NoError(t, err)
-	select {
-	case data := <-logged:
-		assert.Equal(t, strings.Repeat("y", 8), data)
-	case <-time.After(notificationTimeout):
-		require.FailNow(t, "no log message from the restarted upstream: logging/setLevel was not replayed")
+	// What the new process received after its initialize: the client's state, replayed (a
+	// 2026-07-28 client has no session state but its listen requests, checked above; its log
+	// level rides in each request's _meta, so its go-sdk server logs by that, not by a
+	// replayed logging/setLevel).
+	if version != "" {
+		restarted := sinceNth(t, record, "initialize", 2)
+		assert.Contains(t, restarted, `logging/setLevel {"level":"debug"}`)
+		assert.Contains(t, restarted, `resources/subscribe {"uri":"demo://readme"}`)
+		assertLogsAfterRestart(ctx, t, session, logged)
 	}
-
-	// What the new process received after its initialize: the client's state, replayed.
-	restarted := sinceNth(t, record, "initialize", 2)
-	assert.Contains(t, restarted, `logging/setLevel {"level":"debug"}`)
-	assert.Contains(t, restarted, `resources/subscribe {"uri":"demo://readme"}`)
 
 	// Each in-flight request was answered once, and only with the restart error: no late
 	// answer (from either process) followed it.
@@ -557,6 +572,21 @@ func TestCrashFailsInflightAndRestarts(t *testing.T) {
 	assert.Len(t, restartErrors, inflight, "requests answered with the restart error")
 	for id := range restartErrors {
 		assert.Equal(t, 1, answers[id], "answers to request %s", id)
+	}
+}
+
+// assertLogsAfterRestart checks the replayed level is in force: the new process sends the
+// client its log messages (a go-sdk server sends none before a level is set).
+func assertLogsAfterRestart(ctx context.Context, t *testing.T, session *mcp.ClientSession, logged chan string) {
+	t.Helper()
+	drain(logged)
+	_, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "flood", Arguments: map[string]any{"count": 1, "bytes": 8}})
+	require.NoError(t, err)
+	select {
+	case data := <-logged:
+		assert.Equal(t, strings.Repeat("y", 8), data)
+	case <-time.After(notificationTimeout):
+		require.FailNow(t, "no log message from the restarted upstream: logging/setLevel was not replayed")
 	}
 }
 

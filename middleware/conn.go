@@ -1,7 +1,9 @@
 package middleware
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 
@@ -15,8 +17,9 @@ import (
 // at any time, more than once, and makes blocked calls return.
 type Conn interface {
 	// ReadMessage returns the next message, without framing. The slice is
-	// valid only until the next call. An error wrapping [ErrMessageTooLarge]
-	// reports one dropped message; any other error ends the stream.
+	// valid only until the next call. An error matching [ErrMessageTooLarge]
+	// (best a [*MessageTooLargeError]) reports one dropped message; any
+	// other error ends the stream.
 	ReadMessage() ([]byte, error)
 	// WriteMessage sends one message. It blocks while the peer is not
 	// reading, which is how backpressure propagates.
@@ -25,9 +28,43 @@ type Conn interface {
 	Close() error
 }
 
-// ErrMessageTooLarge is wrapped by the error a [Conn] returns for a message
-// over its size limit. The message was dropped; the stream is still usable.
-var ErrMessageTooLarge = framing.ErrLineTooLong
+// DefaultMaxMessageBytes is the message-size limit of a [StreamConn] made
+// with none, and mcpwrap's default max_line_bytes: 64 MiB.
+const DefaultMaxMessageBytes = 64 << 20
+
+// ErrMessageTooLarge is matched, with errors.Is, by the error a [Conn]
+// returns for a message over its size limit. The message was dropped; the
+// stream is still usable.
+var ErrMessageTooLarge = errors.New("message too large")
+
+// MessageTooLargeError is how a [Conn] reports a message it dropped for its
+// size; it matches [ErrMessageTooLarge]. Its ID and Method let the
+// [Session] answer the request the message was, or tell the upstream its
+// request's answer was lost, rather than leave either hanging. A Conn that
+// returns any other error wrapping ErrMessageTooLarge reports a dropped
+// message whose size, limit, id and method are unknown.
+type MessageTooLargeError struct {
+	Size  int64 // the message's size in bytes, without framing
+	Limit int   // the limit it exceeded, in bytes
+	// ID and Method are the message's top-level "id" (raw JSON) and
+	// "method", or nil and "" when the Conn did not find them (or found
+	// them ambiguous).
+	ID     json.RawMessage
+	Method string
+	// Err is the Conn's own error underneath, such as its reader's, or nil.
+	Err error
+}
+
+// Error describes the dropped message.
+func (e *MessageTooLargeError) Error() string {
+	return fmt.Sprintf("message of %d bytes exceeds the %d-byte limit; dropped", e.Size, e.Limit)
+}
+
+// Is reports whether target is [ErrMessageTooLarge].
+func (e *MessageTooLargeError) Is(target error) bool { return target == ErrMessageTooLarge }
+
+// Unwrap returns Err.
+func (e *MessageTooLargeError) Unwrap() error { return e.Err }
 
 // StreamConn is a [Conn] over a byte stream carrying newline-delimited
 // JSON-RPC, such as stdio.
@@ -40,14 +77,25 @@ type StreamConn struct {
 }
 
 // NewStreamConn returns a Conn reading from r and writing to w. Messages
-// over maxMessageBytes (0 means 64 MiB) are dropped with an error wrapping
-// [ErrMessageTooLarge]. Close calls closer, when it is not nil.
+// over maxMessageBytes (0 means [DefaultMaxMessageBytes]) are dropped with
+// a [*MessageTooLargeError]. Close calls closer, when it is not nil.
 func NewStreamConn(r io.Reader, w io.Writer, closer io.Closer, maxMessageBytes int) *StreamConn {
+	if maxMessageBytes <= 0 {
+		maxMessageBytes = DefaultMaxMessageBytes
+	}
 	return &StreamConn{r: framing.NewReader(r, maxMessageBytes), w: framing.NewWriter(w), closer: closer}
 }
 
 // ReadMessage implements [Conn].
-func (c *StreamConn) ReadMessage() ([]byte, error) { return c.r.Read() }
+func (c *StreamConn) ReadMessage() ([]byte, error) {
+	msg, err := c.r.Read()
+	if err != nil {
+		if e, ok := errors.AsType[*framing.LineTooLongError](err); ok {
+			return nil, &MessageTooLargeError{Size: e.Size, Limit: e.Limit, ID: e.ID, Method: e.Method, Err: e}
+		}
+	}
+	return msg, err
+}
 
 // WriteMessage implements [Conn].
 func (c *StreamConn) WriteMessage(msg []byte) error { return c.w.Write(msg) }
@@ -86,8 +134,14 @@ type holdingWriter interface {
 	Flush() error
 }
 
-// oversize extracts the size details of a dropped message, if err has them.
-func oversize(err error) (*framing.LineTooLongError, bool) {
-	var e *framing.LineTooLongError
-	return e, errors.As(err, &e)
+// oversize reports whether err reports a dropped message, and its details
+// (zero when the Conn gave none).
+func oversize(err error) (*MessageTooLargeError, bool) {
+	if e, ok := errors.AsType[*MessageTooLargeError](err); ok {
+		return e, true
+	}
+	if errors.Is(err, ErrMessageTooLarge) {
+		return &MessageTooLargeError{Err: err}, true
+	}
+	return nil, false
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
 // DefaultDiscoveryLimit is how many callable tools the discovery tool
@@ -30,12 +32,12 @@ type DiscoveredTool struct {
 
 // DiscoveryServer describes the upstream in a discovery answer.
 type DiscoveryServer struct {
-	Name     string         `json:"name"`
-	Status   string         `json:"status"`
-	Attempts int            `json:"attempts"`
-	Error    string         `json:"error,omitempty"`
-	Message  string         `json:"message,omitempty"`
-	Counts   map[string]int `json:"counts,omitempty"` // only when some tool is not callable
+	Name     string           `json:"name"`
+	Status   resilience.Class `json:"status"` // encoded as its word, such as "available"
+	Attempts int              `json:"attempts"`
+	Error    string           `json:"error,omitempty"`
+	Message  string           `json:"message,omitempty"`
+	Counts   map[string]int   `json:"counts,omitempty"` // only when some tool is not callable
 }
 
 // DiscoveryResult is the discovery tool's answer, sent both as the text of

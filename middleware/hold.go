@@ -24,7 +24,7 @@ const (
 	// DefaultMaxHeldBytes bounds the bytes of the client requests that
 	// wait at once: as large as the largest message by default, so that
 	// any message may wait on its own.
-	DefaultMaxHeldBytes = 64 << 20
+	DefaultMaxHeldBytes = DefaultMaxMessageBytes
 )
 
 // statusTooManyWaiting is the status of a request refused because too many

@@ -1,6 +1,10 @@
 package middleware
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/mcpwrap/mcpwrap/resilience"
+)
 
 // Availability is what a [ToolPolicy] says about one upstream tool.
 type Availability struct {
@@ -52,20 +56,23 @@ type PolicyNotifier interface {
 
 // UpstreamState is the upstream's load status as the agent is told it.
 type UpstreamState struct {
-	Status   string // "available", "transient", "permanent" or "denied"
-	Attempts int    // load attempts made
-	Error    string // user-safe reason when not available
-	Message  string // the full agent-facing explanation when not available
+	Status   resilience.Class // the load class; its text is "available", "transient", "permanent" or "denied"
+	Attempts int              // load attempts made
+	Error    string           // user-safe reason when not available
+	Message  string           // the full agent-facing explanation when not available
 }
 
 // Available reports whether the upstream is loaded and serving.
-func (u UpstreamState) Available() bool { return u.Status == "available" }
+func (u UpstreamState) Available() bool { return u.Status == resilience.Available }
+
+// DiscoveryMode says when the discovery tool is listed in tools/list.
+type DiscoveryMode string
 
 // Discovery modes for [Session.Discovery].
 const (
-	DiscoveryAuto   = "auto"   // the discovery tool is listed when a tool is locked or the upstream is not available
-	DiscoveryAlways = "always" // always listed
-	DiscoveryNever  = "never"  // never listed (a call to it still answers)
+	DiscoveryAuto   DiscoveryMode = "auto"   // the discovery tool is listed when a tool is locked or the upstream is not available
+	DiscoveryAlways DiscoveryMode = "always" // always listed
+	DiscoveryNever  DiscoveryMode = "never"  // never listed (a call to it still answers)
 )
 
 // DefaultDiscoveryTool is the discovery tool's name unless

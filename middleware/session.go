@@ -85,7 +85,7 @@ type Session struct {
 	DiscoveryTool string
 	// Discovery is [DiscoveryAuto] (the default when ""), [DiscoveryAlways]
 	// or [DiscoveryNever].
-	Discovery string
+	Discovery DiscoveryMode
 	// CatalogSeen, when set, is called with every full catalog loaded from
 	// the upstream (to record it, or to set an approval baseline). It must
 	// not call back into the Session.
@@ -1089,7 +1089,11 @@ func (s *Session) request(ctx context.Context, l *link, method string, params an
 		}
 		rawParams = b
 	}
-	if method != "initialize" && method != "server/discover" {
+	switch method {
+	case "initialize", "server/discover", "logging/setLevel", "resources/subscribe":
+		// The client's own requests, repeated to a new upstream: sent as
+		// the client sent them.
+	default:
 		rawParams = s.withClientMeta(rawParams)
 	}
 	msg, err := json.Marshal(struct {

@@ -421,6 +421,17 @@ func TestOwnRequestsCarryTheClientMeta(t *testing.T) {
 	assert.JSONEq(t, `{"cursor":"c1","_meta":`+meta+`}`, string(req.Params))
 	up.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"tools":[]}}` + "\n")
 	require.NoError(t, <-done)
+
+	// The client's own requests, replayed to a restarted upstream, go as the client sent
+	// them: logging/setLevel with _meta would be a 2026-07-28 request, which has no such method.
+	go func() {
+		_, err := s.Call(ctx, "logging/setLevel", json.RawMessage(`{"level":"debug"}`))
+		done <- err
+	}()
+	require.NoError(t, json.Unmarshal(up.next(), &req))
+	assert.JSONEq(t, `{"level":"debug"}`, string(req.Params))
+	up.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{}}` + "\n")
+	require.NoError(t, <-done)
 }
 
 // TestCrashRecoveryReopensListens: in the 2026-07-28 protocol a client's

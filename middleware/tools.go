@@ -32,7 +32,7 @@ func (s *Session) discoveryName() string {
 // upstreamState is the upstream's status as the agent is told it.
 func (s *Session) upstreamState() UpstreamState {
 	o := s.Status()
-	u := UpstreamState{Status: o.Class.String(), Attempts: o.Attempts}
+	u := UpstreamState{Status: o.Class, Attempts: o.Attempts}
 	if o.Class != resilience.Available {
 		u.Message = o.Message()
 		if o.Err != nil {

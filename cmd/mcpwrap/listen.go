@@ -34,7 +34,7 @@ type listenOptions struct {
 }
 
 func (l *listenOptions) addFlags(fs *flag.FlagSet) {
-	fs.StringVar(&l.addr, "listen", "", "serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8931; each HTTP session gets its own server process (or remote connection)")
+	fs.StringVar(&l.addr, "listen", "", "serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8931; each HTTP session gets its own server process (or remote connection); 2026-07-28 stateless requests share one")
 	fs.BoolVar(&l.public, "listen-public", false, "allow --listen on an address other machines can reach (needs --auth-token-env)")
 	fs.StringVar(&l.tokenEnv, "auth-token-env", "", "with --listen: require a bearer token, the value of this environment variable")
 	fs.DurationVar(&l.idleTimeout, "idle-timeout", 0, fmt.Sprintf("with --listen: end an HTTP session (and its server) idle this long (default %s); negative never does", httpfront.DefaultIdleTimeout))

@@ -95,12 +95,12 @@ func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 	fs.StringVar(&o.configPath, "config", "", "config file (default: $MCPWRAP_CONFIG, else <user config dir>/mcpwrap/config.json)")
 	fs.StringVar(&o.stateDir, "state-dir", "", "user state directory (default: $MCPWRAP_STATE_DIR, else the OS per-user state dir)")
 	fs.StringVar(&o.allowTools, "allow-tools", "", "comma-separated tool names or globs this run may use; narrows, never widens")
-	fs.StringVar(&o.discoveryTool, "discovery-tool", "", "name of the discovery tool (default from config, else discover_tools)")
-	fs.StringVar(&o.discovery, "discovery", "", "when to list the discovery tool: auto, always or never (default from config, else auto)")
+	fs.StringVar(&o.discoveryTool, "discovery-tool", "", fmt.Sprintf("name of the discovery tool (default from config, else %s)", config.DefaultDiscoveryTool))
+	fs.StringVar(&o.discovery, "discovery", "", fmt.Sprintf("when to list the discovery tool: auto, always or never (default from config, else %s)", config.DefaultDiscovery))
 	fs.StringVar(&o.url, "url", "", "wrap the remote MCP server at this URL instead of a command; it may reference ${ENV}")
 	fs.StringVar(&o.transport, "transport", "", "the remote's transport as the client config named it (http or sse); a hint: mcpwrap detects it anyway")
 	fs.Var(&o.headers, "header", "'K: V' header for --url, repeatable; V may reference ${ENV}")
-	fs.DurationVar(&o.readyTimeout, "ready-timeout", 0, "how long the client's handshake waits for the server before mcpwrap answers it (default from config, else 30s)")
+	fs.DurationVar(&o.readyTimeout, "ready-timeout", 0, fmt.Sprintf("how long the client's handshake waits for the server before mcpwrap answers it (default from config, else %s)", config.DefaultReadyTimeout))
 	fs.Func("call-timeout", "answer and cancel a request the server has not answered within this duration; 0 means never (default from config, else 0)", func(v string) error {
 		d, err := time.ParseDuration(v)
 		switch {
@@ -113,7 +113,7 @@ func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 		o.callTimeout = &d
 		return nil
 	})
-	fs.IntVar(&o.maxLineBytes, "max-line-bytes", 0, "largest JSON-RPC message accepted, in bytes (default from config, else 64 MiB)")
+	fs.IntVar(&o.maxLineBytes, "max-line-bytes", 0, fmt.Sprintf("largest JSON-RPC message accepted, in bytes (default from config, else %d MiB)", config.DefaultMaxLineBytes>>20))
 	fs.StringVar(&o.log.level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr; the server's stderr lines go to it too (tagged stream=stderr), as well as to stderr")
@@ -224,7 +224,7 @@ func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middlew
 		Logger:        base.With("server", o.name),
 		Tools:         tools,
 		DiscoveryTool: srv.DiscoveryTool,
-		Discovery:     string(srv.Discovery),
+		Discovery:     srv.Discovery,
 		ReadyTimeout:  srv.ReadyTimeout,
 		CallTimeout:   srv.CallTimeout,
 
@@ -257,9 +257,9 @@ func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config
 		srv.DiscoveryTool = o.discoveryTool
 	}
 	if o.discovery != "" {
-		switch o.discovery {
+		switch mode := middleware.DiscoveryMode(o.discovery); mode {
 		case middleware.DiscoveryAuto, middleware.DiscoveryAlways, middleware.DiscoveryNever:
-			srv.Discovery = config.DiscoveryMode(o.discovery)
+			srv.Discovery = mode
 		default:
 			return srv, nil, fmt.Errorf("--discovery %q: want auto, always or never", o.discovery)
 		}

@@ -296,7 +296,7 @@ func (c *Client) startLogin(ch challenge, unlock func(), done chan struct{}) {
 		c.log.Info("the server needs a sign-in; opening the browser")
 		err := c.authorize(ctx, ch, func(ctx context.Context, url string) error {
 			return c.Browser.Open(ctx, url)
-		})
+		}, false)
 		if err != nil {
 			c.log.Warn("sign-in failed", "error", safeReason(err))
 		}
@@ -329,7 +329,7 @@ func (c *Client) Watch(ctx context.Context, interval time.Duration, fn func()) {
 	if interval <= 0 {
 		interval = time.Second
 	}
-	gen := c.Store.Generation()
+	gen := "" // the first tick compares the store with what is in memory
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -342,9 +342,23 @@ func (c *Client) Watch(ctx context.Context, interval time.Duration, fn func()) {
 		case <-tick.C:
 			if g := c.Store.Generation(); g != gen {
 				gen = g
+				before := c.current()
 				_, _ = c.reload()
-				fn()
+				if c.current() != before {
+					fn() // this server's sign-in changed, not another's
+				}
 			}
 		}
 	}
+}
+
+// current returns the access token in memory, "" when there is none. It
+// is compared, never shown.
+func (c *Client) current() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tok == nil {
+		return ""
+	}
+	return c.tok.AccessToken
 }

@@ -125,3 +125,27 @@ func TestConcurrentDemandsStartOneSignIn(t *testing.T) {
 	defer c.mu.Unlock()
 	assert.Equal(t, 1, c.autoLogins, "background sign-ins started")
 }
+
+// TestWatchIgnoresOtherServers: a sign-in to another server does not
+// reload this one.
+func TestWatchIgnoresOtherServers(t *testing.T) {
+	dir := t.TempDir()
+	watcherStore, err := newFileStore(dir)
+	require.NoError(t, err)
+	c := &Client{Name: "linear", ServerURL: "https://mcp.example/mcp", Store: watcherStore}
+	ctx, cancel := context.WithCancel(t.Context())
+	calls := make(chan struct{}, 4)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		c.Watch(ctx, 1, func() { calls <- struct{}{} })
+	}()
+	other, err := newFileStore(dir)
+	require.NoError(t, err)
+	require.NoError(t, other.SaveToken(ctx, Token{ServerURL: "https://other.example/mcp", AccessToken: "x"}, nil))
+	require.NoError(t, other.SaveToken(ctx, Token{ServerURL: "https://mcp.example/mcp", AccessToken: "mine"}, nil))
+	<-calls // for this server's token
+	cancel()
+	<-stopped
+	assert.Empty(t, calls, "no call for the other server's sign-in")
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -76,12 +77,23 @@ func (ch challenge) stepUp() bool {
 // authorization server is the one it was made with; when the server moved
 // to another authorization server, the attempt fails before the browser is
 // opened, and the sign-in registers anew.
-func (c *Client) authorize(ctx context.Context, ch challenge, open func(ctx context.Context, url string) error) error {
+//
+// anyPort lets the redirect fall back to a free port when the server's is
+// taken (a sidecar's sign-in waiting on it): the user who runs mcpwrap
+// login should not have to hunt down an abandoned tab. The redirect then
+// differs from the registered one, so a dynamic registration is made for it.
+func (c *Client) authorize(ctx context.Context, ch challenge, open func(ctx context.Context, url string) error, anyPort bool) error {
 	port := c.Config.RedirectPort
 	if port == 0 {
 		port = RedirectPort(c.Name)
 	}
 	cb, err := listenCallback(c.Name, port)
+	if err != nil && anyPort {
+		if cb, err = listenCallback(c.Name, 0); err == nil {
+			port = cb.ln.Addr().(*net.TCPAddr).Port
+			c.log.Warn("the sign-in redirect port is taken (another sign-in waits on it); using another", "port", port)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -99,7 +111,6 @@ func (c *Client) authorize(ctx context.Context, ch challenge, open func(ctx cont
 // authorizeOnce is one attempt of authorize, with the stored registration
 // when useStored. It reports whether the user was sent to the browser.
 func (c *Client) authorizeOnce(ctx context.Context, ch challenge, open func(ctx context.Context, url string) error, cb *callback, redirect string, useStored bool) (opened bool, err error) {
-
 	var prior []string // scopes granted before: a step-up keeps them
 	if ch.stepUp() {
 		if t, err := c.Store.Token(c.ServerURL); err == nil {

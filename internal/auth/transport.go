@@ -80,7 +80,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		discard(resp)
-		if err := t.c.authorize(ctx, ch, t.c.Browser.Open); err != nil {
+		if err := t.c.authorize(ctx, ch, t.c.Browser.Open, false); err != nil {
 			t.c.log.Warn("step-up sign-in failed", "error", safeReason(err))
 			_, denied := t.c.loginRequired(ch)
 			return nil, denied
@@ -176,15 +176,13 @@ func challengeScope(ch challenge) string {
 	return ""
 }
 
-// bearerChallenge reports whether a 401 may be answered with a sign-in:
-// it asks for a Bearer token, or names no scheme at all (servers of the
-// 2025-03-26 revision). A 401 asking for another scheme (Basic) is about
-// the static credentials, and stays a plain denial.
+// bearerChallenge reports whether a 401 may be answered with a sign-in: it
+// asks for a Bearer token (WWW-Authenticate: Bearer ..., which the MCP
+// authorization spec requires). A bare 401, or one asking for another
+// scheme (Basic), is about static credentials and stays a plain denial:
+// "check the credentials configured for it".
 func bearerChallenge(resp *http.Response) bool {
 	values := resp.Header.Values("WWW-Authenticate")
-	if len(values) == 0 {
-		return true
-	}
 	for _, v := range values {
 		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(v)), "bearer") {
 			return true
@@ -222,7 +220,7 @@ func (c *Client) Login(ctx context.Context, show func(url string)) error {
 			c.log.Warn("cannot open the browser; open the URL yourself", "error", err)
 		}
 		return nil
-	})
+	}, true)
 }
 
 // probeBody is the request Login sends to learn the server's challenge:

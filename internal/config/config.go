@@ -18,31 +18,30 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/policy"
 	"github.com/mcpwrap/mcpwrap/middleware"
+	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
-// DiscoveryMode says when the discovery tool is listed.
-type DiscoveryMode string
+// DiscoveryMode says when the discovery tool is listed: the Session's own
+// type, so that what the config says is what the Session is given.
+type DiscoveryMode = middleware.DiscoveryMode
 
-// The discovery modes.
+// The discovery modes (see [middleware.DiscoveryMode]).
 const (
-	// DiscoveryAuto lists the discovery tool when a tool is locked or the
-	// upstream is not available.
-	DiscoveryAuto DiscoveryMode = "auto"
-	// DiscoveryAlways always lists it.
-	DiscoveryAlways DiscoveryMode = "always"
-	// DiscoveryNever never lists it.
-	DiscoveryNever DiscoveryMode = "never"
+	DiscoveryAuto   = middleware.DiscoveryAuto
+	DiscoveryAlways = middleware.DiscoveryAlways
+	DiscoveryNever  = middleware.DiscoveryNever
 )
 
 // Built-in defaults, used for every setting neither `defaults` nor the
-// server's entry sets. See also DefaultRetry.
+// server's entry sets. See also DefaultRetry. Each one is the default of
+// the package that uses the setting, so the two cannot differ.
 const (
 	DefaultApproval      = policy.ApprovalTOFU
 	DefaultToolDefault   = policy.DefaultAll
-	DefaultReadyTimeout  = 30 * time.Second
-	DefaultDiscoveryTool = policy.DefaultDiscoveryTool
+	DefaultReadyTimeout  = middleware.DefaultReadyTimeout
+	DefaultDiscoveryTool = middleware.DefaultDiscoveryTool
 	DefaultDiscovery     = DiscoveryAuto
-	DefaultMaxLineBytes  = 64 << 20
+	DefaultMaxLineBytes  = middleware.DefaultMaxMessageBytes
 	// DefaultMaxHeldRequests and DefaultMaxHeldBytes are the middleware's.
 	DefaultMaxHeldRequests = middleware.DefaultMaxHeldRequests
 	DefaultMaxHeldBytes    = middleware.DefaultMaxHeldBytes
@@ -69,16 +68,18 @@ type Retry struct {
 	MaxElapsed time.Duration
 }
 
-// DefaultRetry returns the built-in retry settings: 250 ms
-// initial, ×2, jitter 0.5, 5 s cap, 6 attempts or 30 s.
+// DefaultRetry returns the built-in retry settings, those of
+// [resilience.DefaultLoadPolicy]: 250 ms initial, ×2, jitter 0.5, 5 s cap,
+// 6 attempts or 30 s.
 func DefaultRetry() Retry {
+	p := resilience.DefaultLoadPolicy()
 	return Retry{
-		Initial:     250 * time.Millisecond,
-		MaxInterval: 5 * time.Second,
-		Multiplier:  2,
-		Jitter:      0.5,
-		MaxAttempts: 6,
-		MaxElapsed:  30 * time.Second,
+		Initial:     p.Initial,
+		MaxInterval: p.MaxInterval,
+		Multiplier:  p.Multiplier,
+		Jitter:      p.Jitter,
+		MaxAttempts: p.MaxAttempts,
+		MaxElapsed:  p.MaxElapsed,
 	}
 }
 

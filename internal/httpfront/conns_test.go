@@ -230,7 +230,7 @@ func TestTrickledBodiesHoldAtMostTheCap(t *testing.T) {
 		workers  = 100
 		maxConns = 64
 	)
-	lim := ConnLimits{HeaderTimeout: 50 * time.Millisecond, BodyTimeout: 50 * time.Millisecond, MaxConns: maxConns}
+	lim := ConnLimits{HeaderTimeout: 250 * time.Millisecond, BodyTimeout: 250 * time.Millisecond, MaxConns: maxConns}
 	addr, counted := limitedFront(t, lim, nil)
 	url := "http://" + addr + "/mcp"
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}} // a new connection each time

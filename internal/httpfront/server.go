@@ -1,8 +1,8 @@
 // Package httpfront serves MCP's streamable HTTP transport in front of
 // mcpwrap's relay. Each HTTP session (one Mcp-Session-Id) gets its own
-// [middleware.Session]: the messages the client POSTs are fed to it, and the
-// messages it emits go back as JSON responses or on Server-Sent Events
-// streams.
+// [middleware.Session], and the 2026-07-28 protocol's stateless requests
+// share one: the messages the client POSTs are fed to it, and the messages
+// it emits go back as JSON responses or on Server-Sent Events streams.
 //
 // It is mcpwrap's own server rather than the go-sdk's, because the go-sdk's
 // server transport rejects methods it does not know and the relay must pass
@@ -36,7 +36,7 @@ import (
 const (
 	DefaultMaxSessions  = 100
 	DefaultIdleTimeout  = 10 * time.Minute
-	DefaultMaxBodyBytes = 64 << 20
+	DefaultMaxBodyBytes = middleware.DefaultMaxMessageBytes // a body holds one message, or a batch of them
 )
 
 // Header names of the transport.
@@ -63,9 +63,12 @@ var (
 // AllowedOrigins (DNS-rebinding protection). With Token set, every request
 // must carry it as a bearer token.
 //
-// A session is not stateless: the 2026-07-28 draft's server/discover
-// without a session is answered with an unsupported-version error, on
-// which clients fall back to initialize.
+// It serves both protocol eras at once: sessions opened with initialize
+// (2024-11-05 to 2025-11-25), and the 2026-07-28 protocol's stateless
+// requests, which all share one relay of their own (see serveStateless).
+// When that relay's upstream does not speak 2026-07-28, stateless
+// requests are answered with an unsupported-version error, on which
+// clients fall back to initialize.
 //
 // Set the fields before serving; ServeHTTP, Sessions and Shutdown are safe
 // for concurrent use.

@@ -167,7 +167,10 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 	}
 	defer ss.leave()
 	discover := m.env.Kind == framing.Request && m.env.Method == "server/discover"
-	if !discover { // a client's server/discover sets the upstream up itself
+	// A client's server/discover sets the upstream up itself; a
+	// notification needs no answer (the relay drops it while no upstream
+	// is ready).
+	if !discover && m.env.Kind == framing.Request {
 		failed, err := ss.awaitReady(r, m)
 		switch {
 		case err != nil:
@@ -178,10 +181,7 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 		case failed != nil:
 			// The upstream refused a server/discover made of this request's
 			// own _meta: the request gets the same answer.
-			answer := failed
-			if m.env.Kind == framing.Request {
-				answer = framing.Splice(failed, mustPeek(failed).ID, m.env.ID)
-			}
+			answer := framing.Splice(failed, peekID(failed), m.env.ID)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(cmp.Or(errorStatus(answer), http.StatusOK))
 			_, _ = w.Write(answer)
@@ -368,9 +368,10 @@ func (ss *session) isRefused() bool {
 	return ss.refused
 }
 
-func mustPeek(msg []byte) framing.Envelope {
+// peekID returns the id of msg, a response the relay sent (so it parses).
+func peekID(msg []byte) []byte {
 	env, _ := framing.Peek(msg)
-	return env
+	return env.ID
 }
 
 // statelessIDPrefix starts the ids the stateless session's requests are
@@ -413,16 +414,7 @@ func (sub *subscriptions) wants(method string, params []byte) bool {
 		var p struct {
 			URI string `json:"uri"`
 		}
-		return json.Unmarshal(params, &p) == nil && p.URI != "" && containsString(sub.ResourceSubscriptions, p.URI)
-	}
-	return false
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
+		return json.Unmarshal(params, &p) == nil && p.URI != "" && slices.Contains(sub.ResourceSubscriptions, p.URI)
 	}
 	return false
 }
@@ -494,12 +486,21 @@ func (ss *session) routeStateless(msg []byte, env framing.Envelope) {
 			targets = append(targets, target{ex.stream, withSubscriptionID(msg, env, ex.orig[key])})
 		}
 	case nr.progressToken != nil:
+		// Progress tokens are the clients' own, like their ids: a token two
+		// requests in flight share names neither for sure, and one client's
+		// progress must not reach another.
 		token := idKey(nr.progressToken)
+		holders := 0
 		for _, ex := range ss.live {
-			if ex.progress[token] && !ex.complete && ex.stream != nil {
-				targets = append(targets, target{ex.stream, msg})
-				break
+			if ex.progress[token] && !ex.complete {
+				holders++
+				if ex.stream != nil {
+					targets = append(targets, target{ex.stream, msg})
+				}
 			}
+		}
+		if holders > 1 {
+			targets = nil
 		}
 	default:
 		for _, ex := range ss.live {

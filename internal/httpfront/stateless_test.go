@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -234,4 +236,97 @@ func TestRefusedHandshakeAnswersTheWaitingRequest(t *testing.T) {
 
 	resp = ts.do(t, modernCall(6, "echo", `{"text":"again"}`))
 	assert.Contains(t, readAll(t, resp), `"again"`)
+}
+
+// TestStatelessChildCrashAnswersWhatItHeld: when the shared child of the
+// stateless requests crashes, exactly the requests it held are answered,
+// each with its client's own id; a listen stream stays open and is
+// re-opened on the restarted child, which serves the next request.
+func TestStatelessChildCrashAnswersWhatItHeld(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	listen := ts.do(t, request{
+		Accept: acceptBoth,
+		Body:   `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`,
+		Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "subscriptions/listen"},
+	})
+	sc := bufio.NewScanner(listen.Body)
+	nextAck := func() {
+		t.Helper()
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "notifications/subscriptions/acknowledged") {
+				assert.Contains(t, sc.Text(), `"io.modelcontextprotocol/subscriptionId":"L"`)
+				return
+			}
+		}
+		t.Fatalf("listen stream ended: %v", sc.Err())
+	}
+	nextAck()
+	resp := ts.do(t, modernCall(1, "echo", `{"text":"before"}`))
+	require.Contains(t, readAll(t, resp), `"before"`)
+	fc := ts.up.next(t)
+
+	held := make(chan string, 1)
+	go func() {
+		r := modernCall(1, "hang", `{}`) // the same id as the answered call: ids are the clients' own
+		r.Accept = acceptBoth
+		resp := ts.do(t, r)
+		held <- strings.Join(events(t, resp.Body), "\n")
+	}()
+	<-ts.up.hung
+	require.NoError(t, fc.w.Close()) // the child crashes: its stdout ends
+	got := <-held
+	assert.Contains(t, got, `"id":1,"error"`)
+	assert.Contains(t, got, "upstream restarted; request not completed")
+
+	nextAck() // the restarted child got the listen request again
+	resp = ts.do(t, modernCall(2, "echo", `{"text":"after"}`))
+	assert.Contains(t, readAll(t, resp), `"after"`)
+	assert.EqualValues(t, 2, ts.up.dials.Load(), "the child was restarted, once")
+}
+
+// TestStatelessRouting: on the stateless session a notification goes to the
+// stream of the request or listen request it names, in the client's own
+// terms, and nowhere when it names none for sure.
+func TestStatelessRouting(t *testing.T) {
+	t.Parallel()
+	ss := bareSession(t)
+	ss.stateless = true
+	exchange := func(body, orig string) (*exchange, *httptest.ResponseRecorder) {
+		ex, rec := sseExchange(t, ss, body)
+		env, err := framing.Peek([]byte(body))
+		require.NoError(t, err)
+		ss.mu.Lock()
+		ex.orig = map[string][]byte{idKey(env.ID): []byte(orig)}
+		if env.Method == "subscriptions/listen" {
+			ex.listen = parseSubscriptions(env.Params)
+		}
+		ss.mu.Unlock()
+		return ex, rec
+	}
+	_, aRec := exchange(`{"jsonrpc":"2.0","id":"httpfront-1","method":"tools/call","params":{"name":"a","_meta":{"progressToken":7}}}`, `1`)
+	_, bRec := exchange(`{"jsonrpc":"2.0","id":"httpfront-2","method":"tools/call","params":{"name":"b","_meta":{"progressToken":7}}}`, `1`)
+	_, cRec := exchange(`{"jsonrpc":"2.0","id":"httpfront-3","method":"tools/call","params":{"name":"c","_meta":{"progressToken":9}}}`, `1`)
+	_, lRec := exchange(`{"jsonrpc":"2.0","id":"httpfront-4","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`, `"L"`)
+
+	msgs := []string{
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":9,"progress":1}}`,                            // c's
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}`,                            // a's or b's: dropped
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,                                                            // every listen stream subscribed
+		`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}`,                                                          // none subscribed: dropped
+		`{"jsonrpc":"2.0","method":"notifications/x","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"httpfront-4"}}}`, // the listen request it names
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}`,                                             // names nothing: dropped
+		`{"jsonrpc":"2.0","id":"up-1","method":"sampling/createMessage","params":{}}`,                                              // no server requests in 2026: dropped
+		`{"jsonrpc":"2.0","id":"httpfront-3","result":{}}`,                                                                         // c's, with its own id
+	}
+	for _, m := range msgs {
+		require.NoError(t, ss.WriteMessage([]byte(m)))
+	}
+	assert.Empty(t, events(t, aRec.Body))
+	assert.Empty(t, events(t, bRec.Body))
+	assert.Equal(t, []string{msgs[0], `{"jsonrpc":"2.0","id":1,"result":{}}`}, events(t, cRec.Body))
+	got := events(t, lRec.Body)
+	require.Len(t, got, 2)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}`, got[0])
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/x","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}`, got[1])
 }

@@ -3,10 +3,13 @@ package policy
 import (
 	"regexp"
 	"strings"
+
+	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
-// DefaultDiscoveryTool is the name of the discovery tool when none is configured.
-const DefaultDiscoveryTool = "discover_tools"
+// DefaultDiscoveryTool is the name of the discovery tool when none is
+// configured: the one the Session serves.
+const DefaultDiscoveryTool = middleware.DefaultDiscoveryTool
 
 // NotCallable is the sentence every non-config rejection carries, kept
 // verbatim because agents and tests already look for it.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/paramheader"
+	"github.com/mcpwrap/mcpwrap/middleware"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -44,9 +45,9 @@ type Remote struct {
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
-	// MaxMessageBytes bounds one message from the server. Zero means 64 MiB.
-	// A larger message is dropped and reported by ReadMessage with an error
-	// wrapping [framing.ErrLineTooLong].
+	// MaxMessageBytes bounds one message from the server. Zero means
+	// [middleware.DefaultMaxMessageBytes]. A larger message is dropped and
+	// reported by ReadMessage with a [*middleware.MessageTooLargeError].
 	MaxMessageBytes int
 }
 
@@ -149,6 +150,9 @@ type RemoteConn struct {
 	// those results, by tool name (see remote_params.go).
 	toolLists    map[string]struct{}
 	paramHeaders map[string][]paramheader.Binding
+	// metaVersion is the _meta protocol version of the client's last
+	// 2026-07-28 request: the version of its other messages too.
+	metaVersion string
 }
 
 // inbound is one item for ReadMessage: a message or a per-message error.
@@ -212,7 +216,7 @@ func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
 		paramHeaders: make(map[string][]paramheader.Binding),
 	}
 	if c.max <= 0 {
-		c.max = framing.DefaultMaxLineBytes
+		c.max = middleware.DefaultMaxMessageBytes
 	}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	return c, nil
@@ -256,7 +260,7 @@ func (c *RemoteConn) ProtocolVersion() string {
 }
 
 // ReadMessage returns the next message from the server, without framing.
-// An error wrapping [framing.ErrLineTooLong] reports one dropped message;
+// A [*middleware.MessageTooLargeError] reports one dropped message;
 // any other error ends the connection: the first contact's failure, a lost
 // session (wrapping mcp.ErrSessionMissing), a stream that could not be
 // kept, or [ErrRemoteClosed].
@@ -379,7 +383,13 @@ func (c *RemoteConn) deliverRaw(raw []byte, pending pendingCalls) bool {
 // the request it answered, which the relay then answers with an error.
 func (c *RemoteConn) deliverTooLong(e *framing.LineTooLongError, pending pendingCalls) bool {
 	c.settle(e.Head, pending)
-	return c.deliver(nil, e)
+	if e.ID == nil && e.Method == "" {
+		// Only the head of a body or event was kept: its id and method are
+		// read there, where they usually come first.
+		env, _ := framing.Peek(e.Head)
+		e.ID, e.Method = env.ID, env.Method
+	}
+	return c.deliver(nil, tooLarge(e))
 }
 
 // deliver hands one message, or a per-message error, to ReadMessage. It
@@ -478,6 +488,13 @@ func (c *RemoteConn) newRequest(method string, u *url.URL, out *outbound) (*http
 	}
 	c.mu.Lock()
 	sessionID, version := c.sessionID, c.version
+	if out != nil && out.metaVersion != "" {
+		c.metaVersion = out.metaVersion
+	} else if version == "" {
+		// A 2026-07-28 notification or response carries no version of
+		// its own: it goes with that of the client's requests.
+		version = c.metaVersion
+	}
 	var bindings []paramheader.Binding
 	if out != nil && out.kind == framing.Request && out.method == "tools/call" {
 		bindings = c.paramHeaders[out.name]
@@ -503,8 +520,8 @@ func (c *RemoteConn) newRequest(method string, u *url.URL, out *outbound) (*http
 	if version != "" {
 		req.Header.Set("Mcp-Protocol-Version", version)
 	}
-	if out != nil && out.kind == framing.Request && version >= firstStatelessVersion {
-		req.Header.Set("Mcp-Method", out.method)
+	if out != nil && out.method != "" && version >= firstStatelessVersion {
+		req.Header.Set("Mcp-Method", out.method) // requests and notifications alike
 		if out.name != "" && validHeaderValue(out.name) {
 			req.Header.Set("Mcp-Name", out.name)
 		}

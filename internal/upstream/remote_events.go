@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
 // sseEvent is one dispatched server-sent event.
@@ -53,7 +54,7 @@ const sseBufferBytes = 64 << 10
 
 func newSSEScanner(r io.Reader, maxEventBytes int) *sseScanner {
 	if maxEventBytes <= 0 {
-		maxEventBytes = framing.DefaultMaxLineBytes
+		maxEventBytes = middleware.DefaultMaxMessageBytes
 	}
 	return &sseScanner{br: bufio.NewReaderSize(r, sseBufferBytes), max: maxEventBytes}
 }

@@ -41,3 +41,28 @@ func TestRemoteSendsToolDesignatedHeaders(t *testing.T) {
 	assert.Equal(t, "3", call.Get("Mcp-Param-Count"))
 	assert.Empty(t, call.Values("Mcp-Param-Note"), "a null argument has no header")
 }
+
+// TestRemoteStatelessNotificationHeaders: a 2026-07-28 client's
+// notification, which carries no version of its own, is POSTed with the
+// version of its requests and its Mcp-Method, as every POST must be.
+func TestRemoteStatelessNotificationHeaders(t *testing.T) {
+	rec := newRecorder(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"id"`) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	ts := httptest.NewServer(rec)
+	t.Cleanup(ts.Close)
+	p := newPeer(t, dial(t, ts.URL))
+	p.call(1, "tools/list", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`)
+	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`)
+
+	seen := rec.requests()
+	require.Len(t, seen, 2)
+	assert.Equal(t, "2026-07-28", seen[1].Header.Get("Mcp-Protocol-Version"))
+	assert.Equal(t, "notifications/cancelled", seen[1].Header.Get("Mcp-Method"))
+}

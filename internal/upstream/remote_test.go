@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/middleware"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -618,12 +619,35 @@ func TestRemoteOversizedMessageIsDropped(t *testing.T) {
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"m"}`)
 
 	err = p.readErr()
-	tooLong, ok := errors.AsType[*framing.LineTooLongError](err)
-	require.True(t, ok, "want a LineTooLongError, got %v", err)
+	require.ErrorIs(t, err, middleware.ErrMessageTooLarge)
+	tooLong, ok := errors.AsType[*middleware.MessageTooLargeError](err)
+	require.True(t, ok, "want a MessageTooLargeError, got %v", err)
 	assert.Equal(t, int64(len(big)), tooLong.Size)
-	assert.True(t, strings.HasPrefix(big, string(tooLong.Head)))
+	assert.Equal(t, 100, tooLong.Limit)
+	assert.Equal(t, "notifications/message", tooLong.Method, "read from the message's head")
 	_, m := p.next()
 	assert.Equal(t, "1", string(m.ID), "the stream goes on after a dropped message")
+}
+
+// An oversized JSON answer, of which the conn keeps only the head, still
+// names the request it answered, so the relay can answer that request.
+func TestRemoteOversizedAnswerNamesItsRequest(t *testing.T) {
+	big := `{"jsonrpc":"2.0","id":1,"result":{"pad":"` + strings.Repeat("x", 300) + `"}}`
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, big)
+	}))
+	t.Cleanup(ts.Close)
+	conn, err := DialRemote(t.Context(), Remote{URL: ts.URL, MaxMessageBytes: 100})
+	require.NoError(t, err)
+	p := newPeer(t, conn)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"m"}`)
+
+	err = p.readErr()
+	tooLong, ok := errors.AsType[*middleware.MessageTooLargeError](err)
+	require.True(t, ok, "want a MessageTooLargeError, got %v", err)
+	assert.Equal(t, "1", string(tooLong.ID))
+	assert.Empty(t, tooLong.Method, "an answer has no method")
 }
 
 func TestRemoteCloseUnblocksAndIsIdempotent(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/middleware"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -45,8 +46,8 @@ type Stdio struct {
 }
 
 // StartStdio starts the command and returns a connection to it. Messages over
-// maxMessageBytes (0 means 64 MiB) are dropped with a
-// [framing.LineTooLongError].
+// maxMessageBytes (0 means [middleware.DefaultMaxMessageBytes]) are dropped
+// with a [*middleware.MessageTooLargeError].
 func StartStdio(ctx context.Context, c Command, maxMessageBytes int) (*Stdio, error) {
 	p, err := Start(ctx, c)
 	if err != nil {
@@ -55,6 +56,9 @@ func StartStdio(ctx context.Context, c Command, maxMessageBytes int) (*Stdio, er
 			return nil, &resilience.SpawnError{Command: start.Path, Err: start.Err}
 		}
 		return nil, err
+	}
+	if maxMessageBytes <= 0 {
+		maxMessageBytes = middleware.DefaultMaxMessageBytes
 	}
 	s := &Stdio{
 		argv:    append([]string{c.Path}, c.Args...),
@@ -81,7 +85,7 @@ func (s *Stdio) Pid() int { return s.proc.Pid() }
 func (s *Stdio) ReadMessage() ([]byte, error) {
 	msg, err := s.r.Read()
 	if err == nil || errors.Is(err, framing.ErrLineTooLong) {
-		return msg, err
+		return msg, tooLarge(err)
 	}
 	s.pipeBroken("stdout")
 	<-s.proc.Done()

@@ -1,0 +1,98 @@
+package auth
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpwrap/mcpwrap/internal/oauthtest"
+)
+
+// follow is the user's browser: it follows url to the loopback callback.
+func follow(t *testing.T, wg *sync.WaitGroup) func(target string) {
+	return func(target string) {
+		wg.Go(func() {
+			resp, err := http.Get(target)
+			if assert.NoError(t, err) {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+}
+
+func TestLogin(t *testing.T) {
+	as, err := oauthtest.Start(oauthtest.Options{})
+	require.NoError(t, err)
+	defer as.Close()
+	store, err := newFileStore(t.TempDir())
+	require.NoError(t, err)
+	port := freePort(t)
+	c := &Client{Name: "notes", ServerURL: as.URL + "/mcp", Store: store, Config: Config{RedirectPort: port}}
+	defer c.Close()
+	var wg sync.WaitGroup
+	var shown string
+	show := follow(t, &wg)
+	require.NoError(t, c.Login(t.Context(), func(u string) { shown = u; show(u) }))
+	wg.Wait()
+
+	assert.Contains(t, shown, "code_challenge_method=S256")
+	assert.Contains(t, shown, "redirect_uri="+url.QueryEscape(RedirectURL(port)))
+	tok, err := store.Token(as.URL + "/mcp")
+	require.NoError(t, err)
+	assert.Equal(t, as.URL, tok.Issuer, "keyed by the issuer")
+	assert.Equal(t, as.URL+"/mcp", tok.Resource, "and the resource")
+	assert.NotEmpty(t, tok.RefreshToken)
+	st, err := c.State()
+	require.NoError(t, err)
+	assert.True(t, st.SignedIn)
+	_, ok, err := store.Registration(as.URL+"/mcp", RedirectURL(port))
+	require.NoError(t, err)
+	assert.True(t, ok, "the dynamic registration is stored")
+}
+
+// TestLoginWhenThePortIsTaken: a sidecar's abandoned sign-in holds the
+// redirect port; mcpwrap login signs in on another one.
+func TestLoginWhenThePortIsTaken(t *testing.T) {
+	as, err := oauthtest.Start(oauthtest.Options{})
+	require.NoError(t, err)
+	defer as.Close()
+	store, err := newFileStore(t.TempDir())
+	require.NoError(t, err)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	c := &Client{Name: "notes", ServerURL: as.URL + "/mcp", Store: store, Config: Config{RedirectPort: port}}
+	defer c.Close()
+	var wg sync.WaitGroup
+	var shown string
+	show := follow(t, &wg)
+	require.NoError(t, c.Login(t.Context(), func(u string) { shown = u; show(u) }))
+	wg.Wait()
+	assert.NotContains(t, shown, "%3A"+strconv.Itoa(port)+"%2Fcallback")
+	_, err = store.Token(as.URL + "/mcp")
+	assert.NoError(t, err)
+}
+
+func TestLoginServerWithoutSignIn(t *testing.T) {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	defer func() { srv.Close(); <-done }()
+	store, err := newFileStore(t.TempDir())
+	require.NoError(t, err)
+	c := &Client{Name: "open", ServerURL: "http://" + ln.Addr().String() + "/mcp", Store: store}
+	defer c.Close()
+	err = c.Login(t.Context(), func(string) { t.Error("no URL to show") })
+	assert.ErrorIs(t, err, ErrNotProtected)
+}
