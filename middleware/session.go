@@ -473,11 +473,8 @@ func (s *Session) pumpClient(ctx context.Context) error {
 			}
 			return err
 		}
-		env, err := framing.Peek(msg)
-		if err == nil && !json.Valid(msg) {
-			err = errors.New("invalid JSON")
-		}
-		if errors.Is(err, framing.ErrAmbiguous) && json.Valid(msg) {
+		env, err := framing.PeekValid(msg) // one pass: the envelope, and whether msg is JSON at all
+		if errors.Is(err, framing.ErrAmbiguous) {
 			// Peers would read it differently; the gate cannot judge it.
 			s.log.Warn("ambiguous message from client refused", "error", err)
 			s.replyError(env.ID, codeInvalidRequest, "Invalid Request: "+err.Error())

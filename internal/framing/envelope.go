@@ -72,6 +72,20 @@ type Envelope struct {
 // reported as [Batch] without looking inside. Member names are compared
 // after decoding their escapes, as a JSON parser would.
 func Peek(line []byte) (env Envelope, err error) {
+	return peek(line, false)
+}
+
+// PeekValid is [Peek] that also validates the whole line in the same pass,
+// exactly as json.Valid would (FuzzPeekValid holds it to that): a nil
+// error or one wrapping [ErrAmbiguous] means the line is valid JSON; any
+// other error means it is not (or, as with Peek, that it is not an object
+// or array). A batch's elements are validated but not peeked at.
+func PeekValid(line []byte) (env Envelope, err error) {
+	return peek(line, true)
+}
+
+// peek is Peek, validating when valid is set.
+func peek(line []byte, valid bool) (env Envelope, err error) {
 	var method []byte
 	defer func() {
 		if err != nil && method != nil && env.Method == "" {
@@ -87,8 +101,16 @@ func Peek(line []byte) (env Envelope, err error) {
 	}
 	switch line[i] {
 	case '[':
-		if _, err := skipValue(line, i); err != nil {
+		skip := skipValue
+		if valid {
+			skip = validValue
+		}
+		end, err := skip(line, i)
+		if err != nil {
 			return env, err
+		}
+		if valid && skipSpace(line, end) != len(line) {
+			return env, syntaxError(end, "end of message")
 		}
 		env.Kind = Batch
 		return env, nil
@@ -105,7 +127,12 @@ func Peek(line []byte) (env Envelope, err error) {
 			if i >= len(line) || line[i] != '"' {
 				return env, syntaxError(i, "member name")
 			}
-			end, err := skipString(line, i)
+			var end int
+			if valid {
+				end, err = validString(line, i)
+			} else {
+				end, err = skipString(line, i)
+			}
 			if err != nil {
 				return env, err
 			}
@@ -118,7 +145,11 @@ func Peek(line []byte) (env Envelope, err error) {
 				return env, syntaxError(i, "':'")
 			}
 			start := skipSpace(line, i+1)
-			end, err = skipValue(line, start)
+			if valid {
+				end, err = validNested(line, start, 1) // inside the message's own object
+			} else {
+				end, err = skipValue(line, start)
+			}
 			if err != nil {
 				return env, err
 			}
