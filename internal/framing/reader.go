@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 )
 
 // DefaultMaxLineBytes is the line-size limit a zero [Reader.MaxLineBytes]
@@ -67,7 +68,20 @@ type Reader struct {
 	scanned int        // bytes at buf[start:] known to hold no newline
 	err     error      // the read error to report once buf is used up
 	scan    envScanner // reads the id of an oversized line as it is skipped
+
+	// mapped is buf when buf is a large buffer mapped from the OS, which
+	// unmapped returns at once when it is given back (or, should the
+	// Reader be dropped first, cleanup does).
+	mapped  []byte
+	cleanup runtime.Cleanup
 }
+
+// mapFrom is the buffer size from which a Reader takes its buffer from
+// the OS (on Linux) rather than the Go heap: given back, it leaves the
+// process's memory at once, and it never makes the collector, which
+// paces itself on the heap's size, let the heap grow by twice a large
+// message; growing it moves its pages instead of copying them.
+const mapFrom = 1 << 20
 
 // NewReader returns a Reader that reads from r and refuses lines longer than
 // maxLineBytes (0 means [DefaultMaxLineBytes]).
@@ -142,14 +156,52 @@ func (r *Reader) fill() {
 	case n == len(r.buf):
 		// Only up to one byte past the limit is ever needed to tell that a
 		// line is too long.
-		grown := make([]byte, max(min(2*len(r.buf), r.max+1), len(r.buf)+1))
-		copy(grown, r.buf[r.start:r.end])
-		r.buf, r.start, r.end = grown, 0, n
+		r.grow(max(min(2*len(r.buf), r.max+1), len(r.buf)+1))
 	case r.start > 0 && r.end == len(r.buf):
 		copy(r.buf, r.buf[r.start:r.end])
 		r.start, r.end = 0, n
 	}
 	r.read()
+}
+
+// grow replaces the buffer, which is full (so r.start is 0), with one of
+// size bytes that starts with its contents.
+func (r *Reader) grow(size int) {
+	n := r.end
+	if r.mapped != nil {
+		if grown := remapBuffer(r.mapped, size); grown != nil {
+			r.cleanup.Stop()
+			r.adopt(grown)
+			return
+		}
+	} else if size >= mapFrom {
+		if grown := mapBuffer(size); grown != nil {
+			copy(grown, r.buf[:n])
+			r.adopt(grown)
+			return
+		}
+	}
+	grown := make([]byte, size)
+	copy(grown, r.buf[:n])
+	r.unmap()
+	r.buf = grown
+}
+
+// adopt makes b, a buffer mapped from the OS, the Reader's buffer.
+func (r *Reader) adopt(b []byte) {
+	r.buf, r.mapped = b, b
+	r.cleanup = runtime.AddCleanup(r, unmapBuffer, b)
+}
+
+// unmap gives a buffer mapped from the OS back, once r.buf no longer
+// refers to it.
+func (r *Reader) unmap() {
+	if r.mapped == nil {
+		return
+	}
+	r.cleanup.Stop()
+	unmapBuffer(r.mapped)
+	r.mapped = nil
 }
 
 // read reads once into the free end of the buffer, recording an error, or
@@ -178,6 +230,7 @@ func (r *Reader) release() {
 	small := make([]byte, minBuffer)
 	r.end = copy(small, r.buf[r.start:r.end])
 	r.buf, r.start = small, 0
+	r.unmap()
 }
 
 // tooLong builds the error for an oversized line whose first bytes (all of
@@ -197,6 +250,7 @@ func (r *Reader) tooLong(part []byte, size int64) *LineTooLongError {
 func (r *Reader) discard(e *LineTooLongError) error {
 	if len(r.buf) > minBuffer {
 		r.buf = make([]byte, minBuffer)
+		r.unmap()
 	}
 	for {
 		if r.end > 0 {

@@ -3,6 +3,7 @@ package framing
 import (
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -141,4 +142,24 @@ func TestReaderBuffered(t *testing.T) {
 	assert.Equal(t, "three", string(line))
 	_, err = r.Read()
 	assert.ErrorIs(t, err, io.EOF)
+}
+
+func TestReaderGivesALargeBufferBackToTheOS(t *testing.T) {
+	big := strings.Repeat("z", 3*mapFrom)
+	r := NewReader(iotest.HalfReader(strings.NewReader(big+"\n"+big+"x\nafter\n")), 0)
+	line, err := r.Read()
+	require.NoError(t, err)
+	require.Equal(t, big, string(line))
+	assert.Equal(t, 4*mapFrom, len(r.buf), "grown by doubling")
+	if runtime.GOOS == "linux" {
+		assert.NotNil(t, r.mapped, "a large buffer is mapped from the OS")
+	}
+	line, err = r.Read()
+	require.NoError(t, err)
+	require.Equal(t, big+"x", string(line), "a second large line right after the first")
+	line, err = r.Read()
+	require.NoError(t, err)
+	assert.Equal(t, "after", string(line))
+	assert.Nil(t, r.mapped, "unmapped once the large lines are consumed")
+	assert.Equal(t, minBuffer, len(r.buf))
 }
