@@ -196,14 +196,16 @@ func (s *Session) clientCancelled(params []byte) {
 }
 
 // progressToken returns the framing.IDKey of a request's
-// params._meta.progressToken, or "" when it has none. It costs a scan of
-// the params' top level, so it is only called with a CallTimeout.
+// params._meta.progressToken, or "" when it has none or one longer than
+// maxIDBytes (kept for every request in flight, a token is bounded like an
+// id; progress for such a request does not restart its bound). It costs a
+// scan of the params' top level, so it is only called with a CallTimeout.
 func progressToken(params []byte) string {
 	if params == nil {
 		return ""
 	}
 	token := member(member(params, "_meta"), "progressToken")
-	if token == nil {
+	if token == nil || len(token) > maxIDBytes {
 		return ""
 	}
 	return framing.IDKey(token)

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/auth"
@@ -192,15 +191,12 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	session := newSession(o, srv, tools, dial, base)
 	if o.signIn != nil {
 		// A sign-in finished (in any process): load the server again.
-		var watching sync.WaitGroup
-		watchCtx, stopWatch := context.WithCancel(ctx)
-		watching.Go(func() { o.signIn.Watch(watchCtx, 0, session.Retry) })
-		defer watching.Wait()
-		defer stopWatch()
+		defer goUntilStopped(ctx, func(ctx context.Context) { o.signIn.Watch(ctx, 0, session.Retry) })()
 	}
-	session.Client = middleware.NewStreamConn(stdin, stdout, nil, srv.MaxLineBytes)
+	clientIn, closeClientIn := closableStdin(stdin)
+	session.Client = middleware.NewStreamConn(clientIn, stdout, closeClientIn, srv.MaxLineBytes)
 	session.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
-	go tools.Watch(ctx, session.ReevaluateTools)
+	defer goUntilStopped(ctx, func(ctx context.Context) { tools.Watch(ctx, session.ReevaluateTools) })()
 	defer watchConfig(ctx, o, tools, session.ReevaluateTools, logger)()
 	stopStatus := publishStatus(ctx, o, session, logger)
 	defer stopStatus()
@@ -230,6 +226,8 @@ func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middlew
 
 		MaxHeldRequests: srv.MaxHeldRequests,
 		MaxHeldBytes:    srv.MaxHeldBytes,
+		MaxInFlight:     srv.MaxInFlight,
+		MaxCatalogBytes: srv.MaxCatalogBytes,
 		Retrier: &resilience.Retrier{
 			Policy:     retryPolicy(srv.Retry),
 			Classifier: resilience.Classifier{RetryRefused: srv.RetryRefused},
