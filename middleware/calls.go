@@ -49,15 +49,16 @@ func (s *Session) endLocked(r *inflight, drop bool) {
 // client spelled it. late reports an answer to a request the sidecar
 // already answered, which must be dropped.
 func (s *Session) answered(id []byte) (method string, clientID []byte, late bool) {
-	key := framing.IDKey(id)
+	var buf [64]byte
+	key := framing.AppendIDKey(buf[:0], id) // looked up without allocating
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r, ok := s.reqs[key]; ok {
+	if r, ok := s.reqs[string(key)]; ok {
 		s.untrackLocked(r)
 		return r.method, r.id, false
 	}
-	if e, ok := s.ended[key]; ok {
-		delete(s.ended, key)
+	if e, ok := s.ended[string(key)]; ok {
+		delete(s.ended, string(key))
 		return e.method, e.id, e.drop
 	}
 	return "", nil, false

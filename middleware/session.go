@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -529,11 +528,8 @@ func (s *Session) pumpClient(ctx context.Context) error {
 			}
 			return err
 		}
-		env, err := framing.Peek(msg)
-		if err == nil && !json.Valid(msg) {
-			err = errors.New("invalid JSON")
-		}
-		if errors.Is(err, framing.ErrAmbiguous) && json.Valid(msg) {
+		env, err := framing.PeekValid(msg) // one pass: the envelope, and whether msg is JSON at all
+		if errors.Is(err, framing.ErrAmbiguous) {
 			// Peers would read it differently; the gate cannot judge it.
 			s.log.Warn("ambiguous message from client refused", "error", err)
 			s.replyError(env.ID, codeInvalidRequest, "Invalid Request: "+err.Error())
@@ -671,18 +667,19 @@ func (s *Session) takeServerRequest(env framing.Envelope) *link {
 	if env.Method != "" || env.ID == nil {
 		return nil
 	}
-	key := framing.IDKey(env.ID)
+	var buf [64]byte
+	key := framing.AppendIDKey(buf[:0], env.ID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.up
 	if l == nil {
 		return nil
 	}
-	if _, ok := l.serverReqs[key]; !ok {
-		delete(s.orphans, key) // answered at last: its id may be used again
+	if _, ok := l.serverReqs[string(key)]; !ok {
+		delete(s.orphans, string(key)) // answered at last: its id may be used again
 		return nil
 	}
-	delete(l.serverReqs, key)
+	delete(l.serverReqs, string(key))
 	return l
 }
 
@@ -827,9 +824,31 @@ func (s *Session) readyLink() *link {
 }
 
 // pumpUpstream handles one upstream connection's messages until it ends.
+//
+// When the upstream has sent several messages at once and both Conns
+// allow it, the ones relayed to the client go out together: each is held
+// back while the next is already buffered, and whatever is held is written
+// before the pump waits for the upstream again.
 func (s *Session) pumpUpstream(l *link) {
 	defer close(l.dead)
+	more, _ := l.conn.(bufferedReader)
+	hold, _ := s.Client.(holdingWriter)
+	if more == nil || hold == nil {
+		more, hold = nil, nil
+	}
+	flush := func() {
+		if hold == nil {
+			return
+		}
+		if err := hold.Flush(); err != nil {
+			s.log.Debug("cannot write to the client", "error", err)
+		}
+	}
+	defer flush()
 	for {
+		if more != nil && !more.Buffered() {
+			flush()
+		}
 		msg, err := l.conn.ReadMessage()
 		if err != nil {
 			if e, ok := oversize(err); ok {
@@ -898,7 +917,11 @@ func (s *Session) pumpUpstream(l *link) {
 				s.progressed(env.Params)
 			}
 		}
-		if err := s.Client.WriteMessage(msg); err != nil {
+		write := s.Client.WriteMessage
+		if more != nil && more.Buffered() {
+			write = hold.HoldMessage
+		}
+		if err := write(msg); err != nil {
 			s.log.Debug("cannot write to the client", "error", err)
 		}
 	}
@@ -1143,10 +1166,11 @@ func (s *Session) errFull() string {
 // untrack forgets an in-flight client request and returns its method, or ""
 // when id is not in flight.
 func (s *Session) untrack(id []byte) string {
-	key := framing.IDKey(id)
+	var buf [64]byte
+	key := framing.AppendIDKey(buf[:0], id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.reqs[key]
+	r, ok := s.reqs[string(key)]
 	if !ok {
 		return ""
 	}
@@ -1311,7 +1335,9 @@ func (s *Session) deliverOwnReply(id []byte, r ownReply) {
 // isOwnID reports whether id is in this Session's own id space, however it
 // is spelled.
 func (s *Session) isOwnID(id []byte) bool {
-	return strings.HasPrefix(framing.IDKey(id), "s"+s.ownID)
+	var buf [64]byte
+	key := framing.AppendIDKey(buf[:0], id)
+	return len(key) > len(s.ownID) && key[0] == 's' && string(key[1:1+len(s.ownID)]) == s.ownID
 }
 
 // errOwnID is why a client request using the own id space is refused.

@@ -348,7 +348,10 @@ func parseCall(params []byte) (callParams, error) {
 			p.Arguments = m.Value
 		case strings.EqualFold(key, "name"):
 			names++
-			if key != "name" || json.Unmarshal(m.Value, &p.Name) != nil {
+			if key != "name" {
+				return p, errAmbiguousCall
+			}
+			if p.Name, err = framing.String(m.Value); err != nil {
 				return p, errAmbiguousCall
 			}
 		}

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -44,9 +43,6 @@ Usage:
 
 Flags:
 `
-
-// softMemoryLimit is the Go heap size past which the collector works harder.
-const softMemoryLimit = 24 << 20
 
 const exitCodesHelp = `
 Exit codes:
@@ -164,11 +160,12 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	defer closer.Close()
 	base := logger
 	logger = logger.With("server", o.name)
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// A sidecar should stay small: collect early rather than let the heap
-		// double after a large message. A soft limit, not a cap.
-		debug.SetMemoryLimit(softMemoryLimit)
-	}
+	// No soft memory limit (GOMEMLIMIT still applies when set): the line
+	// readers give their buffers back after a large message, so the heap
+	// is small between messages anyway, while a fixed limit below what one
+	// allowed message needs (up to about twice --max-line-bytes while it is
+	// read) made the collector run without pause through every large
+	// message and, with the buffers it kept, after it.
 
 	srv, tools, err := loadPolicy(ctx, o, logger)
 	if err != nil {

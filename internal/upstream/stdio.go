@@ -93,6 +93,10 @@ func (s *Stdio) ReadMessage() ([]byte, error) {
 	return nil, &resilience.ExitError{Code: st.Code, Signal: st.Signal, Stderr: st.Stderr, Command: s.argv}
 }
 
+// Buffered reports whether a whole message from the child is already
+// buffered, so that the next ReadMessage returns it without waiting.
+func (s *Stdio) Buffered() bool { return s.r.Buffered() }
+
 // WriteMessage writes one message to the child's stdin. A failed write
 // (the child closed its stdin) stops the child, as a closed stdout does.
 func (s *Stdio) WriteMessage(msg []byte) error {
