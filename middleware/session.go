@@ -393,8 +393,15 @@ func (s *Session) Run(ctx context.Context) error {
 	s.awaitWriters(s.background.stop())
 	// The client pump may still be reading a client that has not closed its
 	// side: closing the Conn ends the read, so the pump does not outlive Run.
-	s.Client.Close()
-	s.awaitClientPump(pumped)
+	// A pump that has ended already (the client closed its side) needs no
+	// Close, which could cut off the answers just written (a Conn such as
+	// the HTTP front's aborts the streams still delivering them).
+	select {
+	case <-pumped:
+	default:
+		s.Client.Close()
+		s.awaitClientPump(pumped)
+	}
 	return err
 }
 
