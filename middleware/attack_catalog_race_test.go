@@ -147,12 +147,35 @@ func TestListChangedDuringACatalogLoadLoadsItAgain(t *testing.T) {
 // forwarded. It now waits for the refresh under way.
 func TestCallRacingARefreshIsJudgedByTheNewCatalog(t *testing.T) {
 	h := start(t, 0, func(s *Session) { s.Tools = approvalPolicy{} })
+	// The first catalog may take more than one load: call 1 can start one
+	// before the refresh that follows the handshake counts itself as a
+	// change, which the load then does not keep. Every tools/list is
+	// answered with the approved catalog until the session is idle, so
+	// that no load of it is under way when the upstream announces its change.
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			case msg := <-h.up.recv:
+				env, err := framing.Peek(msg)
+				if err == nil && env.Method == "tools/list" {
+					h.up.in.Write([]byte(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":{"tools":[` + echoApproved + "]}}\n"))
+				}
+			}
+		}
+	}()
 	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"unknown"}}` + "\n")
-	load, err := framing.Peek(h.up.next())
-	require.NoError(t, err)
-	h.up.send(`{"jsonrpc":"2.0","id":` + string(load.ID) + `,"result":{"tools":[` + echoApproved + `]}}` + "\n")
 	answerTo(t, h.client, "1")
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
+	close(stop)
+	<-stopped
 
+	// Nothing else sends the client list_changed before the changed
+	// catalog is loaded: the one awaited is the upstream's, relayed after
+	// the session took it.
 	h.up.send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")
 	untilListChanged(t, h.client)
 	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}` + "\n")
