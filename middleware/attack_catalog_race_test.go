@@ -187,3 +187,60 @@ func TestCallRacingARefreshIsJudgedByTheNewCatalog(t *testing.T) {
 	assert.True(t, resp.Result.IsError, "judged by the changed definition")
 	assert.False(t, called.Load(), "the call reached the upstream")
 }
+
+// TestCallJudgedAsARefreshEndsWaitsForIt is an attack on "nothing
+// unapproved reaches the upstream": a call read the verdict of the catalog
+// the upstream had announced stale, then found no refresh pending because
+// the refresh ended in between, and was forwarded by that stale verdict.
+// The test ends the refresh at that moment.
+func TestCallJudgedAsARefreshEndsWaitsForIt(t *testing.T) {
+	judging, refreshed := make(chan struct{}), make(chan struct{})
+	h := start(t, 0, func(s *Session) {
+		s.Tools = approvalPolicy{}
+		s.verdictRead = func(name string) {
+			if name == "echo" {
+				close(judging)
+				<-refreshed
+			}
+		}
+	})
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			case msg := <-h.up.recv:
+				env, err := framing.Peek(msg)
+				if err == nil && env.Method == "tools/list" {
+					h.up.in.Write([]byte(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":{"tools":[` + echoApproved + "]}}\n"))
+				}
+			}
+		}
+	}()
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"unknown"}}` + "\n")
+	answerTo(t, h.client, "1")
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
+	close(stop)
+	<-stopped
+
+	h.up.send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")
+	untilListChanged(t, h.client)
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}` + "\n")
+	select {
+	case <-judging:
+	case <-time.After(timeout):
+		t.Fatal("call 2 was not judged")
+	}
+	var called atomic.Bool
+	serveChanged(h, &called) // the refresh's loads get the changed catalog
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
+	close(refreshed)
+
+	var resp response
+	require.NoError(t, json.Unmarshal(answerTo(t, h.client, "2"), &resp))
+	require.NotNil(t, resp.Result)
+	assert.True(t, resp.Result.IsError, "judged by the changed definition")
+	assert.False(t, called.Load(), "the call reached the upstream")
+}

@@ -216,6 +216,9 @@ type Session struct {
 	refreshing   bool
 	stale        bool // a refresh was asked for while one was running
 	stats        Stats
+	// verdictRead, when set (by tests), is called by gateCall right after
+	// it reads the verdict on a call to the named tool.
+	verdictRead func(name string)
 
 	gating     int           // calls being judged off the client pump
 	gatingIdle chan struct{} // closed while gating is zero
