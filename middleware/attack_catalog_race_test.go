@@ -244,3 +244,55 @@ func TestCallJudgedAsARefreshEndsWaitsForIt(t *testing.T) {
 	assert.True(t, resp.Result.IsError, "judged by the changed definition")
 	assert.False(t, called.Load(), "the call reached the upstream")
 }
+
+// TestListChangedAsALoadEndsLoadsItAgain is an attack on "nothing
+// unapproved reaches the upstream": the upstream announces a change while
+// a load that read its pages before the change is ending (its catalog kept,
+// the load not yet over). The refresh the change asked for joined that
+// load and ended with its catalog, so the change was never loaded and
+// calls were judged by the definition the upstream no longer has.
+func TestListChangedAsALoadEndsLoadsItAgain(t *testing.T) {
+	var armed atomic.Bool
+	seen, release := make(chan struct{}), make(chan struct{})
+	h := start(t, 0, func(s *Session) {
+		s.Tools = approvalPolicy{}
+		s.CatalogSeen = func([]json.RawMessage) {
+			if armed.CompareAndSwap(true, false) {
+				close(seen)
+				<-release
+			}
+		}
+	})
+	var catalog atomic.Pointer[string]
+	approved := echoApproved
+	catalog.Store(&approved)
+	go func() {
+		for msg := range h.up.recv {
+			if env, err := framing.Peek(msg); err == nil && env.Method == "tools/list" {
+				h.up.in.Write([]byte(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":{"tools":[` + *catalog.Load() + "]}}\n"))
+			}
+		}
+	}()
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"unknown"}}` + "\n")
+	answerTo(t, h.client, "1")
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
+
+	armed.Store(true)
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"unknown"}}` + "\n") // a load of the approved catalog
+	select {
+	case <-seen:
+	case <-time.After(timeout):
+		t.Fatal("the load did not end")
+	}
+	changed := echoChanged
+	catalog.Store(&changed)
+	h.up.send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")
+	untilListChanged(t, h.client)
+	close(release)
+	answerTo(t, h.client, "2")
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
+
+	def, known := h.session.ToolDefinition("echo")
+	require.True(t, known)
+	assert.JSONEq(t, echoChanged, string(def), "the catalog holds what the upstream lists since its change")
+}

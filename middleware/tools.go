@@ -605,6 +605,7 @@ func (s *Session) loadAndKeepCatalog(ctx context.Context) error {
 		stale := s.merges != merges
 		if !stale {
 			s.setCatalogLocked(all)
+			s.keptMerges = merges
 		}
 		s.mu.Unlock()
 		if stale {
