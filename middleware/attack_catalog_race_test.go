@@ -147,12 +147,35 @@ func TestListChangedDuringACatalogLoadLoadsItAgain(t *testing.T) {
 // forwarded. It now waits for the refresh under way.
 func TestCallRacingARefreshIsJudgedByTheNewCatalog(t *testing.T) {
 	h := start(t, 0, func(s *Session) { s.Tools = approvalPolicy{} })
+	// The first catalog may take more than one load: call 1 can start one
+	// before the refresh that follows the handshake counts itself as a
+	// change, which the load then does not keep. Every tools/list is
+	// answered with the approved catalog until the session is idle, so
+	// that no load of it is under way when the upstream announces its change.
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			case msg := <-h.up.recv:
+				env, err := framing.Peek(msg)
+				if err == nil && env.Method == "tools/list" {
+					h.up.in.Write([]byte(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":{"tools":[` + echoApproved + "]}}\n"))
+				}
+			}
+		}
+	}()
 	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"unknown"}}` + "\n")
-	load, err := framing.Peek(h.up.next())
-	require.NoError(t, err)
-	h.up.send(`{"jsonrpc":"2.0","id":` + string(load.ID) + `,"result":{"tools":[` + echoApproved + `]}}` + "\n")
 	answerTo(t, h.client, "1")
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
+	close(stop)
+	<-stopped
 
+	// Nothing else sends the client list_changed before the changed
+	// catalog is loaded: the one awaited is the upstream's, relayed after
+	// the session took it.
 	h.up.send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")
 	untilListChanged(t, h.client)
 	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}` + "\n")
@@ -163,4 +186,113 @@ func TestCallRacingARefreshIsJudgedByTheNewCatalog(t *testing.T) {
 	require.NotNil(t, resp.Result)
 	assert.True(t, resp.Result.IsError, "judged by the changed definition")
 	assert.False(t, called.Load(), "the call reached the upstream")
+}
+
+// TestCallJudgedAsARefreshEndsWaitsForIt is an attack on "nothing
+// unapproved reaches the upstream": a call read the verdict of the catalog
+// the upstream had announced stale, then found no refresh pending because
+// the refresh ended in between, and was forwarded by that stale verdict.
+// The test ends the refresh at that moment.
+func TestCallJudgedAsARefreshEndsWaitsForIt(t *testing.T) {
+	judging, refreshed := make(chan struct{}), make(chan struct{})
+	h := start(t, 0, func(s *Session) {
+		s.Tools = approvalPolicy{}
+		s.verdictRead = func(name string) {
+			if name == "echo" {
+				close(judging)
+				<-refreshed
+			}
+		}
+	})
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			case msg := <-h.up.recv:
+				env, err := framing.Peek(msg)
+				if err == nil && env.Method == "tools/list" {
+					h.up.in.Write([]byte(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":{"tools":[` + echoApproved + "]}}\n"))
+				}
+			}
+		}
+	}()
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"unknown"}}` + "\n")
+	answerTo(t, h.client, "1")
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
+	close(stop)
+	<-stopped
+
+	h.up.send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")
+	untilListChanged(t, h.client)
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}` + "\n")
+	select {
+	case <-judging:
+	case <-time.After(timeout):
+		t.Fatal("call 2 was not judged")
+	}
+	var called atomic.Bool
+	serveChanged(h, &called) // the refresh's loads get the changed catalog
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
+	close(refreshed)
+
+	var resp response
+	require.NoError(t, json.Unmarshal(answerTo(t, h.client, "2"), &resp))
+	require.NotNil(t, resp.Result)
+	assert.True(t, resp.Result.IsError, "judged by the changed definition")
+	assert.False(t, called.Load(), "the call reached the upstream")
+}
+
+// TestListChangedAsALoadEndsLoadsItAgain is an attack on "nothing
+// unapproved reaches the upstream": the upstream announces a change while
+// a load that read its pages before the change is ending (its catalog kept,
+// the load not yet over). The refresh the change asked for joined that
+// load and ended with its catalog, so the change was never loaded and
+// calls were judged by the definition the upstream no longer has.
+func TestListChangedAsALoadEndsLoadsItAgain(t *testing.T) {
+	var armed atomic.Bool
+	seen, release := make(chan struct{}), make(chan struct{})
+	h := start(t, 0, func(s *Session) {
+		s.Tools = approvalPolicy{}
+		s.CatalogSeen = func([]json.RawMessage) {
+			if armed.CompareAndSwap(true, false) {
+				close(seen)
+				<-release
+			}
+		}
+	})
+	var catalog atomic.Pointer[string]
+	approved := echoApproved
+	catalog.Store(&approved)
+	go func() {
+		for msg := range h.up.recv {
+			if env, err := framing.Peek(msg); err == nil && env.Method == "tools/list" {
+				h.up.in.Write([]byte(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":{"tools":[` + *catalog.Load() + "]}}\n"))
+			}
+		}
+	}()
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"unknown"}}` + "\n")
+	answerTo(t, h.client, "1")
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
+
+	armed.Store(true)
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"unknown"}}` + "\n") // a load of the approved catalog
+	select {
+	case <-seen:
+	case <-time.After(timeout):
+		t.Fatal("the load did not end")
+	}
+	changed := echoChanged
+	catalog.Store(&changed)
+	h.up.send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")
+	untilListChanged(t, h.client)
+	close(release)
+	answerTo(t, h.client, "2")
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
+
+	def, known := h.session.ToolDefinition("echo")
+	require.True(t, known)
+	assert.JSONEq(t, echoChanged, string(def), "the catalog holds what the upstream lists since its change")
 }

@@ -214,7 +214,14 @@ type Session struct {
 	reevaluating sync.Mutex          // serialises reevaluate; taken before mu
 	refreshing   bool
 	stale        bool // a refresh was asked for while one was running
-	stats        Stats
+	// keptMerges is merges as of the pages of the catalog a load last
+	// kept: a refresh that joined a load ending as the upstream announced a
+	// change sees it below merges, and loads again.
+	keptMerges int
+	stats      Stats
+	// verdictRead, when set (by tests), is called by gateCall right after
+	// it reads the verdict on a call to the named tool.
+	verdictRead func(name string)
 
 	gating     int           // calls being judged off the client pump
 	gatingIdle chan struct{} // closed while gating is zero
@@ -946,7 +953,8 @@ func (s *Session) runCtx() context.Context {
 // ToolPolicy. Until the reload ends, calls are judged by its catalog, not
 // by the one the upstream just said is out of date (see gateCall); a load
 // under way, which may have read pages from before the change, is not kept
-// but done again (see loadAndKeepCatalog).
+// but done again (see loadAndKeepCatalog), and one that had kept such pages
+// before the change, and that the refresh joined, is followed by another.
 func (s *Session) refreshLater() {
 	if s.Tools == nil {
 		return
@@ -962,9 +970,9 @@ func (s *Session) refreshLater() {
 	s.mu.Unlock()
 	started := s.background.Go(func() {
 		for {
-			s.refreshCatalog(s.runCtx())
+			err := s.refreshCatalog(s.runCtx())
 			s.mu.Lock()
-			if !s.stale {
+			if !s.stale && (err != nil || s.keptMerges == s.merges) {
 				s.refreshing = false
 				s.mu.Unlock()
 				return

@@ -377,8 +377,14 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 		s.unhold(msg, held)
 		return
 	}
+	// Staleness first: a verdict read before it could be of the catalog
+	// the upstream announced stale, the refresh ending in between.
+	stale := s.catalogStale()
 	a, known, claimed := s.callVerdict(p.Name)
-	if s.catalogStale() {
+	if s.verdictRead != nil {
+		s.verdictRead(p.Name)
+	}
+	if stale {
 		known, claimed = false, false // wait for the catalog the upstream announced
 	}
 	switch {
@@ -602,6 +608,7 @@ func (s *Session) loadAndKeepCatalog(ctx context.Context) error {
 		stale := s.merges != merges
 		if !stale {
 			s.setCatalogLocked(all)
+			s.keptMerges = merges
 		}
 		s.mu.Unlock()
 		if stale {
