@@ -47,6 +47,9 @@ type session struct {
 	// The stateless session's (see serveStateless); zero for others.
 	stateless bool
 	seq       atomic.Uint64 // numbers the rewritten request ids
+	// beforeWait, when set (by tests), runs in awaitReady just before it
+	// waits for the handshake: a test makes the handshake end there.
+	beforeWait func()
 	// guarded by mu:
 	ready     bool            // a server/discover succeeded: the upstream is set up
 	refused   bool            // the upstream refused server/discover: it speaks the session era only

@@ -330,10 +330,19 @@ func (ss *session) awaitReady(r *http.Request, m incoming) (failed []byte, err e
 		if send && !ss.deliver(ss.ctx, discoverFor(r, m)) {
 			return nil, ErrShuttingDown
 		}
+		if ss.beforeWait != nil {
+			ss.beforeWait()
+		}
 		select {
 		case <-hs.done:
 		case <-ss.ended:
-			return nil, ErrShuttingDown
+			// A refusal answers hs and then ends the session: when both
+			// are done, the refusal is the answer.
+			select {
+			case <-hs.done:
+			default:
+				return nil, ErrShuttingDown
+			}
 		case <-r.Context().Done():
 			return nil, r.Context().Err()
 		}

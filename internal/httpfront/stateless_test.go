@@ -2,6 +2,7 @@ package httpfront
 
 import (
 	"bufio"
+	"crypto/rand"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -167,6 +168,32 @@ func TestLegacyUpstreamSendsStatelessClientsToInitialize(t *testing.T) {
 	resp = ts.do(t, modernCall(2, "echo", `{}`))
 	assert.Contains(t, readAll(t, resp), `"code":-32022`)
 	assert.EqualValues(t, 1, ts.up.dials.Load(), "no child is started again for a legacy upstream")
+}
+
+// TestRequestWaitingForARefusedDiscoverGetsTheRefusal: a refusal answers
+// the handshake and then ends the stateless session at once; a request
+// that waits for that handshake gets the refusal (and falls back to
+// initialize), not "shutting down", even when it only looks after both.
+func TestRequestWaitingForARefusedDiscoverGetsTheRefusal(t *testing.T) {
+	t.Parallel()
+	refusal := []byte(`{"jsonrpc":"2.0","id":` + handshakeID + `,"error":{"code":-32601,"message":"method not found"}}`)
+	env, err := framing.Peek(refusal)
+	require.NoError(t, err)
+	r := httptest.NewRequest(http.MethodPost, "/", nil)
+	// Both channels are closed when it waits, and select picks either at
+	// random: enough rounds that the wrong one would be picked.
+	for range 64 {
+		srv := &Server{}
+		srv.once.Do(srv.init)
+		ss := newSession(srv, rand.Text())
+		ss.stateless = true
+		ss.attempt = &handshake{done: make(chan struct{})} // another request's discover, under way
+		ss.beforeWait = func() { ss.discoverAnswered(refusal, env, true) }
+		failed, err := ss.awaitReady(r, incoming{})
+		require.NoError(t, err)
+		require.Nil(t, failed)
+		require.True(t, ss.isRefused())
+	}
 }
 
 // TestClientDiscoverIsTheHandshake: a client opening with server/discover
