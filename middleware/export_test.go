@@ -15,12 +15,13 @@ func (s *Session) RewriteToolsList(msg []byte) []byte {
 	return s.rewriteToolsList(msg, env)
 }
 
-// catalogLoadIdle reports whether the catalog is loaded and no load is
-// under way.
+// catalogLoadIdle reports whether the catalog is loaded, no load is under
+// way and no refresh is pending: a refresh's load ends a moment before the
+// refresh does, and a call in between would start a load of its own.
 func (s *Session) catalogLoadIdle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.catalogKnown && s.loading == nil
+	return s.catalogKnown && s.loading == nil && !s.refreshing
 }
 
 // LoadCatalog sets the catalog as a load does and evaluates it, for the
