@@ -88,3 +88,49 @@ func TestUpstreamMessagesThatArriveTogetherReachTheClientInOneWrite(t *testing.T
 	require.Equal(t, `{"jsonrpc":"2.0","id":4,"result":{}}`, string(client.next()),
 		"a message held for a next one that is then dropped still goes out")
 }
+
+func TestClientRequestsThatArriveTogetherReachTheUpstreamInOneWrite(t *testing.T) {
+	client, clientConn := newPeer(t, 0)
+	toSession, fromUp := io.Pipe()
+	toUp, fromSession := io.Pipe()
+	log := &writeLog{w: fromSession}
+	upConn := NewStreamConn(toSession, log, closerFunc(func() error {
+		toSession.Close()
+		return fromSession.Close()
+	}), 0)
+	up := &peer{t: t, in: fromUp, out: framing.NewReader(toUp, 0), outR: toUp, recv: make(chan []byte, 64)}
+	go func() {
+		defer close(up.recv)
+		for {
+			line, err := up.out.Read()
+			if err != nil {
+				return
+			}
+			up.recv <- append([]byte(nil), line...)
+		}
+	}()
+	t.Cleanup(func() { fromUp.Close(); toUp.Close() })
+	s := &Session{Name: "fixture", Client: clientConn, Dial: dialOnce(upConn)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	handshake(t, client, up)
+	log.taken()
+
+	run := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///a"}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"ping"}`,
+	}
+	client.send(strings.Join(run, "\n") + "\n") // one write: the session reads them together
+	for _, msg := range run {
+		require.Equal(t, msg, string(up.next()), "byte for byte, in order")
+	}
+	assert.Equal(t, []string{run[0] + "\n" + run[1] + "\n" + run[2] + "\n"}, log.taken(),
+		"the run reaches the upstream in one write")
+
+	client.send(`{"jsonrpc":"2.0","id":4,"method":"ping"}` + "\n" + `{"jsonrpc":"2.0","id":5,"method":"initialize","params":{}}` + "\n")
+	require.Equal(t, `{"jsonrpc":"2.0","id":4,"method":"ping"}`, string(up.next()),
+		"a request held for a next message that does not go to the upstream still goes out")
+}

@@ -524,7 +524,16 @@ var errClientGone = errors.New("client is gone")
 
 // pumpClient handles the client's messages.
 func (s *Session) pumpClient(ctx context.Context) error {
+	more, _ := s.Client.(bufferedReader)
+	turn := &pumpTurn{}
+	if more != nil {
+		ctx = context.WithValue(ctx, turnKey{}, turn)
+		defer s.endTurn(turn)
+	}
 	for {
+		if more != nil && !more.Buffered() {
+			s.endTurn(turn)
+		}
 		msg, err := s.Client.ReadMessage()
 		if err != nil {
 			if e, ok := oversize(err); ok {
@@ -553,6 +562,9 @@ func (s *Session) pumpClient(ctx context.Context) error {
 			s.log.Warn("malformed message from client", "error", err)
 			s.replyError(nil, codeParseError, "Parse error: "+err.Error())
 			continue
+		}
+		if more != nil {
+			turn.set(more.Buffered())
 		}
 		switch env.Kind {
 		case framing.Invalid:
@@ -644,7 +656,7 @@ func (s *Session) send(ctx context.Context, msg []byte, env framing.Envelope) {
 		s.rememberListenLocked(framing.IDKey(env.ID), msg)
 		s.mu.Unlock()
 	}
-	if err := l.conn.WriteMessage(msg); err != nil {
+	if err := s.writeRequest(ctx, l, msg); err != nil {
 		s.log.Warn("cannot write to upstream", "error", err)
 		if s.untrack(env.ID) != "" {
 			s.replyError(env.ID, codeInternalError, "the upstream server is not reachable; request not delivered")

@@ -107,6 +107,23 @@ func (s *Stdio) WriteMessage(msg []byte) error {
 	return err
 }
 
+// HoldMessage is WriteMessage for a message that another will follow at
+// once: it is kept back (up to 64 KiB of messages) to be written with the
+// next WriteMessage or Flush.
+func (s *Stdio) HoldMessage(msg []byte) error { return s.wrote(s.w.Hold(msg)) }
+
+// Flush writes the messages HoldMessage kept back, if any.
+func (s *Stdio) Flush() error { return s.wrote(s.w.Flush()) }
+
+// wrote stops the child when a write to its stdin failed, as WriteMessage
+// does, and returns err.
+func (s *Stdio) wrote(err error) error {
+	if err != nil && !errors.Is(err, os.ErrClosed) {
+		s.pipeBroken("stdin")
+	}
+	return err
+}
+
 // pipeBroken records that the child's pipe which ("stdin" or "stdout")
 // has closed; the reaper then stops the child. Only the first call counts.
 func (s *Stdio) pipeBroken(which string) {
