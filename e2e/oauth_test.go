@@ -84,6 +84,16 @@ func launches(t *testing.T, path string) int {
 	return strings.Count(string(b), "open")
 }
 
+// startAuthServer starts an authorization and resource server that the
+// test closes when it ends.
+func startAuthServer(t *testing.T) *oauthtest.Server {
+	t.Helper()
+	as, err := oauthtest.Start(oauthtest.Options{})
+	require.NoError(t, err)
+	t.Cleanup(as.Close)
+	return as
+}
+
 func freeLoopbackPort(t *testing.T) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -172,9 +182,7 @@ func TestOAuthSidecarsShareOneSignIn(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	as, err := oauthtest.Start(oauthtest.Options{})
-	require.NoError(t, err)
-	defer as.Close()
+	as := startAuthServer(t)
 	state, browserLog := t.TempDir(), filepath.Join(t.TempDir(), "browser.log")
 	env := signInEnv(t, state, browserLog, false)
 	port := freeLoopbackPort(t)
@@ -231,9 +239,7 @@ func TestOAuthRefreshRace(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	as, err := oauthtest.Start(oauthtest.Options{})
-	require.NoError(t, err)
-	defer as.Close()
+	as := startAuthServer(t)
 	state, browserLog := t.TempDir(), filepath.Join(t.TempDir(), "browser.log")
 	env := signInEnv(t, state, browserLog, false)
 	port := freeLoopbackPort(t)
@@ -271,9 +277,7 @@ func TestOAuthRefreshFailures(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
-	as, err := oauthtest.Start(oauthtest.Options{})
-	require.NoError(t, err)
-	defer as.Close()
+	as := startAuthServer(t)
 	state := t.TempDir()
 	cliLog, sidecarLog := filepath.Join(t.TempDir(), "cli.log"), filepath.Join(t.TempDir(), "sidecar.log")
 	port := freeLoopbackPort(t)
@@ -344,9 +348,7 @@ func TestOAuthListen(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	as, err := oauthtest.Start(oauthtest.Options{})
-	require.NoError(t, err)
-	defer as.Close()
+	as := startAuthServer(t)
 	state, browserLog := t.TempDir(), filepath.Join(t.TempDir(), "browser.log")
 	srv := startListen(ctx, t, listenOptions{Name: "notes", StateDir: state, Env: signInEnv(t, state, browserLog, false),
 		Flags: []string{"--url", as.URL + "/mcp", "--oauth-redirect-port", strconv.Itoa(freeLoopbackPort(t))}})
@@ -369,9 +371,7 @@ func TestOAuthLoginFromClientConfig(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	as, err := oauthtest.Start(oauthtest.Options{})
-	require.NoError(t, err)
-	defer as.Close()
+	as := startAuthServer(t)
 	home, state := t.TempDir(), t.TempDir()
 	port := freeLoopbackPort(t)
 	entry := map[string]any{"mcpServers": map[string]any{"notes": map[string]any{
@@ -415,9 +415,7 @@ func TestOAuthDoctor(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	as, err := oauthtest.Start(oauthtest.Options{})
-	require.NoError(t, err)
-	defer as.Close()
+	as := startAuthServer(t)
 	state, browserLog := t.TempDir(), filepath.Join(t.TempDir(), "browser.log")
 	env := signInEnv(t, state, browserLog, false)
 	port := freeLoopbackPort(t)

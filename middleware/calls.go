@@ -49,15 +49,16 @@ func (s *Session) endLocked(r *inflight, drop bool) {
 // client spelled it. late reports an answer to a request the sidecar
 // already answered, which must be dropped.
 func (s *Session) answered(id []byte) (method string, clientID []byte, late bool) {
-	key := framing.IDKey(id)
+	var buf [64]byte
+	key := framing.AppendIDKey(buf[:0], id) // looked up without allocating
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r, ok := s.reqs[key]; ok {
+	if r, ok := s.reqs[string(key)]; ok {
 		s.untrackLocked(r)
 		return r.method, r.id, false
 	}
-	if e, ok := s.ended[key]; ok {
-		delete(s.ended, key)
+	if e, ok := s.ended[string(key)]; ok {
+		delete(s.ended, string(key))
 		return e.method, e.id, e.drop
 	}
 	return "", nil, false
@@ -195,14 +196,16 @@ func (s *Session) clientCancelled(params []byte) {
 }
 
 // progressToken returns the framing.IDKey of a request's
-// params._meta.progressToken, or "" when it has none. It costs a scan of
-// the params' top level, so it is only called with a CallTimeout.
+// params._meta.progressToken, or "" when it has none or one longer than
+// maxIDBytes (kept for every request in flight, a token is bounded like an
+// id; progress for such a request does not restart its bound). It costs a
+// scan of the params' top level, so it is only called with a CallTimeout.
 func progressToken(params []byte) string {
 	if params == nil {
 		return ""
 	}
 	token := member(member(params, "_meta"), "progressToken")
-	if token == nil {
+	if token == nil || len(token) > maxIDBytes {
 		return ""
 	}
 	return framing.IDKey(token)

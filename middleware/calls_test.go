@@ -192,8 +192,10 @@ func TestProgressRestartsTheCallTimer(t *testing.T) {
 }
 
 // TestClientCancellationFreesTheID: a request the client cancels leaves the
-// in-flight table at once: its id may be used again, and shutdown does not
-// wait for an answer an upstream that honours the cancellation never sends.
+// in-flight table at once, so shutdown does not wait for an answer an
+// upstream that honours the cancellation never sends; its id may be used
+// again once the upstream's answer to it arrived (until then an answer
+// under it could be to either request).
 func TestClientCancellationFreesTheID(t *testing.T) {
 	h := start(t, 0, func(s *Session) { s.DrainTimeout = time.Hour })
 	h.client.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"hang"}}` + "\n")
@@ -203,9 +205,15 @@ func TestClientCancellationFreesTheID(t *testing.T) {
 	require.Equal(t, cancel, string(h.up.next()), "the cancellation is relayed")
 
 	h.client.send(`{"jsonrpc":"2.0","id":5.0,"method":"ping"}` + "\n")
-	require.Equal(t, `{"jsonrpc":"2.0","id":5.0,"method":"ping"}`, string(h.up.next()), "the id is free again")
+	var refused response
+	require.NoError(t, json.Unmarshal(h.client.next(), &refused))
+	require.NotNil(t, refused.Error, "the upstream may still answer the cancelled request")
 	h.up.send(`{"jsonrpc":"2.0","id":5,"result":{}}` + "\n")
-	require.Equal(t, `{"jsonrpc":"2.0","id":5,"result":{}}`, string(h.client.next()))
+	require.Equal(t, `{"jsonrpc":"2.0","id":5,"result":{}}`, string(h.client.next()), "a late answer to a cancelled request passes")
+	h.client.send(`{"jsonrpc":"2.0","id":5.0,"method":"ping"}` + "\n")
+	require.Equal(t, `{"jsonrpc":"2.0","id":5.0,"method":"ping"}`, string(h.up.next()), "the id is free again")
+	h.up.send(`{"jsonrpc":"2.0","id":5.0,"result":{}}` + "\n")
+	require.Equal(t, `{"jsonrpc":"2.0","id":5.0,"result":{}}`, string(h.client.next()))
 
 	h.client.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"hang"}}` + "\n")
 	h.up.next()
@@ -234,4 +242,26 @@ func TestObjectIDReencodedByTheUpstreamEndsItsRequest(t *testing.T) {
 
 	h.client.send(req + "\n")
 	assert.Equal(t, req, string(h.up.next()), "not refused as an id in flight")
+}
+
+// TestRequestIDInFlightIsRefused: reqs is keyed by the id, so a second
+// request reusing an id in flight (1 and 1.0 are one id) replaces the
+// first: the answer to one is taken for the other's (a tools/list answer
+// is not filtered, and any answer with a "tools" member is merged into the
+// catalog as tool definitions), and a crash answers only one of them.
+func TestRequestIDInFlightIsRefused(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"x/echo","params":{"tools":[{"name":"secret"}]}}` + "\n")
+	h.expect("x/echo")
+	h.client.send(`{"jsonrpc":"2.0","id":1.0,"method":"tools/list"}` + "\n")
+	var resp struct {
+		ID    json.RawMessage `json:"id"`
+		Error *RPCError       `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, "1.0", string(resp.ID))
+	require.NotNil(t, resp.Error, "the second request is refused")
+	assert.Equal(t, codeInvalidRequest, resp.Error.Code)
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, string(h.up.next()), "the second request was not forwarded")
 }

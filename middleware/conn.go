@@ -100,6 +100,19 @@ func (c *StreamConn) ReadMessage() ([]byte, error) {
 // WriteMessage implements [Conn].
 func (c *StreamConn) WriteMessage(msg []byte) error { return c.w.Write(msg) }
 
+// Buffered reports whether a whole message is already buffered, so that
+// the next ReadMessage returns it without waiting.
+func (c *StreamConn) Buffered() bool { return c.r.Buffered() }
+
+// HoldMessage is WriteMessage for a message that another will follow at
+// once: it is kept back (up to 64 KiB of messages) to be written together
+// with the next WriteMessage or Flush. The caller must call WriteMessage
+// or Flush before it waits for anything.
+func (c *StreamConn) HoldMessage(msg []byte) error { return c.w.Hold(msg) }
+
+// Flush writes the messages HoldMessage kept back, if any.
+func (c *StreamConn) Flush() error { return c.w.Flush() }
+
 // Close implements [Conn].
 func (c *StreamConn) Close() error {
 	c.once.Do(func() {
@@ -108,6 +121,17 @@ func (c *StreamConn) Close() error {
 		}
 	})
 	return c.err
+}
+
+// A bufferedReader is a [Conn] that tells whether its next message is
+// already buffered (StreamConn, the stdio upstream).
+type bufferedReader interface{ Buffered() bool }
+
+// A holdingWriter is a [Conn] that can keep a message back to write it
+// with the next ones in one go (StreamConn).
+type holdingWriter interface {
+	HoldMessage(msg []byte) error
+	Flush() error
 }
 
 // oversize reports whether err reports a dropped message, and its details

@@ -115,6 +115,9 @@ func (s *Session) discover(ctx context.Context, rawArgs json.RawMessage) json.Ra
 			counts[a.Status]++
 		}
 		name, desc := v.index.Shown(i), v.index.Description(i)
+		if withheld(a) {
+			desc = ""
+		}
 		if !match(name, desc) {
 			continue
 		}
@@ -162,6 +165,16 @@ func (s *Session) discover(ctx context.Context, rawArgs json.RawMessage) json.Ra
 		"structuredContent": json.RawMessage(body),
 	})
 	return out
+}
+
+// withheld reports whether the description of a tool with availability a
+// is kept from the agent, in answers and in the matching of queries: that
+// of a locked tool while approval is on, which may be a definition nobody
+// approved (a changed one is locked pending approval, or by whatever lock
+// comes first), and that of a definition the sidecar cannot trust. Its
+// name and status are still shown.
+func withheld(a Availability) bool {
+	return a.Status != "" && (a.Pinned || a.Status == statusUnknown)
 }
 
 // matcher returns a case-insensitive match over a tool's name and

@@ -1,6 +1,10 @@
 package middleware
 
-import "github.com/mcpwrap/mcpwrap/internal/framing"
+import (
+	"encoding/json"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+)
 
 // RewriteToolsList exposes the tools/list rewrite to the external
 // benchmark, which needs the real policy (internal/gate imports this
@@ -9,4 +13,29 @@ func (s *Session) RewriteToolsList(msg []byte) []byte {
 	s.once.Do(s.init)
 	env, _ := framing.Peek(msg)
 	return s.rewriteToolsList(msg, env)
+}
+
+// catalogLoadIdle reports whether the catalog is loaded, no load is under
+// way and no refresh is pending: a refresh's load ends a moment before the
+// refresh does, and a call in between would start a load of its own.
+func (s *Session) catalogLoadIdle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.catalogKnown && s.loading == nil && !s.refreshing
+}
+
+// LoadCatalog sets the catalog as a load does and evaluates it, for the
+// external benchmarks.
+func (s *Session) LoadCatalog(tools []json.RawMessage) {
+	s.once.Do(s.init)
+	s.mu.Lock()
+	s.setCatalogLocked(tools)
+	s.mu.Unlock()
+	s.view()
+}
+
+// CallVerdict exposes callVerdict to the external benchmarks.
+func (s *Session) CallVerdict(name string) (a Availability, known bool) {
+	a, known, _ = s.callVerdict(name)
+	return a, known
 }

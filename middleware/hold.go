@@ -15,7 +15,8 @@ import (
 // handshake, and for an upstream restarting after a crash. Each keeps a
 // copy of what it needs, so together they are bounded in count and bytes;
 // past either bound a request is answered at once with a retryable error.
-// The same bounds cap the resource subscriptions remembered for replay.
+// The same bounds cap the resource subscriptions and the subscriptions/listen
+// requests remembered for replay.
 
 // Defaults for the bounds on held requests.
 const (
@@ -30,6 +31,31 @@ const (
 // statusTooManyWaiting is the status of a request refused because too many
 // wait, sent as _meta.status (or the error's data.status).
 const statusTooManyWaiting = "too_many_waiting"
+
+// DefaultMaxInFlight bounds the requests in flight at once in each
+// direction: the client's waiting for the upstream's answer, and the
+// upstream's waiting for the client's.
+const DefaultMaxInFlight = 4096
+
+// maxIDBytes bounds the raw id of a request the Session tracks in flight
+// (in either direction): with DefaultMaxInFlight, the ids it keeps stay
+// within a few MiB whatever a peer sends. MCP ids are short strings and
+// numbers; a longer one is refused, not relayed. It matches the longest id
+// the framing reader recovers from an oversized message.
+const maxIDBytes = 1 << 10
+
+// statusTooManyInFlight is the status of a request refused because
+// MaxInFlight requests are in flight, sent as _meta.status (or the error's
+// data.status).
+const statusTooManyInFlight = "too_many_in_flight"
+
+// maxInFlight returns MaxInFlight or its default.
+func (s *Session) maxInFlight() int {
+	if s.MaxInFlight > 0 {
+		return s.MaxInFlight
+	}
+	return DefaultMaxInFlight
+}
 
 // heldBounds returns MaxHeldRequests and MaxHeldBytes, or their defaults.
 func (s *Session) heldBounds() (count, size int) {
@@ -64,15 +90,21 @@ func (s *Session) hold(env framing.Envelope, size int) bool {
 		return true
 	}
 	s.log.Warn("too many client requests waiting; request refused", "method", env.Method, "bytes", size, "limit", limit)
-	text := fmt.Sprintf("Server '%s': too many requests are waiting for the server (the limit of %s is reached); this one was not sent. Retry in a few seconds.", s.Name, limit)
-	meta := map[string]any{"status": statusTooManyWaiting, "retryable": true}
+	s.answerBusy(env, fmt.Sprintf("Server '%s': too many requests are waiting for the server (the limit of %s is reached); this one was not sent. Retry in a few seconds.", s.Name, limit), statusTooManyWaiting)
+	return false
+}
+
+// answerBusy answers a client request the sidecar refused for a bound
+// reached with text and a retryable status: an isError result for
+// tools/call, a JSON-RPC error otherwise.
+func (s *Session) answerBusy(env framing.Envelope, text, status string) {
+	meta := map[string]any{"status": status, "retryable": true}
 	if env.Method == "tools/call" {
 		s.reply(env.ID, toolError(text, meta))
-		return false
+		return
 	}
 	data, _ := json.Marshal(meta)
 	s.replyErrorData(env.ID, codeInternalError, text, data)
-	return false
 }
 
 // release ends what hold began.
@@ -229,6 +261,21 @@ func (s *Session) rememberSubscriptionLocked(uri string) {
 	}
 	s.subs[uri] = struct{}{}
 	s.subsBytes += len(uri)
+}
+
+// rememberListenLocked records msg, the client's subscriptions/listen
+// request with IDKey key, for replay to a restarted upstream, within the
+// held bounds: past them it is still relayed but not remembered, and a
+// crash answers it with an error like any other request in flight. s.mu
+// must be held; untrackLocked forgets it.
+func (s *Session) rememberListenLocked(key string, msg []byte) {
+	maxCount, maxBytes := s.heldBounds()
+	if len(s.listens)+1 > maxCount || s.listensBytes+len(msg) > maxBytes {
+		s.log.Warn("too many subscriptions/listen requests to remember; this one will not be re-opened after a restart", "listens", len(s.listens))
+		return
+	}
+	s.listens[key] = bytes.Clone(msg)
+	s.listensBytes += len(msg)
 }
 
 // forgetSubscriptionLocked ends what rememberSubscriptionLocked began;

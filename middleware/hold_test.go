@@ -209,7 +209,7 @@ func TestRequestDuringRestartWaitsForIt(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, "tools/list", env.Method)
 				h.ups[0].send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + secretCatalog + "}\n")
-				require.Eventually(t, h.session.catalogLoaded, timeout, tick)
+				require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
 			}
 			h.crash(t)
 			h.client.send(tt.request + "\n")

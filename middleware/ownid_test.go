@@ -3,7 +3,9 @@ package middleware
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/stretchr/testify/assert"
@@ -66,4 +68,68 @@ func TestHandshakeErrorIsReportedInOneClass(t *testing.T) {
 	assert.True(t, resp.Result.IsError)
 	assert.Equal(t, "permanent", resp.Result.Meta["class"])
 	assert.Equal(t, false, resp.Result.Meta["retryable"])
+}
+
+// TestOwnRequestWithOversizedResponseFails: when the response to one of
+// the sidecar's own requests (here its tools/list) is over the message
+// limit, the own call fails rather than wait forever; otherwise the first
+// tools/call, which refreshes the catalog, would hang the client direction.
+func TestOwnRequestWithOversizedResponseFails(t *testing.T) {
+	big := `{"tools":[{"name":"open","description":"` + strings.Repeat("x", 2048) + `"}]}`
+	h := startRaw(t, rawOptions{policy: lockedSecret, upLimit: 1024})
+	h.answer(h.expect("tools/list"), big) // the background refresh: dropped
+
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"open"}}` + "\n")
+	for {
+		select {
+		case msg := <-h.up.recv: // the gate's own load, unless it joined the first: dropped too
+			env, err := framing.Peek(msg)
+			require.NoError(t, err)
+			require.Equal(t, "tools/list", env.Method)
+			h.answer(env.ID, big)
+		case msg := <-h.client.recv:
+			env, err := framing.Peek(msg)
+			require.NoError(t, err)
+			assert.Equal(t, framing.Response, env.Kind, "the call is answered, got %s", msg)
+			return
+		case <-time.After(2 * time.Second):
+			t.Fatal("tools/call never answered: the client pump is stuck on an own request")
+		}
+	}
+}
+
+// TestClientIDCannotReachTheOwnIDSpace: a client id is refused when it is
+// an own id under any spelling, such as "mcpwrap\u002d1" for "mcpwrap-1":
+// upstreams re-encode ids, and the answer would be taken for an own
+// response (the client's request never answered, or an own request of the
+// sidecar poisoned).
+func TestClientIDCannotReachTheOwnIDSpace(t *testing.T) {
+	h := start(t, 0)
+	escaped := strings.Replace(h.session.ownID, "-", `\u002d`, 1)
+	h.client.send(`{"jsonrpc":"2.0","id":"` + escaped + `999","method":"ping"}` + "\n")
+	select {
+	case msg := <-h.up.recv:
+		// A normalising upstream answers with the decoded id.
+		h.up.send(`{"jsonrpc":"2.0","id":"` + h.session.ownID + `999","result":{}}` + "\n")
+		_ = msg
+		h.up.send(`{"jsonrpc":"2.0","method":"notifications/marker"}` + "\n")
+		got := h.client.next()
+		assert.NotContains(t, string(got), "notifications/marker", "the ping's answer was swallowed")
+	case msg := <-h.client.recv:
+		assert.Contains(t, string(msg), `"error"`, "refused like any reserved id")
+	case <-time.After(timeout):
+		t.Fatal("neither forwarded nor refused")
+	}
+}
+
+// TestOwnAnswerInABatchIsTakenOut: an answer to the sidecar's own request
+// inside an upstream batch reached the client (an id it never sent) and
+// left the own request waiting.
+func TestOwnAnswerInABatchIsTakenOut(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: lockedSecret})
+	id := h.expect("tools/list")
+	h.up.send(`[{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + secretCatalog + "}]\n")
+	h.up.send(`{"jsonrpc":"2.0","method":"notifications/marker"}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/marker"}`, string(h.client.next()), "the own answer is not forwarded")
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick, "the own request got its answer")
 }

@@ -35,18 +35,21 @@ func newPeer(t *testing.T, maxLine int) (*peer, Conn) {
 		return nil
 	}), maxLine)
 	p := &peer{t: t, in: fromPeer, out: framing.NewReader(toPeer, 0), outR: toPeer, recv: make(chan []byte, 64)}
-	go func() {
-		defer close(p.recv)
-		for {
-			line, err := p.out.Read()
-			if err != nil {
-				return
-			}
-			p.recv <- append([]byte(nil), line...)
-		}
-	}()
+	go p.read()
 	t.Cleanup(func() { fromPeer.Close(); toPeer.Close() })
 	return p, conn
+}
+
+// read delivers what the peer receives to recv, until its stream ends.
+func (p *peer) read() {
+	defer close(p.recv)
+	for {
+		line, err := p.out.Read()
+		if err != nil {
+			return
+		}
+		p.recv <- append([]byte(nil), line...)
+	}
 }
 
 type closerFunc func() error
@@ -85,6 +88,14 @@ func (p *peer) closed() {
 		case <-time.After(5 * time.Second):
 			p.t.Fatal("stream not closed within 5s")
 		}
+	}
+}
+
+// hangUp closes both of the peer's ends and waits for its reader to end.
+func (p *peer) hangUp() {
+	p.in.Close()
+	p.outR.Close()
+	for range p.recv {
 	}
 }
 
@@ -132,4 +143,91 @@ func handshake(t *testing.T, client, up *peer) {
 	require.Equal(t, `{"jsonrpc":"2.0","id":0,"result":`+initializeResult+`}`, string(client.next()))
 	require.Equal(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, string(up.next()))
 	client.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+}
+
+// rawHarness drives a Session whose upstream the test plays by hand.
+type rawHarness struct {
+	t       *testing.T
+	client  *peer
+	up      *peer
+	session *Session
+	done    chan error
+	cancel  context.CancelFunc
+}
+
+type rawOptions struct {
+	policy  ToolPolicy
+	upLimit int             // the upstream conn's message limit
+	wrap    func(Conn) Conn // wraps the upstream conn
+	// wrapClient wraps the client conn the Session uses.
+	wrapClient func(Conn) Conn
+	catalog    string        // the first own tools/list result; "" leaves it unanswered
+	drain      time.Duration // the Session's DrainTimeout
+}
+
+// startRaw runs a Session, completes the handshake by hand and answers the
+// sidecar's first catalog refresh with o.catalog (when set).
+func startRaw(t *testing.T, o rawOptions) *rawHarness {
+	t.Helper()
+	h := &rawHarness{t: t, done: make(chan error, 1)}
+	var clientConn, upConn Conn
+	h.client, clientConn = newPeer(t, 0)
+	h.up, upConn = newPeer(t, o.upLimit)
+	if o.wrap != nil {
+		upConn = o.wrap(upConn)
+	}
+	if o.wrapClient != nil {
+		clientConn = o.wrapClient(clientConn)
+	}
+	h.session = &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), Tools: o.policy, DrainTimeout: o.drain}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	t.Cleanup(cancel)
+	go func() { h.done <- h.session.Run(ctx) }()
+	handshake(t, h.client, h.up)
+	if o.policy != nil && o.catalog != "" {
+		h.answer(h.expect("tools/list"), o.catalog)
+		require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
+	}
+	return h
+}
+
+// expect returns the id of the next message at the upstream, which must be
+// a request of method.
+func (h *rawHarness) expect(method string) []byte {
+	h.t.Helper()
+	env, err := framing.Peek(h.up.next())
+	require.NoError(h.t, err)
+	require.Equal(h.t, method, env.Method)
+	return append([]byte(nil), env.ID...)
+}
+
+// answer sends the upstream's result for id.
+func (h *rawHarness) answer(id []byte, result string) {
+	h.t.Helper()
+	h.up.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + "}\n")
+}
+
+// nextResponse returns the client's next message, which must be a response
+// with id.
+func (h *rawHarness) nextResponse(id string) []byte {
+	h.t.Helper()
+	msg := h.client.next()
+	env, err := framing.Peek(msg)
+	require.NoError(h.t, err)
+	require.Equal(h.t, framing.Response, env.Kind, "got %s", msg)
+	require.Equal(h.t, id, string(env.ID), "got %s", msg)
+	return msg
+}
+
+var lockedSecret = &fakePolicy{status: map[string]string{"secret": "disabled_by_config"}}
+
+const secretCatalog = `{"tools":[{"name":"open","inputSchema":{"type":"object"}},{"name":"secret","inputSchema":{"type":"object"}}]}`
+
+// expectAny returns the method of the next message at the upstream.
+func (h *rawHarness) expectAny() string {
+	h.t.Helper()
+	env, err := framing.Peek(h.up.next())
+	require.NoError(h.t, err)
+	return env.Method
 }

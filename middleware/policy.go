@@ -34,7 +34,8 @@ func (a Availability) Callable() bool { return a.InScope && a.Status == "" }
 // claims its name too) is listed nowhere, counted as "disabled_unknown" and
 // never called, whatever Evaluate says of it.
 // Implementations must be safe for concurrent use; Evaluate is on the hot
-// path of every tools/list and tools/call and should not block.
+// path of every tools/list, and of every tools/call unless the policy is a
+// [VersionedPolicy], and should not block.
 type ToolPolicy interface {
 	// Evaluate returns the availability of each tool, in order. Each tool
 	// is a raw tool definition as the upstream sent it in tools/list.
@@ -44,6 +45,21 @@ type ToolPolicy interface {
 	// Rejection is the text a call to a tool locked with status is answered
 	// with; it names the discovery tool discoveryTool.
 	Rejection(status, tool, discoveryTool string) string
+}
+
+// A VersionedPolicy is a [ToolPolicy] that tells when its verdicts may
+// change. A Session then evaluates its catalog once per catalog and version,
+// when the catalog changes and on [Session.ReevaluateTools], and judges each
+// tools/call from those verdicts without a lock or an allocation while the
+// version stays the same; a call made after the version moved and before
+// the next evaluation is judged by Evaluate, as with any ToolPolicy.
+type VersionedPolicy interface {
+	ToolPolicy
+	// Version returns a number that changes whenever Evaluate may answer
+	// differently for the same definitions, and changes before Evaluate
+	// answers by the new state. It must be safe for concurrent use and
+	// must not block: it is read on every tools/call.
+	Version() uint64
 }
 
 // A PolicyNotifier is a [ToolPolicy] that may have something to say about

@@ -13,12 +13,9 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/singleflight"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/tooldef"
@@ -80,13 +77,21 @@ type Session struct {
 
 	// Tools, when set, gates tools/list and tools/call and serves the
 	// discovery tool. Nil passes both through untouched while the upstream
-	// is available.
+	// is available. When it is a [VersionedPolicy], calls are judged from
+	// the verdicts the Session keeps (see ReevaluateTools).
 	Tools ToolPolicy
 	// DiscoveryTool names the discovery tool; "" means [DefaultDiscoveryTool].
 	DiscoveryTool string
 	// Discovery is [DiscoveryAuto] (the default when ""), [DiscoveryAlways]
 	// or [DiscoveryNever].
 	Discovery DiscoveryMode
+	// MaxCatalogBytes bounds the upstream's tool catalog the sidecar
+	// keeps (the definitions of every page, as sent), and the cache of
+	// what it read from definitions alike. A catalog larger than that
+	// fails to load (a call to a tool not known yet fails closed), and a
+	// definition on a tools/list page that the catalog cannot take is not
+	// shown and not callable. Zero means [DefaultMaxCatalogBytes].
+	MaxCatalogBytes int
 	// CatalogSeen, when set, is called with every full catalog loaded from
 	// the upstream (to record it, or to set an approval baseline). It must
 	// not call back into the Session.
@@ -129,9 +134,19 @@ type Session struct {
 	MaxHeldRequests int
 	// MaxHeldBytes bounds the total size of the requests held, as
 	// MaxHeldRequests bounds their number. Zero means [DefaultMaxHeldBytes].
-	// The same two bounds cap the resource subscriptions remembered for
-	// replay to a restarted upstream.
+	// The same two bounds cap the resource subscriptions and the
+	// subscriptions/listen requests remembered for replay to a restarted
+	// upstream.
 	MaxHeldBytes int
+	// MaxInFlight bounds the requests in flight at once in each direction:
+	// the client's requests sent to the upstream and not answered yet, and
+	// the upstream's requests relayed to the client and not answered yet.
+	// Past it a client request is answered at once with a retryable error
+	// (an isError result for tools/call), and an upstream request with an
+	// error. A request whose id is over 1 KiB is refused in either
+	// direction, so the ids kept stay bounded too. Zero means
+	// [DefaultMaxInFlight].
+	MaxInFlight int
 	// CallTimeout bounds the wait for the upstream's answer to a client
 	// request. Past it the sidecar answers the request itself (an isError
 	// result for tools/call, a JSON-RPC error otherwise), sends the upstream
@@ -177,33 +192,48 @@ type Session struct {
 	logLevel   json.RawMessage      // the client's last logging/setLevel params
 	subs       map[string]struct{}  // URIs the client subscribed to
 	listens    map[string][]byte    // the client's subscriptions/listen requests in flight, by framing.IDKey
+	orphans    map[string]struct{}  // requests of the last dead upstream the client has not answered, by framing.IDKey
 
 	// Tool catalog state.
 	catalog      []json.RawMessage
 	catalogIndex *tooldef.Index // the catalog's names, read by the one tool-definition parser
 	identities   identities     // definitions as tooldef read them; has its own lock
 	catalogKnown bool
-	visible      string // the visible tool set the client last learned
+	// verdicts publishes the catalog, and the policy's verdicts on it, to
+	// the calls judged without s.mu (see callVerdict).
+	verdicts     atomic.Pointer[verdicts]
+	versioned    VersionedPolicy // Tools, when it is one; set by init
+	visible      string          // the visible tool set the client last learned
 	visibleKnown bool
 	locked       int                 // locked tools in the catalog
 	walkLocked   int                 // locked tools on the pages of the client's current tools/list walk
 	catalogSums  definitionPositions // hashes of the catalog's definitions, to spot changed ones cheaply
-	merges       int                 // catalog updates from the client's tools/list pages (notePage)
-	catalogLoads singleflight.Group  // one catalog load at a time, shared by its callers
+	catalogBytes int                 // the size of the catalog's definitions
+	merges       int                 // catalog updates from the client's tools/list pages (notePage) and changes the upstream announced
+	loading      *catalogLoading     // the catalog load under way, nil when none (see catalogLoad)
 	reevaluating sync.Mutex          // serialises reevaluate; taken before mu
 	refreshing   bool
 	stale        bool // a refresh was asked for while one was running
-	stats        Stats
+	// keptMerges is merges as of the pages of the catalog a load last
+	// kept: a refresh that joined a load ending as the upstream announced a
+	// change sees it below merges, and loads again.
+	keptMerges int
+	stats      Stats
+	// verdictRead, when set (by tests), is called by gateCall right after
+	// it reads the verdict on a call to the named tool.
+	verdictRead func(name string)
 
 	gating     int           // calls being judged off the client pump
 	gatingIdle chan struct{} // closed while gating is zero
 	stopping   bool          // Run is returning: no new gating
+	background goroutines    // catalog loads, refreshes, relayed handshakes: Run waits for them
 
 	held           int           // client requests held (see hold)
 	heldBytes      int           // their size
 	restarting     bool          // the upstream is being restarted after a crash: requests wait for it
 	restartChanged chan struct{} // closed and replaced when restarting changes
 	subsBytes      int           // the size of the URIs in subs
+	listensBytes   int           // the size of the requests in listens
 }
 
 // inflight is a client request forwarded to the upstream and not yet
@@ -223,10 +253,10 @@ type inflight struct {
 // link is one connection to the upstream, from dial to death.
 type link struct {
 	conn       Conn
-	dead       chan struct{}       // closed when its reader ended
-	err        error               // why it ended; set before dead is closed
-	ready      bool                // a handshake succeeded on it (guarded by Session.mu)
-	serverReqs map[string]struct{} // its requests the client has yet to answer, by framing.IDKey
+	dead       chan struct{}     // closed when its reader ended
+	err        error             // why it ended; set before dead is closed
+	ready      bool              // a handshake succeeded on it (guarded by Session.mu)
+	serverReqs map[string][]byte // its requests the client has yet to answer: their ids, by framing.IDKey
 }
 
 type ownCall struct {
@@ -247,6 +277,10 @@ type hsWaiter struct {
 	done   chan struct{}
 	once   sync.Once
 	held   int // bytes counted by hold
+
+	timerMu sync.Mutex
+	timer   interface{ Stop() bool } // the ready timer, stopped when the waiter ends
+	ended   bool
 }
 
 // Handshake returns a copy of the handshake captured so far.
@@ -271,6 +305,7 @@ func (s *Session) init() {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.ownID = newOwnIDPrefix()
+	s.versioned, _ = s.Tools.(VersionedPolicy)
 	s.reqs = make(map[string]*inflight)
 	s.ended = make(map[string]ended)
 	s.progress = make(map[string]string)
@@ -279,12 +314,14 @@ func (s *Session) init() {
 	s.own = make(map[string]*ownCall)
 	s.subs = make(map[string]struct{})
 	s.listens = make(map[string][]byte)
+	s.orphans = make(map[string]struct{})
 	s.hsChanged = make(chan struct{})
 	s.idle = make(chan struct{})
 	close(s.idle)
 	s.gatingIdle = make(chan struct{})
 	close(s.gatingIdle)
 	s.restartChanged = make(chan struct{})
+	s.identities.limit = s.maxCatalogBytes()
 	s.kick = make(chan struct{}, 1)
 	s.ctx = context.Background()
 	s.status = resilience.Outcome{Server: s.Name, Class: resilience.Transient}
@@ -308,7 +345,9 @@ func (s *Session) init() {
 // keeps running and its answers still reach the client, and a request the
 // drain leaves unanswered is answered with an error. It returns nil when
 // the client closed its side or ctx is done; an upstream that fails never
-// ends the session.
+// ends the session. Every goroutine Run starts has ended when it returns:
+// it closes Client to end a read still blocked on it (a Conn whose Close
+// does not end a blocked read is waited for up to DrainTimeout, then left).
 func (s *Session) Run(ctx context.Context) error {
 	s.once.Do(s.init)
 	done := ctx.Done()
@@ -327,7 +366,11 @@ func (s *Session) Run(ctx context.Context) error {
 		s.supervise(ctx)
 	}()
 	clientDone := make(chan error, 1)
-	go func() { clientDone <- s.pumpClient(ctx) }()
+	pumped := make(chan struct{})
+	go func() {
+		defer close(pumped)
+		clientDone <- s.pumpClient(ctx)
+	}()
 
 	var err error
 	select {
@@ -354,7 +397,32 @@ func (s *Session) Run(ctx context.Context) error {
 	for _, w := range s.takeWaiters("") { // stop their ready timers
 		w.once.Do(func() { s.endWaiter(w) })
 	}
+	s.awaitWriters(s.background.stop())
+	// The client pump may still be reading a client that has not closed its
+	// side: closing the Conn ends the read, so the pump does not outlive Run.
+	// A pump that has ended already (the client closed its side) needs no
+	// Close, which could cut off the answers just written (a Conn such as
+	// the HTTP front's aborts the streams still delivering them).
+	select {
+	case <-pumped:
+	default:
+		s.Client.Close()
+		s.awaitClientPump(pumped)
+	}
 	return err
+}
+
+// awaitClientPump waits for the client pump to end once the client's Conn
+// is closed, up to the drain timeout: a Conn whose Close does not end a
+// blocked read breaks the Conn contract, and Run returns without it.
+func (s *Session) awaitClientPump(pumped <-chan struct{}) {
+	t := time.NewTimer(s.drainTimeout())
+	defer t.Stop()
+	select {
+	case <-pumped:
+	case <-t.C:
+		s.log.Warn("closing the client's connection did not end its read; returning without it")
+	}
 }
 
 // awaitWriters waits for done: for the supervisor to return, or for the
@@ -456,7 +524,16 @@ var errClientGone = errors.New("client is gone")
 
 // pumpClient handles the client's messages.
 func (s *Session) pumpClient(ctx context.Context) error {
+	more, _ := s.Client.(bufferedReader)
+	turn := &pumpTurn{}
+	if more != nil {
+		ctx = context.WithValue(ctx, turnKey{}, turn)
+		defer s.endTurn(turn)
+	}
 	for {
+		if more != nil && !more.Buffered() {
+			s.endTurn(turn)
+		}
 		msg, err := s.Client.ReadMessage()
 		if err != nil {
 			if e, ok := oversize(err); ok {
@@ -474,11 +551,8 @@ func (s *Session) pumpClient(ctx context.Context) error {
 			}
 			return err
 		}
-		env, err := framing.Peek(msg)
-		if err == nil && !json.Valid(msg) {
-			err = errors.New("invalid JSON")
-		}
-		if errors.Is(err, framing.ErrAmbiguous) && json.Valid(msg) {
+		env, err := framing.PeekValid(msg) // one pass: the envelope, and whether msg is JSON at all
+		if errors.Is(err, framing.ErrAmbiguous) {
 			// Peers would read it differently; the gate cannot judge it.
 			s.log.Warn("ambiguous message from client refused", "error", err)
 			s.replyError(env.ID, codeInvalidRequest, "Invalid Request: "+err.Error())
@@ -488,6 +562,9 @@ func (s *Session) pumpClient(ctx context.Context) error {
 			s.log.Warn("malformed message from client", "error", err)
 			s.replyError(nil, codeParseError, "Parse error: "+err.Error())
 			continue
+		}
+		if more != nil {
+			turn.set(more.Buffered())
 		}
 		switch env.Kind {
 		case framing.Invalid:
@@ -558,10 +635,14 @@ func (s *Session) relayRequest(ctx context.Context, msg []byte, env framing.Enve
 // send writes a client request to the ready upstream and tracks it until
 // it is answered; with no upstream ready, the sidecar answers it.
 func (s *Session) send(ctx context.Context, msg []byte, env framing.Envelope) {
-	l, inUse := s.trackReady(env)
+	l, refused := s.trackReady(env)
 	switch {
-	case inUse:
-		s.replyError(env.ID, codeInvalidRequest, errIDInUse)
+	case refused == refusedFull:
+		s.log.Warn("too many client requests in flight; request refused", "method", env.Method, "limit", s.maxInFlight())
+		s.answerBusy(env, s.errFull(), statusTooManyInFlight)
+		return
+	case refused != "":
+		s.replyError(env.ID, codeInvalidRequest, string(refused))
 		return
 	case l == nil:
 		s.answerUnready(ctx, env)
@@ -572,10 +653,10 @@ func (s *Session) send(ctx context.Context, msg []byte, env framing.Envelope) {
 		// is sent the request again (the 2026-07-28 protocol has no
 		// session state to replay but this).
 		s.mu.Lock()
-		s.listens[framing.IDKey(env.ID)] = bytes.Clone(msg)
+		s.rememberListenLocked(framing.IDKey(env.ID), msg)
 		s.mu.Unlock()
 	}
-	if err := l.conn.WriteMessage(msg); err != nil {
+	if err := s.writeRequest(ctx, l, msg); err != nil {
 		s.log.Warn("cannot write to upstream", "error", err)
 		if s.untrack(env.ID) != "" {
 			s.replyError(env.ID, codeInternalError, "the upstream server is not reachable; request not delivered")
@@ -612,17 +693,19 @@ func (s *Session) takeServerRequest(env framing.Envelope) *link {
 	if env.Method != "" || env.ID == nil {
 		return nil
 	}
-	key := framing.IDKey(env.ID)
+	var buf [64]byte
+	key := framing.AppendIDKey(buf[:0], env.ID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.up
 	if l == nil {
 		return nil
 	}
-	if _, ok := l.serverReqs[key]; !ok {
+	if _, ok := l.serverReqs[string(key)]; !ok {
+		delete(s.orphans, string(key)) // answered at last: its id may be used again
 		return nil
 	}
-	delete(l.serverReqs, key)
+	delete(l.serverReqs, string(key))
 	return l
 }
 
@@ -667,7 +750,7 @@ func (s *Session) clientBatch(msg []byte) {
 		return
 	}
 	reason := ""
-	var reqs []framing.Envelope
+	var reqs, others []framing.Envelope // others: the notifications and responses
 	for _, e := range elems {
 		env, err := framing.Peek(e)
 		if err != nil {
@@ -697,15 +780,29 @@ func (s *Session) clientBatch(msg []byte) {
 				reason = s.errOwnID()
 			}
 			reqs = append(reqs, env)
+		} else {
+			others = append(others, env)
 		}
 	}
 	if reason == "" {
-		switch l, inUse := s.trackReady(reqs...); {
-		case inUse:
-			reason = errIDInUse
+		switch l, refused := s.trackReady(reqs...); {
+		case refused == refusedFull:
+			reason = s.errFull()
+		case refused != "":
+			reason = string(refused)
 		case l == nil:
 			reason = s.Status().Message()
 		default:
+			// What a cancellation or an answer ends, it ends inside a batch
+			// too, as on its own.
+			for _, env := range others {
+				switch {
+				case env.Method == "notifications/cancelled":
+					s.clientCancelled(env.Params)
+				case env.Kind == framing.Response:
+					s.takeServerRequest(env)
+				}
+			}
 			if err := l.conn.WriteMessage(msg); err != nil {
 				s.log.Warn("cannot write to upstream", "error", err)
 				for _, env := range reqs {
@@ -753,9 +850,31 @@ func (s *Session) readyLink() *link {
 }
 
 // pumpUpstream handles one upstream connection's messages until it ends.
+//
+// When the upstream has sent several messages at once and both Conns
+// allow it, the ones relayed to the client go out together: each is held
+// back while the next is already buffered, and whatever is held is written
+// before the pump waits for the upstream again.
 func (s *Session) pumpUpstream(l *link) {
 	defer close(l.dead)
+	more, _ := l.conn.(bufferedReader)
+	hold, _ := s.Client.(holdingWriter)
+	if more == nil || hold == nil {
+		more, hold = nil, nil
+	}
+	flush := func() {
+		if hold == nil {
+			return
+		}
+		if err := hold.Flush(); err != nil {
+			s.log.Debug("cannot write to the client", "error", err)
+		}
+	}
+	defer flush()
 	for {
+		if more != nil && !more.Buffered() {
+			flush()
+		}
 		msg, err := l.conn.ReadMessage()
 		if err != nil {
 			if e, ok := oversize(err); ok {
@@ -809,9 +928,9 @@ func (s *Session) pumpUpstream(l *link) {
 				msg = s.rewriteToolsList(msg, env)
 			}
 		case framing.Request:
-			s.mu.Lock()
-			l.serverReqs[framing.IDKey(env.ID)] = struct{}{}
-			s.mu.Unlock()
+			if !s.trackServerRequest(l, env) {
+				continue
+			}
 		case framing.Batch:
 			if msg = s.upstreamBatch(l, msg); msg == nil {
 				continue
@@ -824,7 +943,11 @@ func (s *Session) pumpUpstream(l *link) {
 				s.progressed(env.Params)
 			}
 		}
-		if err := s.Client.WriteMessage(msg); err != nil {
+		write := s.Client.WriteMessage
+		if more != nil && more.Buffered() {
+			write = hold.HoldMessage
+		}
+		if err := write(msg); err != nil {
 			s.log.Debug("cannot write to the client", "error", err)
 		}
 	}
@@ -839,12 +962,17 @@ func (s *Session) runCtx() context.Context {
 
 // refreshLater reloads the tool catalog in the background, coalescing
 // requests that arrive while a reload runs. It does nothing without a
-// ToolPolicy.
+// ToolPolicy. Until the reload ends, calls are judged by its catalog, not
+// by the one the upstream just said is out of date (see gateCall); a load
+// under way, which may have read pages from before the change, is not kept
+// but done again (see loadAndKeepCatalog), and one that had kept such pages
+// before the change, and that the refresh joined, is followed by another.
 func (s *Session) refreshLater() {
 	if s.Tools == nil {
 		return
 	}
 	s.mu.Lock()
+	s.merges++
 	if s.refreshing {
 		s.stale = true
 		s.mu.Unlock()
@@ -852,11 +980,11 @@ func (s *Session) refreshLater() {
 	}
 	s.refreshing = true
 	s.mu.Unlock()
-	go func() {
+	started := s.background.Go(func() {
 		for {
-			s.refreshCatalog(s.runCtx())
+			err := s.refreshCatalog(s.runCtx())
 			s.mu.Lock()
-			if !s.stale {
+			if !s.stale && (err != nil || s.keptMerges == s.merges) {
 				s.refreshing = false
 				s.mu.Unlock()
 				return
@@ -864,7 +992,12 @@ func (s *Session) refreshLater() {
 			s.stale = false
 			s.mu.Unlock()
 		}
-	}()
+	})
+	if !started { // Run is returning
+		s.mu.Lock()
+		s.refreshing, s.stale = false, false
+		s.mu.Unlock()
+	}
 }
 
 // upstreamBatch notes what a batch from the upstream holds: answers to the
@@ -906,10 +1039,9 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 				e, changed = out, changed || !bytes.Equal(out, e)
 			}
 		case framing.Request:
-			if env.ID != nil {
-				s.mu.Lock()
-				l.serverReqs[framing.IDKey(env.ID)] = struct{}{}
-				s.mu.Unlock()
+			if env.ID != nil && !s.trackServerRequest(l, env) {
+				changed = true
+				continue
 			}
 		}
 		kept = append(kept, e)
@@ -923,20 +1055,88 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 	return append(append([]byte{'['}, bytes.Join(kept, []byte{','})...), ']')
 }
 
+// orphanServerRequests ends the requests of dead link l that the client
+// has yet to answer: the client is sent notifications/cancelled for each,
+// and their ids are remembered (replacing those of an earlier dead link)
+// until the client answers them, so that a late answer is dropped rather
+// than taken for a request of the next upstream under the same id.
+func (s *Session) orphanServerRequests(l *link) {
+	s.mu.Lock()
+	s.orphans = make(map[string]struct{}, len(l.serverReqs))
+	ids := make([][]byte, 0, len(l.serverReqs))
+	for key, id := range l.serverReqs {
+		s.orphans[key] = struct{}{}
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		msg, _ := json.Marshal(map[string]any{
+			"jsonrpc": "2.0",
+			"method":  "notifications/cancelled",
+			"params":  map[string]any{"requestId": json.RawMessage(id), "reason": "the server restarted; its request will not be completed"},
+		})
+		if err := s.Client.WriteMessage(msg); err != nil {
+			s.log.Debug("cannot write to the client", "error", err)
+		}
+	}
+}
+
+// trackServerRequest records the upstream's request env, read on link l,
+// as waiting for the client's answer. Past MaxInFlight such requests, or
+// when its id is over maxIDBytes, it answers the upstream with an error
+// instead and reports false: the request is not relayed.
+func (s *Session) trackServerRequest(l *link, env framing.Envelope) bool {
+	key := ""
+	if len(env.ID) <= maxIDBytes {
+		key = framing.IDKey(env.ID)
+	}
+	reason := ""
+	s.mu.Lock()
+	_, known := l.serverReqs[key]
+	_, orphan := s.orphans[key]
+	switch {
+	case len(env.ID) > maxIDBytes:
+		reason = string(refusedIDTooLong)
+	case orphan:
+		// The client may still answer the dead upstream's request; its
+		// answer would be taken for this one's.
+		reason = "mcpwrap: the id is in use by a request of this server's previous process (before it restarted) that the client has not answered; this one was not relayed. Retry with another id."
+	case !known && len(l.serverReqs) >= s.maxInFlight():
+		reason = fmt.Sprintf("mcpwrap: the client has %d of this server's requests to answer already (the limit of requests in flight); this one was not relayed. Retry when it has answered.", len(l.serverReqs))
+	default:
+		l.serverReqs[key] = bytes.Clone(env.ID)
+	}
+	s.mu.Unlock()
+	if reason == "" {
+		return true
+	}
+	s.log.Warn("upstream request refused", "method", env.Method, "reason", reason)
+	data, _ := json.Marshal(map[string]any{"retryable": len(env.ID) <= maxIDBytes})
+	s.writeUpstream(l, errorResponse(env.ID, codeInternalError, reason, data))
+	return false
+}
+
 // trackReady records client requests as in flight on the ready upstream
 // connection and returns it, or returns nil, tracking nothing, when no
 // upstream is ready. Tracking and the check are one step, so a request is
 // either tracked before its connection is given up (and failInflight
 // answers it) or not sent to it at all. It tracks nothing and reports
 // inUse when an id is already in flight or appears twice in envs: answers
-// are matched to requests by id, so it must be unique.
-func (s *Session) trackReady(envs ...framing.Envelope) (l *link, inUse bool) {
+// are matched to requests by id, so it must be unique. The id of a request
+// that ended before the upstream answered it (cancelled or timed out)
+// stays in use until that answer arrives or its connection ends: an answer
+// under it could be to either request, and a second request would get the
+// first one's answer, then its own.
+func (s *Session) trackReady(envs ...framing.Envelope) (l *link, refused refusal) {
 	keys := make([]string, len(envs))
 	tokens := make([]string, len(envs))
 	for i, env := range envs {
+		if len(env.ID) > maxIDBytes {
+			return nil, refusedIDTooLong
+		}
 		keys[i] = framing.IDKey(env.ID)
 		if slices.Contains(keys[:i], keys[i]) {
-			inUse = true
+			refused = refusedIDInUse
 		}
 		if s.CallTimeout > 0 {
 			tokens[i] = progressToken(env.Params)
@@ -946,15 +1146,20 @@ func (s *Session) trackReady(envs ...framing.Envelope) (l *link, inUse bool) {
 	defer s.mu.Unlock()
 	l = s.up
 	if l == nil || !l.ready {
-		return nil, false
+		return nil, ""
 	}
 	for _, k := range keys {
-		if _, ok := s.reqs[k]; ok {
-			inUse = true
+		_, live := s.reqs[k]
+		_, ended := s.ended[k]
+		if live || ended {
+			refused = refusedIDInUse
 		}
 	}
-	if inUse {
-		return l, true
+	if refused == "" && len(s.reqs)+len(envs) > s.maxInFlight() {
+		refused = refusedFull
+	}
+	if refused != "" {
+		return l, refused
 	}
 	for i, env := range envs {
 		if len(s.reqs) == 0 {
@@ -962,25 +1167,37 @@ func (s *Session) trackReady(envs ...framing.Envelope) (l *link, inUse bool) {
 		}
 		r := &inflight{id: bytes.Clone(env.ID), key: keys[i], method: env.Method, link: l, progress: tokens[i]}
 		s.reqs[keys[i]] = r
-		delete(s.ended, keys[i]) // a reused id: an answer now is the new request's
 		if r.progress != "" {
 			s.progress[r.progress] = r.key
 		}
 		s.armLocked(r)
 	}
-	return l, false
+	return l, ""
 }
 
-// errIDInUse is why a request reusing the id of one in flight is refused.
-const errIDInUse = "Invalid Request: the id is already in use by a request in flight"
+// A refusal is why trackReady tracks nothing: "" when it tracked the
+// requests, else the reason a client request is answered with.
+type refusal string
+
+const (
+	refusedIDInUse   refusal = "Invalid Request: the id is already in use by a request in flight, or by one the upstream may still answer; use another id"
+	refusedIDTooLong refusal = "Invalid Request: the id is longer than 1024 bytes"
+	refusedFull      refusal = "too many requests in flight" // answered with errFull
+)
+
+// errFull is why a request is refused past MaxInFlight.
+func (s *Session) errFull() string {
+	return fmt.Sprintf("Server '%s': too many requests are in flight (the limit of %d requests in flight is reached); this one was not sent. Retry when an answer has arrived.", s.Name, s.maxInFlight())
+}
 
 // untrack forgets an in-flight client request and returns its method, or ""
 // when id is not in flight.
 func (s *Session) untrack(id []byte) string {
-	key := framing.IDKey(id)
+	var buf [64]byte
+	key := framing.AppendIDKey(buf[:0], id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.reqs[key]
+	r, ok := s.reqs[string(key)]
 	if !ok {
 		return ""
 	}
@@ -992,7 +1209,10 @@ func (s *Session) untrack(id []byte) string {
 // must be held.
 func (s *Session) untrackLocked(r *inflight) {
 	delete(s.reqs, r.key)
-	delete(s.listens, r.key)
+	if msg, ok := s.listens[r.key]; ok {
+		delete(s.listens, r.key)
+		s.listensBytes -= len(msg)
+	}
 	if r.progress != "" && s.progress[r.progress] == r.key {
 		delete(s.progress, r.progress)
 	}
@@ -1142,7 +1362,9 @@ func (s *Session) deliverOwnReply(id []byte, r ownReply) {
 // isOwnID reports whether id is in this Session's own id space, however it
 // is spelled.
 func (s *Session) isOwnID(id []byte) bool {
-	return strings.HasPrefix(framing.IDKey(id), "s"+s.ownID)
+	var buf [64]byte
+	key := framing.AppendIDKey(buf[:0], id)
+	return len(key) > len(s.ownID) && key[0] == 's' && string(key[1:1+len(s.ownID)]) == s.ownID
 }
 
 // errOwnID is why a client request using the own id space is refused.

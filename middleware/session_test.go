@@ -489,3 +489,129 @@ func TestCrashRecoveryReopensListens(t *testing.T) {
 	up2.send(`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}` + "\n")
 	assert.Contains(t, next(), `"io.modelcontextprotocol/subscriptionId":"L"`)
 }
+
+// TestBatchRequestsAreAnsweredWhenTheUpstreamDies: the requests of a
+// forwarded batch are tracked like any other, so a crash answers each of
+// them (and the drain waits for them).
+func TestBatchRequestsAreAnsweredWhenTheUpstreamDies(t *testing.T) {
+	h := start(t, 0)
+	batch := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"resources/list"}]`
+	h.client.send(batch + "\n")
+	require.Equal(t, batch, string(h.up.next()))
+	h.up.closeSend() // crash before answering
+	// failInflight answers before the list_changed that tells of the crash.
+	msg := h.client.next()
+	assert.NotContains(t, string(msg), "notifications/tools/list_changed",
+		"requests 1 and 2 must be answered (restart error) before anything else")
+}
+
+// TestBatchResponsesEndTheirRequests: the upstream's batch answer to a
+// forwarded batch reaches the client as it is and ends both requests.
+func TestBatchResponsesEndTheirRequests(t *testing.T) {
+	h := start(t, 0)
+	batch := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":"b","method":"resources/list"}]`
+	h.client.send(batch + "\n")
+	require.Equal(t, batch, string(h.up.next()))
+	require.Equal(t, 2, h.session.inflight())
+	answer := `[{"jsonrpc":"2.0","id":"b","result":{"resources":[]}},{"jsonrpc":"2.0","id":1,"result":{}}]`
+	h.up.send(answer + "\n")
+	assert.Equal(t, answer, string(h.client.next()))
+	assert.Equal(t, 0, h.session.inflight())
+}
+
+// TestAmbiguousClientMessageIsRefused: a message whose routing members a
+// peer could read two ways is answered with an error, never forwarded.
+func TestAmbiguousClientMessageIsRefused(t *testing.T) {
+	h := start(t, 0)
+	h.client.send(`{"jsonrpc":"2.0","id":8,"method":"ping","Method":"tools/call"}` + "\n")
+	var resp struct {
+		ID    json.RawMessage `json:"id"`
+		Error RPCError        `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, "8", string(resp.ID))
+	assert.Equal(t, codeInvalidRequest, resp.Error.Code)
+	h.client.send(`{"jsonrpc":"2.0","id":9,"method":"ping"}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, string(h.up.next()), "the ambiguous message was not forwarded")
+}
+
+// TestNestedBatchIsRefused: clientBatch looks into the elements of a batch
+// for messages the gate must see, but an element that is itself a batch is
+// forwarded unread, with a call to a locked tool inside it.
+func TestNestedBatchIsRefused(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+	h.client.send(`[[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"secret"}}],{"jsonrpc":"2.0","id":2,"method":"ping"}]` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, string(h.up.next()), "the nested batch must not reach the upstream")
+	var answers []struct {
+		ID    json.RawMessage `json:"id"`
+		Error *RPCError       `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(h.client.next(), &answers))
+	require.Len(t, answers, 2, "the nested batch and request 2 are each answered")
+	for _, a := range answers {
+		assert.NotNil(t, a.Error)
+	}
+}
+
+// TestAmbiguousUpstreamResponse: pumpUpstream passes an ambiguous message
+// through with its envelope cleared, so a response with "result" twice
+// ends no request: a tools/list answer reaches the client unfiltered (a
+// last-wins client reads the locked tool), and the request stays in
+// flight, so a later crash answers it a second time.
+func TestAmbiguousUpstreamResponse(t *testing.T) {
+	t.Run("tools/list is not passed unfiltered", func(t *testing.T) {
+		h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+		h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+		id := h.expect("tools/list")
+		h.up.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"tools":[{"name":"open"}]},"result":{"tools":[{"name":"secret"}]}}` + "\n")
+		assert.NotContains(t, string(h.nextResponse("1")), "secret", "the locked tool reaches the client")
+		assert.Equal(t, 0, h.session.inflight(), "the request is answered")
+	})
+	t.Run("a request is answered once", func(t *testing.T) {
+		h := startRaw(t, rawOptions{})
+		h.client.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
+		h.expect("ping")
+		answer := `{"jsonrpc":"2.0","id":1,"result":{},"result":{"x":1}}`
+		h.up.send(answer + "\n")
+		require.Equal(t, answer, string(h.client.next()), "passed through as it is")
+		h.up.closeSend() // crash
+		assert.Contains(t, string(h.client.next()), "notifications/tools/list_changed",
+			"the crash must not answer request 1 again")
+	})
+}
+
+// TestOversizedServerRequestExchangeIsAnswered: a request of the upstream's
+// (sampling, elicitation) is a request too: when it, or the client's answer
+// to it, is over the message limit, the upstream is answered with an error
+// rather than left waiting forever.
+func TestOversizedServerRequestExchangeIsAnswered(t *testing.T) {
+	big := strings.Repeat("a", 4096)
+	tests := []struct {
+		name string
+		run  func(h *harness)
+	}{
+		{name: "the upstream's request is too large", run: func(h *harness) {
+			h.up.send(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"x":"` + big + `"}}` + "\n")
+		}},
+		{name: "the client's answer is too large", run: func(h *harness) {
+			h.up.send(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}` + "\n")
+			require.Contains(t, string(h.client.next()), `"sampling/createMessage"`)
+			h.client.send(`{"jsonrpc":"2.0","id":"s1","result":{"x":"` + big + `"}}` + "\n")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, 1024)
+			tt.run(h)
+			var resp struct {
+				ID    json.RawMessage `json:"id"`
+				Error *RPCError       `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(h.up.next(), &resp))
+			assert.Equal(t, `"s1"`, string(resp.ID))
+			require.NotNil(t, resp.Error)
+			assert.Contains(t, resp.Error.Message, "exceeds the 1024-byte")
+		})
+	}
+}

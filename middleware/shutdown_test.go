@@ -2,12 +2,20 @@ package middleware
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
 // TestShutdownDrains: whichever way Run is told to stop — the client
@@ -80,4 +88,230 @@ func TestShutdownDrains(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestRunLeavesNoGoroutineBehind: every goroutine Run starts (pumps,
+// supervisor, catalog loads, calls judged off the client pump, timers) has
+// ended when Run returns, however the session ends. Each case ends it with
+// a call waiting for a catalog load and one in flight at the upstream.
+func TestRunLeavesNoGoroutineBehind(t *testing.T) {
+	tests := []struct {
+		name string
+		end  func(t *testing.T, h *rawHarness)
+	}{
+		{name: "client closes its side", end: func(t *testing.T, h *rawHarness) { h.client.closeSend() }},
+		{name: "context cancelled", end: func(t *testing.T, h *rawHarness) { h.cancel() }},
+		{name: "upstream crashes", end: func(t *testing.T, h *rawHarness) {
+			h.up.closeSend()
+			require.Eventually(t, func() bool { return h.session.Status().Class == resilience.Permanent }, timeout, tick)
+			h.cancel()
+		}},
+		{name: "client stops reading", end: func(t *testing.T, h *rawHarness) {
+			go func() { // ends when the upstream's side is closed
+				for i := 0; ; i++ {
+					if _, err := io.WriteString(h.up.in, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/n%d"}`+"\n", i)); err != nil {
+						return
+					}
+				}
+			}()
+			require.Eventually(t, func() bool { return len(h.client.recv) == cap(h.client.recv) }, timeout, tick)
+			h.cancel()
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
+			h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog, drain: 50 * time.Millisecond})
+			h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"open"}}` + "\n")
+			h.expect("tools/call")
+			h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ghost"}}` + "\n")
+			h.expect("tools/list")
+
+			tt.end(t, h)
+			select {
+			case <-h.done:
+			case <-time.After(timeout):
+				t.Fatal("Run did not return")
+			}
+			// Checked before the test's peers hang up, which would free a
+			// goroutine of Run's still blocked on a Conn; their readers
+			// (peer.read) are the test's.
+			goleak.VerifyNone(t, before, goleak.IgnoreAnyFunction("github.com/mcpwrap/mcpwrap/middleware.(*peer).read"))
+			h.client.hangUp()
+			h.up.hangUp()
+			goleak.VerifyNone(t, before)
+		})
+	}
+}
+
+// TestRunReturnsWhenTheClientStopsReading: shutdown does not wait forever
+// for the upstream's pump when it is blocked writing to a client that does
+// not read: Run (and mcpwrap on SIGTERM) returns.
+func TestRunReturnsWhenTheClientStopsReading(t *testing.T) {
+	h := start(t, 0)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 200; i++ {
+			if _, err := io.WriteString(h.up.in, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/n%d"}`+"\n", i)); err != nil {
+				return
+			}
+		}
+	}()
+	require.Eventually(t, func() bool { return len(h.client.recv) == cap(h.client.recv) }, timeout, tick)
+	h.cancel()
+	select {
+	case <-h.done:
+	case <-time.After(3 * time.Second):
+		t.Fatal("Run did not return after its context was cancelled")
+	}
+	h.up.in.Close()
+	wg.Wait()
+}
+
+// TestDrainWaitsForGatedCalls: a client that sends a call and closes its
+// side at once (a piped, scripted client) still gets the upstream's answer
+// when the call had to wait for the catalog: the drain counts it.
+func TestDrainWaitsForGatedCalls(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: lockedSecret}) // the catalog is not loaded yet
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"open"}}` + "\n")
+	h.client.closeSend()
+	for {
+		env, err := framing.Peek(h.up.next())
+		require.NoError(t, err)
+		if env.Method == "tools/call" {
+			h.answer(env.ID, `{"content":[]}`)
+			break
+		}
+		require.Equal(t, "tools/list", env.Method)
+		h.answer(env.ID, secretCatalog)
+	}
+	h.nextResponse("1")
+	require.NoError(t, <-h.done)
+}
+
+// stuckWriter blocks the client's side on writing a message that stuck
+// matches, as a client that stopped reading does, until it is closed.
+type stuckWriter struct {
+	Conn
+	stuck   func(msg []byte) bool
+	blocked chan struct{} // closed when a write is stuck
+	closed  chan struct{}
+	once    sync.Once
+}
+
+func newStuckWriter(stuck func([]byte) bool) *stuckWriter {
+	return &stuckWriter{stuck: stuck, blocked: make(chan struct{}), closed: make(chan struct{})}
+}
+
+func (c *stuckWriter) WriteMessage(msg []byte) error {
+	if c.stuck(msg) {
+		select {
+		case <-c.blocked:
+		default:
+			close(c.blocked)
+		}
+		<-c.closed
+		return io.ErrClosedPipe
+	}
+	return c.Conn.WriteMessage(msg)
+}
+
+func (c *stuckWriter) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// TestRunReturnsWhenAGatedAnswerIsStuck: at shutdown Run waits for the
+// calls being judged off the client pump, which end at once only when
+// their answer can be written. A client that stopped reading blocks that
+// write forever, and shutdownLink does not close the client's side when
+// the upstream's pump is not the one blocked: Run never returns.
+func TestRunReturnsWhenAGatedAnswerIsStuck(t *testing.T) {
+	sw := newStuckWriter(func(msg []byte) bool { return strings.Contains(string(msg), `"id":1,`) })
+	h := startRaw(t, rawOptions{policy: lockedSecret, // no catalog yet: calls are judged off the pump
+		wrapClient: func(c Conn) Conn { sw.Conn = c; return sw }})
+	background := h.expect("tools/list")
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"secret"}}` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":9,"method":"ping"}` + "\n")
+	h.answer(h.expect("ping"), `{}`) // the call waits for the load under way by now
+	h.answer(background, secretCatalog)
+	<-sw.blocked // the rejection is being written to a client that does not read
+
+	h.cancel()
+	select {
+	case <-h.done:
+	case <-time.After(timeout):
+		t.Fatal("Run did not return: it waits for a gated call blocked writing to the client")
+	}
+}
+
+// TestRunReturnsWhenALoadIsAbandonedOnAStuckClient: a load abandoned at
+// shutdown closes its link and waits for the link's reader without bound;
+// a reader blocked forwarding a message to a client that stopped reading
+// never ends, so neither does the supervisor, nor Run.
+func TestRunReturnsWhenALoadIsAbandonedOnAStuckClient(t *testing.T) {
+	sw := newStuckWriter(func(msg []byte) bool { return strings.Contains(string(msg), "notifications/stuck") })
+	client, clientConn := newPeer(t, 0)
+	up, upConn := newPeer(t, 0)
+	sw.Conn = clientConn
+	s := &Session{Name: "fx", Client: sw, Dial: dialOnce(upConn), DrainTimeout: 100 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+
+	client.send(clientInitialize + "\n")
+	env, err := framing.Peek(up.next())
+	require.NoError(t, err)
+	require.Equal(t, "initialize", env.Method)
+	up.send(`{"jsonrpc":"2.0","method":"notifications/stuck"}` + "\n") // before answering the handshake
+	<-sw.blocked
+
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		t.Fatal("Run did not return: the abandoned load waits for a reader blocked on the client")
+	}
+}
+
+// TestRunReturnsWhenTheSupervisorIsStuckOnTheClient: the supervisor writes
+// to the client itself (answers to requests a crash interrupted, list
+// changes, degraded handshakes); blocked on a client that stopped reading,
+// it never returns, and Run waits for it without bound.
+func TestRunReturnsWhenTheSupervisorIsStuckOnTheClient(t *testing.T) {
+	sw := newStuckWriter(func(msg []byte) bool { return strings.Contains(string(msg), "upstream restarted") })
+	h := startRaw(t, rawOptions{wrapClient: func(c Conn) Conn { sw.Conn = c; return sw }})
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
+	h.expect("ping")
+	h.up.closeSend() // crash: the supervisor answers request 1
+	<-sw.blocked
+
+	h.cancel()
+	select {
+	case <-h.done:
+	case <-time.After(timeout):
+		t.Fatal("Run did not return: it waits for a supervisor blocked writing to the client")
+	}
+}
+
+// TestDrainWaitsForTheHandshake: a piped client that sends initialize and
+// closes its side at once gets no answer: the drain waits for the requests
+// in flight, but the handshake is not one of them, so Run abandons it.
+func TestDrainWaitsForTheHandshake(t *testing.T) {
+	client, clientConn := newPeer(t, 0)
+	up, upConn := newPeer(t, 0)
+	s := &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), DrainTimeout: timeout}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	client.send(clientInitialize + "\n")
+	client.closeSend()
+	env, err := framing.Peek(up.next())
+	require.NoError(t, err)
+	require.Equal(t, "initialize", env.Method)
+	up.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + initializeResult + "}\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":0,"result":`+initializeResult+`}`, string(client.next()))
+	require.NoError(t, <-done)
 }

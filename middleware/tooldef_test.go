@@ -31,47 +31,55 @@ func TestAmbiguousToolDefinitionIsNeverCallable(t *testing.T) {
 		{name: "a clean tool whose name an ambiguous one claims", defs: []string{tool("safe", "clean"), `{"name":"x","NAME":"safe"}`}, claims: []string{"safe", "x"}, locked: 2},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := startTools(t, [][]string{append([]string{tool("ok", "plain")}, tt.defs...)}, nil)
-			require.Eventually(t, h.session.catalogLoaded, timeout, tick)
-
-			var list struct {
-				Result struct {
-					Tools []json.RawMessage `json:"tools"`
-				} `json:"result"`
-			}
-			require.NoError(t, json.Unmarshal(h.call(1, "tools/list", `{}`), &list))
-			var names []string
-			for _, raw := range list.Result.Tools {
-				names = append(names, defOf(raw).Name)
-			}
-			assert.Equal(t, []string{"ok", DefaultDiscoveryTool}, names, "listed nowhere")
-
-			var disc struct {
-				Result struct {
-					StructuredContent DiscoveryResult `json:"structuredContent"`
-				} `json:"result"`
-			}
-			require.NoError(t, json.Unmarshal(h.call(2, "tools/call", `{"name":"discover_tools","arguments":{"include_disabled":true}}`), &disc))
-			got := disc.Result.StructuredContent
-			assert.Equal(t, map[string]int{"callable": 1, "disabled_unknown": tt.locked}, got.Server.Counts)
-			require.Len(t, got.Tools, 1)
-			assert.Equal(t, "ok", got.Tools[0].Name)
-
-			for i, name := range tt.claims {
-				var resp struct {
-					Result struct {
-						IsError bool           `json:"isError"`
-						Meta    map[string]any `json:"_meta"`
-					} `json:"result"`
-				}
-				require.NoError(t, json.Unmarshal(h.call(3+i, "tools/call", fmt.Sprintf(`{"name":%q}`, name)), &resp))
-				assert.True(t, resp.Result.IsError, name)
-				assert.Equal(t, "disabled_unknown", resp.Result.Meta["status"], name)
-			}
-			assert.Equal(t, 0, h.up.calls("tools/call"), "no call reached the upstream")
-			h.call(99, "tools/call", `{"name":"ok"}`)
-			assert.Equal(t, 1, h.up.calls("tools/call"), "the plain tool is still callable")
-		})
+		for _, versioned := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/versioned=%t", tt.name, versioned), func(t *testing.T) {
+				testAmbiguousToolDefinition(t, versioned, tt.defs, tt.claims, tt.locked)
+			})
+		}
 	}
+}
+
+// testAmbiguousToolDefinition is one case of TestAmbiguousToolDefinitionIsNeverCallable.
+func testAmbiguousToolDefinition(t *testing.T, versioned bool, defs, claims []string, locked int) {
+	t.Helper()
+	h := startToolsWith(t, versioned, [][]string{append([]string{tool("ok", "plain")}, defs...)}, nil)
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
+
+	var list struct {
+		Result struct {
+			Tools []json.RawMessage `json:"tools"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(h.call(1, "tools/list", `{}`), &list))
+	var names []string
+	for _, raw := range list.Result.Tools {
+		names = append(names, defOf(raw).Name)
+	}
+	assert.Equal(t, []string{"ok", DefaultDiscoveryTool}, names, "listed nowhere")
+
+	var disc struct {
+		Result struct {
+			StructuredContent DiscoveryResult `json:"structuredContent"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(h.call(2, "tools/call", `{"name":"discover_tools","arguments":{"include_disabled":true}}`), &disc))
+	got := disc.Result.StructuredContent
+	assert.Equal(t, map[string]int{"callable": 1, "disabled_unknown": locked}, got.Server.Counts)
+	require.Len(t, got.Tools, 1)
+	assert.Equal(t, "ok", got.Tools[0].Name)
+
+	for i, name := range claims {
+		var resp struct {
+			Result struct {
+				IsError bool           `json:"isError"`
+				Meta    map[string]any `json:"_meta"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal(h.call(3+i, "tools/call", fmt.Sprintf(`{"name":%q}`, name)), &resp))
+		assert.True(t, resp.Result.IsError, name)
+		assert.Equal(t, "disabled_unknown", resp.Result.Meta["status"], name)
+	}
+	assert.Equal(t, 0, h.up.calls("tools/call"), "no call reached the upstream")
+	h.call(99, "tools/call", `{"name":"ok"}`)
+	assert.Equal(t, 1, h.up.calls("tools/call"), "the plain tool is still callable")
 }

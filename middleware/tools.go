@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/resilience"
@@ -81,13 +79,18 @@ func (v catalogView) locked() int {
 	return n
 }
 
-// view evaluates the cached catalog against the current policy.
+// view evaluates the cached catalog against the current policy. With a
+// VersionedPolicy it also publishes the verdicts, unless the catalog
+// changed meanwhile (its setter evaluates the new one), for callVerdict.
 func (s *Session) view() catalogView {
-	s.mu.Lock()
-	v := catalogView{tools: s.catalog, index: s.catalogIndex}
-	s.mu.Unlock()
-	if v.index == nil {
-		v.index = new(tooldef.Index)
+	snap := s.verdicts.Load()
+	if snap == nil {
+		return catalogView{index: new(tooldef.Index)}
+	}
+	v := catalogView{tools: snap.tools, index: snap.index}
+	var version uint64
+	if s.versioned != nil {
+		version = s.versioned.Version() // before Evaluate: a change during it leaves the verdicts stale, never wrong
 	}
 	v.avail = s.policy().Evaluate(v.tools)
 	for i := range v.avail {
@@ -95,7 +98,42 @@ func (s *Session) view() catalogView {
 			v.avail[i] = untrusted
 		}
 	}
+	if s.versioned != nil {
+		s.verdicts.CompareAndSwap(snap, &verdicts{tools: snap.tools, index: snap.index, avail: slices.Clone(v.avail), version: version})
+	}
 	return v
+}
+
+// verdicts is the catalog as last loaded, immutable once published (see
+// Session.verdicts): what a tools/call is judged by without a lock. avail
+// is nil until the catalog is evaluated under a VersionedPolicy, then holds
+// the verdict on each definition as of the policy's version.
+type verdicts struct {
+	tools   []json.RawMessage
+	index   *tooldef.Index // never nil
+	avail   []Availability
+	version uint64
+}
+
+// callVerdict returns the policy's verdict on a call to the named tool, a
+// definition of the loaded catalog: known is false when no catalog is
+// loaded or no definition is trusted under name, and claimed then reports
+// whether one claims it nonetheless (see untrusted). While the policy's
+// version is the one the catalog was evaluated at, it takes no lock and
+// allocates nothing; otherwise it asks the policy about the definition.
+func (s *Session) callVerdict(name string) (a Availability, known, claimed bool) {
+	snap := s.verdicts.Load()
+	if snap == nil {
+		return Availability{}, false, false
+	}
+	i, known, claimed := snap.index.Lookup(name)
+	if !known {
+		return Availability{}, false, claimed
+	}
+	if snap.avail != nil && snap.version == s.versioned.Version() {
+		return snap.avail[i], true, true
+	}
+	return s.Tools.Evaluate([]json.RawMessage{snap.tools[i]})[0], true, true
 }
 
 // untrusted is the availability of a tool definition that has no name the
@@ -310,7 +348,10 @@ func parseCall(params []byte) (callParams, error) {
 			p.Arguments = m.Value
 		case strings.EqualFold(key, "name"):
 			names++
-			if key != "name" || json.Unmarshal(m.Value, &p.Name) != nil {
+			if key != "name" {
+				return p, errAmbiguousCall
+			}
+			if p.Name, err = framing.String(m.Value); err != nil {
 				return p, errAmbiguousCall
 			}
 		}
@@ -336,14 +377,23 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 		s.unhold(msg, held)
 		return
 	}
-	tool, known, claimed := s.catalogTool(p.Name)
+	// Staleness first: a verdict read before it could be of the catalog
+	// the upstream announced stale, the refresh ending in between.
+	stale := s.catalogStale()
+	a, known, claimed := s.callVerdict(p.Name)
+	if s.verdictRead != nil {
+		s.verdictRead(p.Name)
+	}
+	if stale {
+		known, claimed = false, false // wait for the catalog the upstream announced
+	}
 	switch {
-	case p.Name == s.discoveryName() && s.catalogLoaded():
-		s.judge(ctx, msg, env, p, nil)
+	case p.Name == s.discoveryName() && s.verdicts.Load() != nil:
+		s.reply(env.ID, s.discover(ctx, p.Arguments))
 		s.unhold(msg, held)
 		return
 	case known:
-		s.judge(ctx, msg, env, p, tool)
+		s.judge(ctx, msg, env, p.Name, a)
 		s.unhold(msg, held)
 		return
 	case claimed:
@@ -368,7 +418,8 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 	loaded := s.catalogLoad(ctx)
 	go func() {
 		defer s.doneGating()
-		if err := (<-loaded).Err; err != nil && p.Name != s.discoveryName() {
+		<-loaded.done
+		if err := loaded.err; err != nil && p.Name != s.discoveryName() {
 			if s.readyLink() == nil {
 				s.awaitUpstream(ctx, msg, env, true) // the upstream crashed: wait for its restart
 				return
@@ -377,9 +428,11 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 			s.unhold(msg, true)
 			return
 		}
-		switch tool, known, claimed := s.catalogTool(p.Name); {
-		case p.Name == s.discoveryName() || known:
-			s.judge(ctx, msg, env, p, tool)
+		switch a, known, claimed := s.callVerdict(p.Name); {
+		case p.Name == s.discoveryName():
+			s.reply(env.ID, s.discover(ctx, p.Arguments))
+		case known:
+			s.judge(ctx, msg, env, p.Name, a)
 		case claimed:
 			s.rejectUntrusted(env.ID, p.Name)
 		default:
@@ -389,18 +442,14 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 	}()
 }
 
-// judge answers or forwards a tools/call given the definition of its tool.
-func (s *Session) judge(ctx context.Context, msg []byte, env framing.Envelope, p callParams, tool json.RawMessage) {
-	if p.Name == s.discoveryName() {
-		s.reply(env.ID, s.discover(ctx, p.Arguments))
-		return
-	}
-	a := s.Tools.Evaluate([]json.RawMessage{tool})[0]
+// judge answers or forwards a tools/call to the named tool of the catalog
+// given the policy's verdict on it (see callVerdict).
+func (s *Session) judge(ctx context.Context, msg []byte, env framing.Envelope, name string, a Availability) {
 	switch {
 	case !a.InScope:
-		s.replyError(env.ID, codeInvalidParams, fmt.Sprintf("unknown tool %q", p.Name))
+		s.replyError(env.ID, codeInvalidParams, fmt.Sprintf("unknown tool %q", name))
 	case a.Status != "":
-		s.reject(env.ID, p.Name, a.Status)
+		s.reject(env.ID, name, a.Status)
 	default:
 		s.send(ctx, msg, env)
 	}
@@ -459,23 +508,23 @@ func (s *Session) ToolDefinition(name string) (json.RawMessage, bool) {
 // is trusted under the name, and claimed then reports whether one claims
 // it nonetheless (see untrusted).
 func (s *Session) catalogTool(name string) (tool json.RawMessage, known, claimed bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.catalogIndex == nil {
+	snap := s.verdicts.Load()
+	if snap == nil {
 		return nil, false, false
 	}
-	i, known, claimed := s.catalogIndex.Lookup(name)
+	i, known, claimed := snap.index.Lookup(name)
 	if !known {
 		return nil, false, claimed
 	}
-	return s.catalog[i], true, true
+	return snap.tools[i], true, true
 }
 
-// catalogLoaded reports whether the upstream's catalog has been loaded.
-func (s *Session) catalogLoaded() bool {
+// catalogStale reports whether the upstream announced a change of its
+// tools that the catalog does not hold yet.
+func (s *Session) catalogStale() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.catalogKnown
+	return s.refreshing
 }
 
 // toolError is a tools/call result with isError set.
@@ -495,21 +544,54 @@ const catalogTimeout = 30 * time.Second
 // refreshCatalog loads the upstream's full catalog, or waits for the load
 // under way, and returns how it ended.
 func (s *Session) refreshCatalog(ctx context.Context) error {
-	return (<-s.catalogLoad(ctx)).Err
+	l := s.catalogLoad(ctx)
+	<-l.done
+	return l.err
+}
+
+// A catalogLoading is a load of the catalog under way; err is set before
+// done is closed.
+type catalogLoading struct {
+	done chan struct{}
+	err  error
 }
 
 // catalogLoad starts a load of the catalog, or joins the one under way
 // (one at a time: each walks every page, and two finishing out of order
-// could keep the older), and returns the channel its end is sent on.
-func (s *Session) catalogLoad(ctx context.Context) <-chan singleflight.Result {
-	return s.catalogLoads.DoChan("catalog", func() (any, error) { return nil, s.loadAndKeepCatalog(ctx) })
+// could keep the older), and returns it. A load is under way until it has
+// ended whole (catalog kept, recorded and re-evaluated): a caller that
+// finds none running and a catalog loaded gets a fresh load, never the
+// tail of one whose pages were read before it asked.
+func (s *Session) catalogLoad(ctx context.Context) *catalogLoading {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loading != nil {
+		return s.loading
+	}
+	l := &catalogLoading{done: make(chan struct{})}
+	started := s.background.Go(func() {
+		err := s.loadAndKeepCatalog(ctx)
+		s.mu.Lock()
+		s.loading = nil
+		s.mu.Unlock()
+		l.err = err
+		close(l.done)
+	})
+	if !started {
+		l.err = errSessionEnded
+		close(l.done)
+		return l
+	}
+	s.loading = l
+	return l
 }
 
 // loadAndKeepCatalog loads the upstream's full catalog with the sidecar's
 // own tools/list requests, following every page, then announces a change
 // of the visible tool set to the client. A load during which the client was
-// shown definitions the catalog lacked (see notePage) may hold older ones
-// than those, so it is not kept: the catalog is loaded anew.
+// shown definitions the catalog lacked (see notePage), or the upstream
+// announced a change of its tools, may hold older ones than those, so it
+// is not kept: the catalog is loaded anew.
 func (s *Session) loadAndKeepCatalog(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, catalogTimeout)
 	defer cancel()
@@ -526,6 +608,7 @@ func (s *Session) loadAndKeepCatalog(ctx context.Context) error {
 		stale := s.merges != merges
 		if !stale {
 			s.setCatalogLocked(all)
+			s.keptMerges = merges
 		}
 		s.mu.Unlock()
 		if stale {
@@ -543,16 +626,36 @@ func (s *Session) loadAndKeepCatalog(ctx context.Context) error {
 	}
 }
 
+// DefaultMaxCatalogBytes is the bound on the tool catalog a zero
+// [Session.MaxCatalogBytes] stands for: as large as the largest message by
+// default.
+const DefaultMaxCatalogBytes = DefaultMaxMessageBytes
+
+// maxCatalogBytes returns MaxCatalogBytes or its default.
+func (s *Session) maxCatalogBytes() int {
+	if s.MaxCatalogBytes > 0 {
+		return s.MaxCatalogBytes
+	}
+	return DefaultMaxCatalogBytes
+}
+
+// errCatalogTooLarge is why a catalog over MaxCatalogBytes is not loaded.
+var errCatalogTooLarge = errors.New("the tool catalog exceeds the size mcpwrap keeps")
+
 // maxCatalogTries bounds the loads of one refreshCatalog whose results are
 // overtaken by what the client was shown.
 const maxCatalogTries = 3
 
 var errCatalogChanging = errors.New("the tool catalog changed while it loaded")
 
+// errSessionEnded is why a catalog load is not started once Run is
+// returning.
+var errSessionEnded = errors.New("the session ended")
+
 // loadCatalog reads every page of the upstream's catalog.
 func (s *Session) loadCatalog(ctx context.Context) ([]json.RawMessage, error) {
 	var all []json.RawMessage
-	cursor := ""
+	cursor, size := "", 0
 	for page := 0; page < 1000; page++ {
 		var params any
 		if cursor != "" {
@@ -573,6 +676,13 @@ func (s *Session) loadCatalog(ctx context.Context) ([]json.RawMessage, error) {
 			s.log.Warn("malformed tools/list result", "error", err)
 			return nil, err
 		}
+		for _, t := range r.Tools {
+			size += len(t)
+		}
+		if size > s.maxCatalogBytes() {
+			s.log.Warn("the tool catalog is too large; not loaded", "bytes", size, "limit", s.maxCatalogBytes())
+			return nil, fmt.Errorf("%w (%d bytes)", errCatalogTooLarge, s.maxCatalogBytes())
+		}
 		all = append(all, r.Tools...)
 		if r.NextCursor == "" {
 			break
@@ -588,22 +698,29 @@ func (s *Session) setCatalogLocked(all []json.RawMessage) {
 	index := new(tooldef.Index)
 	index.Grow(len(all))
 	sums := make(definitionPositions, len(all))
+	size := 0
 	for i, t := range all {
 		sum := maphash.Bytes(catalogSeed, t)
 		d, err := s.identities.read(sum, t)
 		index.Add(t, d, err)
 		sums[sum] = i
+		size += len(t)
 	}
 	s.catalog, s.catalogIndex, s.catalogSums, s.catalogKnown = all, index, sums, true
+	s.catalogBytes = size
+	s.verdicts.Store(&verdicts{tools: all, index: index}) // evaluated by the reevaluate that follows
 }
 
 // identities caches what tooldef read from tool definitions, by their hash
 // under catalogSeed, so that each definition is read once rather than on
-// every tools/list page. It holds at most maxIdentities entries. It is safe
-// for concurrent use; its lock is never held while taking another.
+// every tools/list page. It holds at most maxIdentities entries, and names
+// and descriptions of at most limit bytes. It is safe for concurrent use;
+// its lock is never held while taking another.
 type identities struct {
-	mu sync.Mutex
-	m  map[uint64]identity
+	limit int // set before use
+	mu    sync.Mutex
+	m     map[uint64]identity
+	bytes int // of the names and descriptions in m
 }
 
 type identity struct {
@@ -623,11 +740,15 @@ func (c *identities) read(sum uint64, raw []byte) (tooldef.Def, error) {
 		return id.def, id.err
 	}
 	d, err := tooldef.Identify(raw)
+	size := len(d.Name) + len(d.Description)
 	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxIdentities {
-		c.m = make(map[uint64]identity)
+	if c.m == nil || len(c.m) >= maxIdentities || c.bytes+size > c.limit {
+		c.m, c.bytes = make(map[uint64]identity), 0
 	}
-	c.m[sum] = identity{d, err}
+	if size <= c.limit {
+		c.m[sum] = identity{d, err}
+		c.bytes += size
+	}
 	c.mu.Unlock()
 	return d, err
 }
@@ -694,7 +815,9 @@ func (s *Session) mergePage(page [][]byte) ([]json.RawMessage, []bool, bool) {
 		return nil, nil, false // the first load is under way
 	}
 	sums := make([]uint64, len(page))
+	over := make([]bool, len(page)) // not merged: the catalog would pass MaxCatalogBytes
 	var all []json.RawMessage
+	size, changed := s.catalogBytes, false
 	for k, t := range page {
 		sums[k] = maphash.Bytes(catalogSeed, t)
 		if _, ok := s.catalogSums[sums[k]]; ok {
@@ -705,30 +828,50 @@ func (s *Session) mergePage(page [][]byte) ([]json.RawMessage, []bool, bool) {
 		}
 		// A changed definition replaces the one trusted under its name;
 		// anything else, refused definitions included, is added, so that
-		// every name it claims is refused.
+		// every name it claims is refused. One the catalog cannot take is
+		// neither: it is not shown, and a call is judged by the catalog.
+		i, replace := -1, false
 		if d, err := s.identities.read(sums[k], t); err == nil {
-			if i, ok, _ := s.catalogIndex.Lookup(d.Name); ok {
-				all[i] = bytes.Clone(t)
-				continue
-			}
+			i, replace, _ = s.catalogIndex.Lookup(d.Name)
 		}
-		all = append(all, bytes.Clone(t))
+		grown := size + len(t)
+		if replace {
+			grown -= len(all[i])
+		}
+		if grown > s.maxCatalogBytes() {
+			over[k] = true
+			continue
+		}
+		size, changed = grown, true
+		if replace {
+			all[i] = bytes.Clone(t)
+		} else {
+			all = append(all, bytes.Clone(t))
+		}
 	}
-	if all != nil {
+	if slices.Contains(over, true) {
+		s.log.Warn("tools/list shows tool definitions past the catalog's size limit; not shown", "limit", s.maxCatalogBytes())
+	}
+	if changed {
 		s.setCatalogLocked(all)
 		s.merges++
 	}
 	trusted := make([]bool, len(page))
 	for k, sum := range sums {
-		trusted[k] = s.catalogIndex.Name(s.catalogSums[sum]) != ""
+		trusted[k] = !over[k] && s.catalogIndex.Name(s.catalogSums[sum]) != ""
 	}
-	return all, trusted, all != nil
+	if !changed {
+		all = nil
+	}
+	return all, trusted, changed
 }
 
 // ReevaluateTools recomputes which tools the client can see and, when that
 // changed since the client last learned it, sends the client
 // notifications/tools/list_changed. Call it when the policy's inputs change
-// (for example the user state store). It is safe for concurrent use.
+// (for example the user state store): with a [VersionedPolicy] it also
+// re-evaluates the verdicts calls are judged from, which until then are
+// asked of the policy one call at a time. It is safe for concurrent use.
 func (s *Session) ReevaluateTools() {
 	s.once.Do(s.init)
 	s.reevaluate(true)

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/tooldef"
@@ -23,17 +25,22 @@ type fakePolicy struct {
 	status map[string]string // tool → locked status
 	scope  map[string]bool   // when non-nil, only these tools are in scope
 	pinned bool              // approval is on: every Availability is Pinned
+
+	version   atomic.Uint64 // bumped by set (see versionedFake)
+	evaluated atomic.Int64  // definitions evaluated
 }
 
 func (p *fakePolicy) set(tool, status string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.status[tool] = status
+	p.version.Add(1)
 }
 
 func (p *fakePolicy) Evaluate(tools []json.RawMessage) []Availability {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.evaluated.Add(int64(len(tools)))
 	out := make([]Availability, len(tools))
 	for i, t := range tools {
 		name := defOf(t).Name
@@ -47,6 +54,12 @@ func (p *fakePolicy) Remediation(status, tool string) string { return "remedy fo
 func (p *fakePolicy) Rejection(status, tool, discovery string) string {
 	return fmt.Sprintf("%s is %s; see %s", tool, status, discovery)
 }
+
+// versionedFake is a fakePolicy that is a VersionedPolicy, as the real gate
+// is: the Session judges calls from the verdicts it keeps.
+type versionedFake struct{ *fakePolicy }
+
+func (p versionedFake) Version() uint64 { return p.version.Load() }
 
 // defOf reads a tool definition as the sidecar does; fakes use it to name
 // tools.
@@ -131,6 +144,13 @@ type toolsHarness struct {
 // serving pages, and completes the handshake.
 func startTools(t *testing.T, pages [][]string, locked map[string]string, scope ...string) *toolsHarness {
 	t.Helper()
+	return startToolsWith(t, false, pages, locked, scope...)
+}
+
+// startToolsWith is startTools; with versioned, the Session's policy is a
+// VersionedPolicy.
+func startToolsWith(t *testing.T, versioned bool, pages [][]string, locked map[string]string, scope ...string) *toolsHarness {
+	t.Helper()
 	client, clientConn := newPeer(t, 0)
 	upPeer, upConn := newPeer(t, 0)
 	if locked == nil {
@@ -145,7 +165,11 @@ func startTools(t *testing.T, pages [][]string, locked map[string]string, scope 
 	}
 	h := &toolsHarness{client: client, up: &fakeUpstream{t: t, peer: upPeer, pages: pages},
 		policy: policy, done: make(chan error, 1)}
-	h.session = &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), Tools: h.policy}
+	var tools ToolPolicy = h.policy
+	if versioned {
+		tools = versionedFake{h.policy}
+	}
+	h.session = &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), Tools: tools}
 	go h.up.serve()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -258,7 +282,7 @@ func TestLockedCallsAreAnsweredAndNeverForwarded(t *testing.T) {
 
 func TestReevaluateToolsNotifiesOnlyWhenTheVisibleSetChanges(t *testing.T) {
 	h := startTools(t, [][]string{{tool("a", "x"), tool("b", "y")}}, nil)
-	require.Eventually(t, h.session.catalogLoaded, timeout, tick)
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
 
 	h.policy.set("b", "disabled_by_user")
 	h.session.ReevaluateTools()
@@ -356,7 +380,7 @@ func TestCallToAnUnlistedTool(t *testing.T) {
 			h.policy.mu.Lock()
 			h.policy.pinned = tt.pinned
 			h.policy.mu.Unlock()
-			require.Eventually(t, h.session.catalogLoaded, timeout, tick)
+			require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
 			lists := h.up.calls("tools/list")
 
 			resp := string(h.call(1, "tools/call", `{"name":"ghost"}`))
@@ -407,4 +431,246 @@ func TestRewrittenListPromisesNoCacheLifetime(t *testing.T) {
 			assert.True(t, json.Valid(got))
 		})
 	}
+}
+
+// TestGateJudgesTheNameTheUpstreamReads: the gate judges the tool the
+// upstream will run. Each of these calls names "secret", which operator
+// policy locked, to a case-sensitive, escape-decoding upstream (every JS
+// and Python server), while Go's encoding/json (case-insensitive keys,
+// failing open on a type error) or a comparison of unescaped keys would
+// read "open" (or nothing): none may reach the upstream.
+func TestGateJudgesTheNameTheUpstreamReads(t *testing.T) {
+	tests := []struct {
+		name string
+		call string
+	}{
+		{name: "case-insensitive key", call: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"secret","NAME":"open"}}`},
+		{name: "type error fails open", call: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"secret","Name":0}}`},
+		{name: "escaped params key", call: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"open"},"p\u0061rams":{"name":"secret"}}`},
+		{name: "escaped method key", call: `{"jsonrpc":"2.0","id":5,"method":"ping","m\u0065thod":"tools/call","params":{"name":"secret"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+			h.client.send(tt.call + "\n")
+			h.client.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}` + "\n")
+			assert.Equal(t, `{"jsonrpc":"2.0","id":6,"method":"ping"}`, string(h.up.next()),
+				"the ambiguous call must not reach the upstream")
+		})
+	}
+}
+
+// TestGateRefreshDoesNotBlockTheClientPump: a call to a tool the catalog
+// lacks waits for the catalog off the client pump, so the client's answer
+// to a server→client request still reaches an upstream that needs it
+// before it serves tools/list; otherwise the session would deadlock.
+func TestGateRefreshDoesNotBlockTheClientPump(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"open"}}` + "\n")
+	h.expect("tools/call")
+	h.up.send(`{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{}}` + "\n")
+	require.Contains(t, string(h.client.next()), `"elicitation/create"`)
+
+	// The agent calls a tool the catalog lacks (a hallucinated name).
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ghost"}}` + "\n")
+	h.expect("tools/list")                                                                          // the sequential upstream will read it after e1's answer
+	go io.WriteString(h.client.in, `{"jsonrpc":"2.0","id":"e1","result":{"action":"accept"}}`+"\n") // blocks while the pump is stuck
+	select {
+	case msg := <-h.up.recv:
+		assert.Contains(t, string(msg), `"e1"`)
+	case <-time.After(2 * time.Second):
+		t.Fatal("the client's answer to e1 is stuck behind the gate's refresh: deadlock")
+	}
+}
+
+// TestToolsListRewriteSurvivesIDReencoding: requests in flight are keyed
+// by the id's value, not its bytes: an upstream that re-encodes an id
+// (JSON.stringify turns "list\/1" into "list/1") still gets its tools/list
+// result rewritten (else a locked tool would be listed as callable), and
+// nothing stale is left for the drain to wait on or a crash to answer.
+func TestToolsListRewriteSurvivesIDReencoding(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+	h.client.send(`{"jsonrpc":"2.0","id":"list\/1","method":"tools/list"}` + "\n")
+	h.expect("tools/list")
+	h.up.send(`{"jsonrpc":"2.0","id":"list/1","result":` + secretCatalog + "}\n")
+	var list listResponse
+	require.NoError(t, json.Unmarshal(h.client.next(), &list))
+	assert.NotContains(t, list.names(), "secret", "the locked tool is not listed")
+	assert.Equal(t, 0, h.session.inflight(), "the request is no longer in flight")
+}
+
+func TestParseCall(t *testing.T) {
+	tests := []struct {
+		name    string
+		params  string
+		want    string
+		args    string
+		wantErr bool
+	}{
+		{name: "plain", params: `{"name":"a","arguments":{"x":1}}`, want: "a", args: `{"x":1}`},
+		{name: "escaped name value", params: `{"name":"se\u0063ret"}`, want: "secret"},
+		{name: "escaped member name", params: `{"n\u0061me":"secret"}`, want: "secret"},
+		{name: "unknown members ignored", params: `{"_meta":{"progressToken":1},"name":"a"}`, want: "a"},
+		{name: "no name", params: `{"arguments":{}}`, wantErr: true},
+		{name: "name twice", params: `{"name":"a","name":"b"}`, wantErr: true},
+		{name: "name in another case", params: `{"name":"a","Name":"b"}`, wantErr: true},
+		{name: "only another case", params: `{"NAME":"a"}`, wantErr: true},
+		{name: "mixed case", params: `{"name":"a","nAMe":"b"}`, wantErr: true},
+		{name: "unicode fold (Kelvin sign) of another key", params: `{"name":"a","Key":"b"}`, want: "a"},
+		{name: "name not a string", params: `{"name":5}`, wantErr: true},
+		{name: "params not an object", params: `["a"]`, wantErr: true},
+		{name: "params absent", params: ``, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := parseCall([]byte(tt.params))
+			if tt.wantErr {
+				assert.ErrorIs(t, err, errAmbiguousCall)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, p.Name)
+			if tt.args != "" {
+				assert.Equal(t, tt.args, string(p.Arguments))
+			}
+		})
+	}
+}
+
+// FuzzParseCall checks that a tool name the gate accepts is the one every
+// kind of upstream reads: a case-sensitive parser where the last duplicate
+// wins (JavaScript, Python) and Go's case-insensitive encoding/json.
+func FuzzParseCall(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"a","arguments":{}}`, `{"name":"a","NAME":"b"}`, `{"n\u0061me":"a"}`,
+		`{"name":"a","name":"b"}`, `{"Name":0,"name":"a"}`, `{"name":"\u212a"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		p, err := parseCall(params)
+		if err != nil || !json.Valid(params) {
+			return
+		}
+		var exact map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(params, &exact))
+		var name string
+		require.NoError(t, json.Unmarshal(exact["name"], &name))
+		require.Equal(t, name, p.Name, "a case-sensitive, last-wins parser reads another name")
+		var folded struct{ Name string }
+		if json.Unmarshal(params, &folded) == nil {
+			require.Equal(t, folded.Name, p.Name, "encoding/json reads another name")
+		}
+	})
+}
+
+// TestToolsListRewriteFindsEveryToolsMember: rewriteToolsList finds the
+// tools array by its raw, quoted name, so a name spelled with an escape
+// (which every parser decodes to "tools"), in another letter case (which
+// Go's encoding/json matches) or twice (first-wins parsers read the first)
+// passes locked tools to the client unfiltered: an upstream can show the
+// agent a definition that is pending approval.
+func TestToolsListRewriteFindsEveryToolsMember(t *testing.T) {
+	tests := []struct {
+		name   string
+		result string
+	}{
+		{name: "escaped name", result: `{"t\u006fols":[{"name":"open"},{"name":"secret"}]}`},
+		{name: "case variant after", result: `{"tools":[{"name":"open"}],"Tools":[{"name":"secret"}]}`},
+		{name: "case variant alone", result: `{"TOOLS":[{"name":"secret"}]}`},
+		{name: "twice", result: `{"tools":[{"name":"secret"}],"tools":[{"name":"open"}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+			h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+			h.answer(h.expect("tools/list"), tt.result)
+			assert.NotContains(t, string(h.nextResponse("1")), "secret", "the locked tool reaches the client")
+		})
+	}
+}
+
+// TestToolsListAnsweredInABatchIsFiltered: an upstream may answer the
+// client's tools/list inside a batch; upstreamBatch ends the request but
+// does not rewrite the answer, so locked tools reach the client.
+func TestToolsListAnsweredInABatchIsFiltered(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+	id := h.expect("tools/list")
+	h.up.send(`[{"jsonrpc":"2.0","method":"notifications/message","params":{}},{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + secretCatalog + "}]\n")
+	msg := h.client.next()
+	assert.NotContains(t, string(msg), "secret", "the locked tool reaches the client")
+	assert.Contains(t, string(msg), "notifications/message", "the rest of the batch is kept")
+	assert.Equal(t, 0, h.session.inflight())
+}
+
+// TestToolsCallNotificationIsNotForwarded: a tools/call without an id is a
+// notification, which clientNotification forwards unjudged. An upstream
+// that dispatches on the method alone runs the locked tool.
+func TestToolsCallNotificationIsNotForwarded(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog})
+	h.client.send(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"secret"}}` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, string(h.up.next()), "the call must not reach the upstream")
+}
+
+// TestCatalogRefreshDoesNotUndoWhatTheClientSaw: a catalog refresh that spans a
+// tools/list the client made overwrites, when it ends, the definition
+// notePage merged from the client's page with the older one it read
+// before: the call is judged by a definition the client no longer saw.
+func TestCatalogRefreshDoesNotUndoWhatTheClientSaw(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: &descPolicy{},
+		catalog: `{"tools":[{"name":"a","description":"benign"}]}`})
+	h.up.send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")
+	require.Contains(t, string(h.client.next()), "list_changed")
+	refresh := h.expect("tools/list")
+	h.answer(refresh, `{"tools":[{"name":"a","description":"benign"}],"nextCursor":"2"}`)
+	refresh = h.expect("tools/list") // the refresh's second page is still to come
+
+	// The upstream changes "a"; the client lists it and sees it hidden.
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+	h.answer(h.expect("tools/list"), `{"tools":[{"name":"a","description":"now evil"}]}`)
+	var list listResponse
+	require.NoError(t, json.Unmarshal(h.nextResponse("1"), &list))
+	require.NotContains(t, list.names(), "a", "the changed tool is hidden")
+
+	// The upstream answers every later tools/list with what it has now.
+	others := make(chan []byte, 8)
+	go func() {
+		for msg := range h.up.recv {
+			env, err := framing.Peek(msg)
+			if err == nil && env.Method == "tools/list" {
+				io.WriteString(h.up.in, `{"jsonrpc":"2.0","id":`+string(env.ID)+`,"result":{"tools":[{"name":"a","description":"now evil"},{"name":"b"}]}}`+"\n")
+				continue
+			}
+			others <- msg
+		}
+	}()
+	h.answer(refresh, `{"tools":[{"name":"b"}]}`) // the refresh ends with "a" as its first page had it
+	require.Eventually(t, func() bool { _, ok, _ := h.session.catalogTool("b"); return ok }, timeout, tick, "the refresh ended")
+
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a"}}` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}` + "\n")
+	select {
+	case msg := <-others:
+		assert.Equal(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, string(msg), "the hidden, changed tool must not be callable")
+	case <-time.After(timeout):
+		t.Fatal("nothing reached the upstream")
+	}
+}
+
+// TestCatalogLoadsAreShared: calls that need the catalog while a load is
+// under way wait for that load instead of each walking the whole catalog
+// again (an agent guessing tool names must not multiply the upstream's
+// work, and two walks finishing out of order could keep the older one).
+func TestCatalogLoadsAreShared(t *testing.T) {
+	h := startRaw(t, rawOptions{policy: lockedSecret}) // the first load waits for its answer
+	first := h.expect("tools/list")
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"open"}}` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"open"}}` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}` + "\n")
+	h.expect("ping") // both calls are waiting for the catalog by now
+	h.answer(first, secretCatalog)
+	assert.Equal(t, "tools/call", h.expectAny())
+	assert.Equal(t, "tools/call", h.expectAny(), "no second walk of the catalog")
 }

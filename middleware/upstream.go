@@ -78,6 +78,7 @@ func (s *Session) supervise(ctx context.Context) {
 		s.mu.Unlock()
 		l.conn.Close()                                                 // its pipes, its process group, its remote session
 		s.failInflight(l, "upstream restarted; request not completed") // before the news, as they were asked first
+		s.orphanServerRequests(l)
 		if tell {
 			s.notifyToolsChanged()
 		}
@@ -112,7 +113,7 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 	if err != nil {
 		return err
 	}
-	l := &link{conn: conn, dead: make(chan struct{}), serverReqs: make(map[string]struct{})}
+	l := &link{conn: conn, dead: make(chan struct{}), serverReqs: make(map[string][]byte)}
 	s.mu.Lock()
 	s.up = l
 	s.mu.Unlock()
@@ -308,19 +309,21 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 	switch {
 	case ready:
 		// A handshake on a ready upstream (a client starting over): relay it.
-		go func() {
+		started := s.background.Go(func() {
 			r := s.request(s.runCtx(), l, w.method, json.RawMessage(params)) // env's bytes are the pump's
 			if r.msg != nil {
 				s.resolveWaiters(w.method, r.msg)
 			} else {
 				s.answerDegraded(w)
 			}
-		}()
+		})
+		if !started { // Run is returning
+			s.answerDegraded(w)
+		}
 	case degraded || (status.Class != resilience.Transient && status.Attempts > 0):
 		s.answerDegraded(w) // known not to come soon: do not make the client wait
 	default:
-		t := s.afterFunc(s.readyTimeout(), func() { s.answerDegraded(w) })
-		go func() { <-w.done; t.Stop() }()
+		w.arm(s.afterFunc(s.readyTimeout(), func() { s.answerDegraded(w) }))
 	}
 }
 
@@ -362,11 +365,34 @@ func (s *Session) takeWaiters(method string) []*hsWaiter {
 	return taken
 }
 
-// endWaiter marks the handshake waiter w answered and releases its hold;
-// call it once, under w.once.
+// endWaiter marks the handshake waiter w answered, stops its ready timer
+// and releases its hold; call it once, under w.once.
 func (s *Session) endWaiter(w *hsWaiter) {
+	w.disarm()
 	close(w.done)
 	s.release(w.held)
+}
+
+// arm keeps the ready timer t of w, to stop when w ends; t is stopped at
+// once if w has ended already.
+func (w *hsWaiter) arm(t interface{ Stop() bool }) {
+	w.timerMu.Lock()
+	defer w.timerMu.Unlock()
+	if w.ended {
+		t.Stop()
+		return
+	}
+	w.timer = t
+}
+
+// disarm stops the ready timer of w, if armed, and any armed later.
+func (w *hsWaiter) disarm() {
+	w.timerMu.Lock()
+	defer w.timerMu.Unlock()
+	w.ended = true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 }
 
 func (s *Session) answerWaitersDegraded() {

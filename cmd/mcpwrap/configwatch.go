@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
@@ -54,9 +53,7 @@ func watchConfig(ctx context.Context, o wrapOptions, tools *gate.Gate, onChange 
 		return func() {}
 	}
 	allow, _ := policy.ParseAllowList(o.allowTools) // loadPolicy has checked it
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	return goUntilStopped(ctx, func(ctx context.Context) {
 		config.Watch(ctx, path, logger, func() {
 			file, err := config.Open(o.configPath, os.Getenv)
 			eval := policyFor(file, err, o.name, allow, logger)
@@ -68,8 +65,4 @@ func watchConfig(ctx context.Context, o wrapOptions, tools *gate.Gate, onChange 
 			}
 		})
 	})
-	return func() {
-		cancel()
-		wg.Wait()
-	}
 }

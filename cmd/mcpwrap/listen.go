@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/config"
@@ -142,21 +141,17 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 			s.ReevaluateTools()
 		}
 	}
-	go tools.Watch(ctx, reevaluate)
+	defer goUntilStopped(ctx, func(ctx context.Context) { tools.Watch(ctx, reevaluate) })()
 	defer watchConfig(ctx, o, tools, reevaluate, logger)()
 	if o.signIn != nil {
 		// A sign-in finished (in any process): load the server again.
-		var watching sync.WaitGroup
-		watchCtx, stopWatch := context.WithCancel(ctx)
-		watching.Go(func() {
-			o.signIn.Watch(watchCtx, 0, func() {
+		defer goUntilStopped(ctx, func(ctx context.Context) {
+			o.signIn.Watch(ctx, 0, func() {
 				for _, s := range front.Sessions() {
 					s.Retry()
 				}
 			})
-		})
-		defer watching.Wait()
-		defer stopWatch()
+		})()
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", front)

@@ -45,14 +45,44 @@ func newLogger(o logOptions, stderr io.Writer) (*slog.Logger, io.Closer, error) 
 	var h slog.Handler
 	switch strings.ToLower(o.format) {
 	case "", "text":
-		h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w)})
+		h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w), ReplaceAttr: boundAttr})
 	case "json":
-		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
+		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: boundAttr})
 	default:
 		closer.Close()
 		return nil, nil, fmt.Errorf("--log-format %q: want text or json", o.format)
 	}
 	return slog.New(h), closer, nil
+}
+
+// maxLogValue bounds a string or error value in a log record. Records
+// carry values a peer chooses (a tool name or method a client sends, a
+// definition's error naming its tool, a line of the server's stderr), each
+// up to the message size limit; cut, they cannot make a record, or the log
+// file, grow with them.
+const maxLogValue = 4 << 10
+
+// boundAttr cuts a string or error value longer than maxLogValue, saying
+// how long it was.
+func boundAttr(_ []string, a slog.Attr) slog.Attr {
+	var s string
+	switch v := a.Value.Resolve(); {
+	case v.Kind() == slog.KindString:
+		s = v.String()
+	case v.Kind() == slog.KindAny:
+		err, ok := v.Any().(error)
+		if !ok {
+			return a
+		}
+		s = err.Error()
+	default:
+		return a
+	}
+	if len(s) <= maxLogValue {
+		return a
+	}
+	cut := strings.ToValidUTF8(s[:maxLogValue], "")
+	return slog.String(a.Key, fmt.Sprintf("%s… (%d bytes)", cut, len(s)))
 }
 
 func isTerminal(w io.Writer) bool {

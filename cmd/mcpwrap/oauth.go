@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -36,21 +37,13 @@ func (f *oauthFlags) add(fs *flag.FlagSet) {
 
 // apply overrides the config's settings with the flags given.
 func (f oauthFlags) apply(o *config.OAuth) {
-	if f.clientID != "" {
-		o.ClientID = f.clientID
-	}
-	if f.clientSecretEnv != "" {
-		o.ClientSecretEnv = f.clientSecretEnv
-	}
-	if f.clientMetadataURL != "" {
-		o.ClientMetadataURL = f.clientMetadataURL
-	}
+	o.ClientID = cmp.Or(f.clientID, o.ClientID)
+	o.ClientSecretEnv = cmp.Or(f.clientSecretEnv, o.ClientSecretEnv)
+	o.ClientMetadataURL = cmp.Or(f.clientMetadataURL, o.ClientMetadataURL)
 	if f.scopes != "" {
 		o.Scopes = strings.FieldsFunc(f.scopes, func(r rune) bool { return r == ' ' || r == ',' })
 	}
-	if f.redirectPort != 0 {
-		o.RedirectPort = f.redirectPort
-	}
+	o.RedirectPort = cmp.Or(f.redirectPort, o.RedirectPort)
 }
 
 // signIn returns the OAuth client of the remote server o wraps. autoLogin
@@ -217,22 +210,13 @@ type foundEntry struct {
 
 // overriddenBy returns f with the flags set in g replacing its own.
 func (f oauthFlags) overriddenBy(g oauthFlags) oauthFlags {
-	if g.clientID != "" {
-		f.clientID = g.clientID
+	return oauthFlags{
+		clientID:          cmp.Or(g.clientID, f.clientID),
+		clientSecretEnv:   cmp.Or(g.clientSecretEnv, f.clientSecretEnv),
+		clientMetadataURL: cmp.Or(g.clientMetadataURL, f.clientMetadataURL),
+		scopes:            cmp.Or(g.scopes, f.scopes),
+		redirectPort:      cmp.Or(g.redirectPort, f.redirectPort),
 	}
-	if g.clientSecretEnv != "" {
-		f.clientSecretEnv = g.clientSecretEnv
-	}
-	if g.clientMetadataURL != "" {
-		f.clientMetadataURL = g.clientMetadataURL
-	}
-	if g.scopes != "" {
-		f.scopes = g.scopes
-	}
-	if g.redirectPort != 0 {
-		f.redirectPort = g.redirectPort
-	}
-	return f
 }
 
 // entryURL finds the remote server named name in the client configs.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpwrap/mcpwrap/internal/auth"
+	"github.com/mcpwrap/mcpwrap/internal/config"
 )
 
 func TestWriteSignIns(t *testing.T) {
@@ -47,6 +48,43 @@ func TestLoginArguments(t *testing.T) {
 			code := run(context.Background(), tt.args, nil, &stdout, &stderr)
 			assert.Equal(t, exitUsage, code)
 			assert.Contains(t, stderr.String(), tt.wantErr)
+		})
+	}
+}
+
+func TestOAuthFlagsLayering(t *testing.T) {
+	entry := oauthFlags{clientID: "entry-id", clientSecretEnv: "ENTRY_SECRET", scopes: "a b", redirectPort: 4000}
+	tests := []struct {
+		name      string
+		cli       oauthFlags
+		cfg       config.OAuth
+		wantFlags oauthFlags
+		wantCfg   config.OAuth
+	}{
+		{
+			name:      "no flags keep the entry's and the config's",
+			cfg:       config.OAuth{ClientMetadataURL: "https://cfg.example/meta"},
+			wantFlags: entry,
+			wantCfg: config.OAuth{ClientID: "entry-id", ClientSecretEnv: "ENTRY_SECRET", ClientMetadataURL: "https://cfg.example/meta",
+				Scopes: []string{"a", "b"}, RedirectPort: 4000},
+		},
+		{
+			name: "the command line's flags win",
+			cli:  oauthFlags{clientID: "cli-id", clientMetadataURL: "https://cli.example/meta", scopes: "x,y z", redirectPort: 5000},
+			cfg:  config.OAuth{ClientID: "cfg-id", ClientMetadataURL: "https://cfg.example/meta", Scopes: []string{"cfg"}},
+			wantFlags: oauthFlags{clientID: "cli-id", clientSecretEnv: "ENTRY_SECRET", clientMetadataURL: "https://cli.example/meta",
+				scopes: "x,y z", redirectPort: 5000},
+			wantCfg: config.OAuth{ClientID: "cli-id", ClientSecretEnv: "ENTRY_SECRET", ClientMetadataURL: "https://cli.example/meta",
+				Scopes: []string{"x", "y", "z"}, RedirectPort: 5000},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := entry.overriddenBy(tt.cli)
+			assert.Equal(t, tt.wantFlags, got)
+			cfg := tt.cfg
+			got.apply(&cfg)
+			assert.Equal(t, tt.wantCfg, cfg)
 		})
 	}
 }

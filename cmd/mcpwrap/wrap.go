@@ -10,9 +10,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/auth"
@@ -45,9 +43,6 @@ Usage:
 
 Flags:
 `
-
-// softMemoryLimit is the Go heap size past which the collector works harder.
-const softMemoryLimit = 24 << 20
 
 const exitCodesHelp = `
 Exit codes:
@@ -165,11 +160,12 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	defer closer.Close()
 	base := logger
 	logger = logger.With("server", o.name)
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// A sidecar should stay small: collect early rather than let the heap
-		// double after a large message. A soft limit, not a cap.
-		debug.SetMemoryLimit(softMemoryLimit)
-	}
+	// No soft memory limit (GOMEMLIMIT still applies when set): the line
+	// readers give their buffers back after a large message, so the heap
+	// is small between messages anyway, while a fixed limit below what one
+	// allowed message needs (up to about twice --max-line-bytes while it is
+	// read) made the collector run without pause through every large
+	// message and, with the buffers it kept, after it.
 
 	srv, tools, err := loadPolicy(ctx, o, logger)
 	if err != nil {
@@ -195,15 +191,12 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	session := newSession(o, srv, tools, dial, base)
 	if o.signIn != nil {
 		// A sign-in finished (in any process): load the server again.
-		var watching sync.WaitGroup
-		watchCtx, stopWatch := context.WithCancel(ctx)
-		watching.Go(func() { o.signIn.Watch(watchCtx, 0, session.Retry) })
-		defer watching.Wait()
-		defer stopWatch()
+		defer goUntilStopped(ctx, func(ctx context.Context) { o.signIn.Watch(ctx, 0, session.Retry) })()
 	}
-	session.Client = middleware.NewStreamConn(stdin, stdout, nil, srv.MaxLineBytes)
+	clientIn, closeClientIn := closableStdin(stdin)
+	session.Client = middleware.NewStreamConn(clientIn, stdout, closeClientIn, srv.MaxLineBytes)
 	session.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
-	go tools.Watch(ctx, session.ReevaluateTools)
+	defer goUntilStopped(ctx, func(ctx context.Context) { tools.Watch(ctx, session.ReevaluateTools) })()
 	defer watchConfig(ctx, o, tools, session.ReevaluateTools, logger)()
 	stopStatus := publishStatus(ctx, o, session, logger)
 	defer stopStatus()
@@ -233,6 +226,8 @@ func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middlew
 
 		MaxHeldRequests: srv.MaxHeldRequests,
 		MaxHeldBytes:    srv.MaxHeldBytes,
+		MaxInFlight:     srv.MaxInFlight,
+		MaxCatalogBytes: srv.MaxCatalogBytes,
 		Retrier: &resilience.Retrier{
 			Policy:     retryPolicy(srv.Retry),
 			Classifier: resilience.Classifier{RetryRefused: srv.RetryRefused},

@@ -58,8 +58,19 @@ func (b *Browser) Open(ctx context.Context, url string) error {
 	return nil
 }
 
-// Wait waits for the browser commands Open started to exit.
-func (b *Browser) Wait() { b.wg.Wait() }
+// Wait waits for the browser commands Open started to exit, or for ctx to
+// be done, whichever comes first. A launcher (xdg-open, open, a wrapper
+// script) exits at once; a browser run in the foreground ($BROWSER=firefox)
+// lives as long as the user keeps it open, and a sidecar's shutdown must not
+// wait for that: its waiting goroutine then ends with the process.
+func (b *Browser) Wait(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { b.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
 
 // osDefault serialises launches through cli/browser's package variables.
 var osDefault sync.Mutex

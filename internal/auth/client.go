@@ -96,9 +96,15 @@ func (c *Client) Close() {
 	c.cancel()
 	c.wg.Wait()
 	if c.Browser != nil {
-		c.Browser.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), browserExitGrace)
+		defer cancel()
+		c.Browser.Wait(ctx)
 	}
 }
+
+// browserExitGrace bounds how long Close waits for a browser command to
+// exit (see Browser.Wait).
+const browserExitGrace = 2 * time.Second
 
 func (c *Client) setToken(t *Token) {
 	c.mu.Lock()

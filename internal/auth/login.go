@@ -52,21 +52,26 @@ func newChallenge(req *http.Request, resp *http.Response) challenge {
 	return challenge{url: req.URL.String(), status: resp.StatusCode, header: h}
 }
 
-// stepUp reports a 403 asking for more scopes (insufficient_scope).
-func (ch challenge) stepUp() bool {
-	if ch.status != http.StatusForbidden {
-		return false
-	}
+// bearer returns the response's Bearer challenge (WWW-Authenticate:
+// Bearer ...), parsed: the one reading of the header that every question
+// about it goes through. A header that does not parse has none.
+func (ch challenge) bearer() (oauthex.Challenge, bool) {
 	cs, err := oauthex.ParseWWWAuthenticate(ch.header.Values("WWW-Authenticate"))
 	if err != nil {
-		return false
+		return oauthex.Challenge{}, false
 	}
 	for _, c := range cs {
-		if c.Scheme == "bearer" && c.Params["error"] == "insufficient_scope" {
-			return true
+		if c.Scheme == "bearer" {
+			return c, true
 		}
 	}
-	return false
+	return oauthex.Challenge{}, false
+}
+
+// stepUp reports a 403 asking for more scopes (insufficient_scope).
+func (ch challenge) stepUp() bool {
+	b, ok := ch.bearer()
+	return ch.status == http.StatusForbidden && ok && b.Params["error"] == "insufficient_scope"
 }
 
 // authorize runs one authorization code flow (with PKCE S256, resource,

@@ -15,9 +15,24 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/oauthtest"
 )
 
-// follow is the user's browser: it follows url to the loopback callback.
-func follow(t *testing.T, wg *sync.WaitGroup) func(target string) {
-	return func(target string) {
+// startAuthServer starts an authorization and resource server that the
+// test closes when it ends.
+func startAuthServer(t *testing.T) *oauthtest.Server {
+	t.Helper()
+	as, err := oauthtest.Start(oauthtest.Options{})
+	require.NoError(t, err)
+	t.Cleanup(as.Close)
+	return as
+}
+
+// login signs c in, with the user's browser following the URL shown to the
+// loopback callback, and returns that URL.
+func login(t *testing.T, c *Client) (shown string) {
+	t.Helper()
+	var wg sync.WaitGroup
+	defer wg.Wait() // the browser's request ends before the test does
+	require.NoError(t, c.Login(t.Context(), func(target string) {
+		shown = target
 		wg.Go(func() {
 			resp, err := http.Get(target)
 			if assert.NoError(t, err) {
@@ -25,23 +40,18 @@ func follow(t *testing.T, wg *sync.WaitGroup) func(target string) {
 				resp.Body.Close()
 			}
 		})
-	}
+	}))
+	return shown
 }
 
 func TestLogin(t *testing.T) {
-	as, err := oauthtest.Start(oauthtest.Options{})
-	require.NoError(t, err)
-	defer as.Close()
+	as := startAuthServer(t)
 	store, err := newFileStore(t.TempDir())
 	require.NoError(t, err)
 	port := freePort(t)
 	c := &Client{Name: "notes", ServerURL: as.URL + "/mcp", Store: store, Config: Config{RedirectPort: port}}
 	defer c.Close()
-	var wg sync.WaitGroup
-	var shown string
-	show := follow(t, &wg)
-	require.NoError(t, c.Login(t.Context(), func(u string) { shown = u; show(u) }))
-	wg.Wait()
+	shown := login(t, c)
 
 	assert.Contains(t, shown, "code_challenge_method=S256")
 	assert.Contains(t, shown, "redirect_uri="+url.QueryEscape(RedirectURL(port)))
@@ -61,9 +71,7 @@ func TestLogin(t *testing.T) {
 // TestLoginWhenThePortIsTaken: a sidecar's abandoned sign-in holds the
 // redirect port; mcpwrap login signs in on another one.
 func TestLoginWhenThePortIsTaken(t *testing.T) {
-	as, err := oauthtest.Start(oauthtest.Options{})
-	require.NoError(t, err)
-	defer as.Close()
+	as := startAuthServer(t)
 	store, err := newFileStore(t.TempDir())
 	require.NoError(t, err)
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
@@ -72,11 +80,7 @@ func TestLoginWhenThePortIsTaken(t *testing.T) {
 	port := taken.Addr().(*net.TCPAddr).Port
 	c := &Client{Name: "notes", ServerURL: as.URL + "/mcp", Store: store, Config: Config{RedirectPort: port}}
 	defer c.Close()
-	var wg sync.WaitGroup
-	var shown string
-	show := follow(t, &wg)
-	require.NoError(t, c.Login(t.Context(), func(u string) { shown = u; show(u) }))
-	wg.Wait()
+	shown := login(t, c)
 	assert.NotContains(t, shown, "%3A"+strconv.Itoa(port)+"%2Fcallback")
 	_, err = store.Token(as.URL + "/mcp")
 	assert.NoError(t, err)

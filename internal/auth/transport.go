@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
 // WrapTransport returns a RoundTripper that sends base's requests with the
@@ -70,8 +68,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	switch {
-	case resp.StatusCode == http.StatusUnauthorized && bearerChallenge(resp):
+	case resp.StatusCode == http.StatusUnauthorized:
+		// Only a Bearer challenge, which the MCP authorization spec
+		// requires, may be answered with a sign-in. A bare 401, or one
+		// asking for another scheme (Basic), is about static credentials
+		// and stays a plain denial: "check the credentials configured for it".
 		ch := newChallenge(req, resp)
+		if _, ok := ch.bearer(); !ok {
+			return resp, nil
+		}
 		discard(resp)
 		return t.afterLogin(req, ch)
 	case resp.StatusCode == http.StatusForbidden:
@@ -166,29 +171,10 @@ func (t *transport) stepUpAllowed(ch challenge) bool {
 	return true
 }
 
+// challengeScope is the scope set ch's Bearer challenge asks for.
 func challengeScope(ch challenge) string {
-	cs, _ := oauthex.ParseWWWAuthenticate(ch.header.Values("WWW-Authenticate"))
-	for _, c := range cs {
-		if c.Scheme == "bearer" {
-			return c.Params["scope"]
-		}
-	}
-	return ""
-}
-
-// bearerChallenge reports whether a 401 may be answered with a sign-in: it
-// asks for a Bearer token (WWW-Authenticate: Bearer ..., which the MCP
-// authorization spec requires). A bare 401, or one asking for another
-// scheme (Basic), is about static credentials and stays a plain denial:
-// "check the credentials configured for it".
-func bearerChallenge(resp *http.Response) bool {
-	values := resp.Header.Values("WWW-Authenticate")
-	for _, v := range values {
-		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(v)), "bearer") {
-			return true
-		}
-	}
-	return false
+	b, _ := ch.bearer()
+	return b.Params["scope"]
 }
 
 // discard reads a little of resp's body, so the connection may be reused,

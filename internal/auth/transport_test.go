@@ -25,6 +25,10 @@ func TestTransport(t *testing.T) {
 		{name: "a Basic challenge stays a plain 401", challenge: `Basic realm="x"`, wantStatus: http.StatusUnauthorized},
 		{name: "a Bearer challenge needs a sign-in", challenge: `Bearer resource_metadata="http://127.0.0.1:1/x"`, wantCode: resilience.CodeLoginRequired},
 		{name: "a bare 401 stays a plain 401", wantStatus: http.StatusUnauthorized},
+		{name: "a Bearer challenge after another scheme's needs a sign-in", challenge: `Basic realm="x", Bearer`, wantCode: resilience.CodeLoginRequired},
+		{name: "a lower-case bearer challenge needs a sign-in", challenge: `bearer`, wantCode: resilience.CodeLoginRequired},
+		{name: "a scheme that only starts with Bearer stays a plain 401", challenge: `BearerToken realm="x"`, wantStatus: http.StatusUnauthorized},
+		{name: "a challenge that does not parse stays a plain 401", challenge: `Bearer realm="x`, wantStatus: http.StatusUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

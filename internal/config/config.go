@@ -45,6 +45,10 @@ const (
 	// DefaultMaxHeldRequests and DefaultMaxHeldBytes are the middleware's.
 	DefaultMaxHeldRequests = middleware.DefaultMaxHeldRequests
 	DefaultMaxHeldBytes    = middleware.DefaultMaxHeldBytes
+	// DefaultMaxInFlight is the middleware's.
+	DefaultMaxInFlight = middleware.DefaultMaxInFlight
+	// DefaultMaxCatalogBytes is the middleware's.
+	DefaultMaxCatalogBytes = middleware.DefaultMaxCatalogBytes
 
 	// MinMaxLineBytes is the smallest accepted max_line_bytes, so that a
 	// value meant in KiB or MiB is caught rather than breaking every message.
@@ -119,6 +123,11 @@ type Server struct {
 	MaxHeldRequests int
 	// MaxHeldBytes bounds their total size (`max_held_bytes`).
 	MaxHeldBytes int
+	// MaxInFlight bounds the requests in flight at once in each direction
+	// (`max_in_flight`).
+	MaxInFlight int
+	// MaxCatalogBytes bounds the tool catalog kept (`max_catalog_bytes`).
+	MaxCatalogBytes int
 	// OAuth is how mcpwrap signs in to a remote server (`oauth`).
 	OAuth OAuth
 }
@@ -139,6 +148,8 @@ func Default(name string) Server {
 
 		MaxHeldRequests: DefaultMaxHeldRequests,
 		MaxHeldBytes:    DefaultMaxHeldBytes,
+		MaxInFlight:     DefaultMaxInFlight,
+		MaxCatalogBytes: DefaultMaxCatalogBytes,
 	}
 }
 
@@ -246,6 +257,8 @@ type layer struct {
 	maxLineBytes  *int
 	maxHeld       *int
 	maxHeldBytes  *int
+	maxInFlight   *int
+	maxCatalog    *int
 	oauth         oauthLayer
 }
 
@@ -275,6 +288,8 @@ func (l *layer) applyTo(s *Server) {
 	set(&s.MaxLineBytes, l.maxLineBytes)
 	set(&s.MaxHeldRequests, l.maxHeld)
 	set(&s.MaxHeldBytes, l.maxHeldBytes)
+	set(&s.MaxInFlight, l.maxInFlight)
+	set(&s.MaxCatalogBytes, l.maxCatalog)
 	l.oauth.applyTo(&s.OAuth)
 }
 

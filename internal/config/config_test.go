@@ -31,6 +31,8 @@ func TestDefault(t *testing.T) {
 
 		MaxHeldRequests: 256,
 		MaxHeldBytes:    64 << 20,
+		MaxInFlight:     4096,
+		MaxCatalogBytes: 64 << 20,
 	}
 	assert.Equal(t, want, Default("fs"))
 	var missing *File
@@ -126,6 +128,8 @@ func TestServerMerge(t *testing.T) {
 
 		MaxHeldRequests: 16,
 		MaxHeldBytes:    8 << 20,
+		MaxInFlight:     64,
+		MaxCatalogBytes: 1 << 20,
 	}
 	tests := []struct {
 		name   string

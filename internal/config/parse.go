@@ -233,6 +233,10 @@ func (p *parser) settings(n *node, path string, l *layer) error {
 			l.maxHeld, err = p.integer(v, at, 1)
 		case "max_held_bytes":
 			l.maxHeldBytes, err = p.integer(v, at, MinMaxLineBytes)
+		case "max_in_flight":
+			l.maxInFlight, err = p.integer(v, at, 1)
+		case "max_catalog_bytes":
+			l.maxCatalog, err = p.integer(v, at, MinMaxLineBytes)
 		case "oauth":
 			err = p.oauth(v, at, &l.oauth)
 		default:

@@ -167,12 +167,10 @@ func (d *demo) resilience(ctx context.Context) error {
 	n.say("  mcpwrap answered the call in flight with an error (no hang), restarted the server,")
 	n.say("  replayed the client's handshake, and told the client its tools changed:")
 	for range 2 {
-		select {
-		case <-changed:
-			n.say("  <- notifications/tools/list_changed")
-		case <-time.After(10 * time.Second):
-			return fmt.Errorf("no tools/list_changed after the crash")
+		if err := waitChanged(changed, 10*time.Second, "after the crash"); err != nil {
+			return err
 		}
+		n.say("  <- notifications/tools/list_changed")
 	}
 	n.step("The next call just works:")
 	return d.call(ctx, c, "echo", map[string]any{"text": "after the crash"})

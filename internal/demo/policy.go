@@ -52,7 +52,7 @@ func (d *demo) policy(ctx context.Context) error {
 	if err := d.cli(ctx, "tools", "disable", "notes", "blob"); err != nil {
 		return err
 	}
-	if err := waitChanged(changed); err != nil {
+	if err := waitChanged(changed, 10*time.Second, "within 10s"); err != nil {
 		return err
 	}
 	if err := d.listTools(ctx, c, "<- notifications/tools/list_changed; tools/list now:"); err != nil {
@@ -78,19 +78,21 @@ func (d *demo) policy(ctx context.Context) error {
 	if err := d.cli(ctx, "tools", "approve", "notes", "echo"); err != nil {
 		return err
 	}
-	if err := waitChanged(changed); err != nil {
+	if err := waitChanged(changed, 10*time.Second, "within 10s"); err != nil {
 		return err
 	}
 	n.say("  <- notifications/tools/list_changed")
 	return d.call(ctx, c, "echo", map[string]any{"text": "approved"})
 }
 
-func waitChanged(changed <-chan struct{}) error {
+// waitChanged waits up to within for a tools/list_changed on changed; its
+// error says "no tools/list_changed " followed by when.
+func waitChanged(changed <-chan struct{}, within time.Duration, when string) error {
 	select {
 	case <-changed:
 		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("no tools/list_changed within 10s")
+	case <-time.After(within):
+		return fmt.Errorf("no tools/list_changed %s", when)
 	}
 }
 

@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -69,12 +68,10 @@ func (d *demo) signIn(ctx context.Context) error {
 	if err := os.WriteFile(signal, nil, 0o600); err != nil {
 		return err
 	}
-	select {
-	case <-changed:
-		n.say("  <- notifications/tools/list_changed")
-	case <-time.After(20 * time.Second):
-		return errors.New("no tools/list_changed after the sign-in")
+	if err := waitChanged(changed, 20*time.Second, "after the sign-in"); err != nil {
+		return err
 	}
+	n.say("  <- notifications/tools/list_changed")
 	n.step("The server's tools are there, and calls carry the token:")
 	if tools, err = c.ListTools(ctx, nil); err != nil {
 		return fmt.Errorf("tools/list: %w", err)

@@ -36,7 +36,8 @@ var errClosed = errors.New("connection closed")
 
 // rpcClient is the doctor's side of a Session: a minimal JSON-RPC client
 // that sends requests and notifications and routes responses by id. It
-// declines every request of the server's. Safe for concurrent use.
+// declines every request of the server's. Safe for concurrent use; close
+// ends it and waits for its reader.
 type rpcClient struct {
 	conn middleware.Conn
 	done chan struct{} // closed when the reader ended
@@ -55,6 +56,12 @@ func newRPCClient(conn middleware.Conn) *rpcClient {
 	c := &rpcClient{conn: conn, done: make(chan struct{}), pending: make(map[string]chan response)}
 	go c.read()
 	return c
+}
+
+// close closes the connection and waits for the reader to return.
+func (c *rpcClient) close() {
+	_ = c.conn.Close()
+	<-c.done
 }
 
 func (c *rpcClient) read() {

@@ -137,7 +137,7 @@ func Check(ctx context.Context, t Target) Result {
 		_ = s.Run(ctx) // an upstream that fails never ends it: closing the client does
 	}()
 	defer func() {
-		ours.Close()
+		client.close() // closing one end ends both, and so the Session's Run
 		<-runDone
 	}()
 

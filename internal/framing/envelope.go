@@ -72,6 +72,20 @@ type Envelope struct {
 // reported as [Batch] without looking inside. Member names are compared
 // after decoding their escapes, as a JSON parser would.
 func Peek(line []byte) (env Envelope, err error) {
+	return peek(line, false)
+}
+
+// PeekValid is [Peek] that also validates the whole line in the same pass,
+// exactly as json.Valid would (FuzzPeekValid holds it to that): a nil
+// error or one wrapping [ErrAmbiguous] means the line is valid JSON; any
+// other error means it is not (or, as with Peek, that it is not an object
+// or array). A batch's elements are validated but not peeked at.
+func PeekValid(line []byte) (env Envelope, err error) {
+	return peek(line, true)
+}
+
+// peek is Peek, validating when valid is set.
+func peek(line []byte, valid bool) (env Envelope, err error) {
 	var method []byte
 	defer func() {
 		if err != nil && method != nil && env.Method == "" {
@@ -87,8 +101,16 @@ func Peek(line []byte) (env Envelope, err error) {
 	}
 	switch line[i] {
 	case '[':
-		if _, err := skipValue(line, i); err != nil {
+		skip := skipValue
+		if valid {
+			skip = validValue
+		}
+		end, err := skip(line, i)
+		if err != nil {
 			return env, err
+		}
+		if valid && skipSpace(line, end) != len(line) {
+			return env, syntaxError(end, "end of message")
 		}
 		env.Kind = Batch
 		return env, nil
@@ -105,7 +127,12 @@ func Peek(line []byte) (env Envelope, err error) {
 			if i >= len(line) || line[i] != '"' {
 				return env, syntaxError(i, "member name")
 			}
-			end, err := skipString(line, i)
+			var end int
+			if valid {
+				end, err = validString(line, i)
+			} else {
+				end, err = skipString(line, i)
+			}
 			if err != nil {
 				return env, err
 			}
@@ -118,7 +145,11 @@ func Peek(line []byte) (env Envelope, err error) {
 				return env, syntaxError(i, "':'")
 			}
 			start := skipSpace(line, i+1)
-			end, err = skipValue(line, start)
+			if valid {
+				end, err = validNested(line, start, 1) // inside the message's own object
+			} else {
+				end, err = skipValue(line, start)
+			}
 			if err != nil {
 				return env, err
 			}
@@ -164,7 +195,7 @@ func Peek(line []byte) (env Envelope, err error) {
 		return env, syntaxError(i, "end of message")
 	}
 	if hasMethod {
-		if err := json.Unmarshal(method, &env.Method); err != nil {
+		if env.Method, err = String(method); err != nil {
 			return env, fmt.Errorf("framing: method is not a string: %w", err)
 		}
 	}
@@ -185,6 +216,43 @@ func Peek(line []byte) (env Envelope, err error) {
 		return env, fmt.Errorf("%w: member %q appears more than once or in another case", ErrAmbiguous, ambiguous)
 	}
 	return env, nil
+}
+
+// String decodes raw, a JSON string with its quotes, as encoding/json
+// would. The methods of MCP come back without allocating.
+func String(raw []byte) (string, error) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && plainString(raw[1:len(raw)-1]) {
+		return knownMethod(raw[1 : len(raw)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}
+
+// knownMethod returns s as a string, interned for the methods a relay sees
+// most, which therefore cost no allocation.
+func knownMethod(s []byte) string {
+	switch string(s) {
+	case "tools/call":
+		return "tools/call"
+	case "tools/list":
+		return "tools/list"
+	case "notifications/progress":
+		return "notifications/progress"
+	case "notifications/cancelled":
+		return "notifications/cancelled"
+	case "notifications/message":
+		return "notifications/message"
+	case "ping":
+		return "ping"
+	case "resources/read":
+		return "resources/read"
+	case "prompts/get":
+		return "prompts/get"
+	case "completion/complete":
+		return "completion/complete"
+	}
+	return string(s)
 }
 
 // routingKeys are the members a relay routes on.
@@ -338,6 +406,63 @@ func isScalarByte(c byte) bool {
 // and reads the strings and numbers in it as above, and anything else by
 // its bytes. Keys of different JSON types never collide.
 func IDKey(raw []byte) string {
+	var a [64]byte
+	return string(AppendIDKey(a[:0], raw))
+}
+
+// AppendIDKey appends [IDKey](raw) to dst. For the ids peers use in
+// practice (a string without escapes, an integer of up to 15 digits) it
+// allocates nothing, so that looking an id up in a map keyed by IDKey,
+// as m[string(AppendIDKey(buf[:0], id))], costs no allocation.
+func AppendIDKey(dst, raw []byte) []byte {
+	if len(raw) == 0 {
+		return dst
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		if len(raw) >= 2 && raw[len(raw)-1] == '"' && plainString(raw[1:len(raw)-1]) {
+			return append(append(dst, 's'), raw[1:len(raw)-1]...)
+		}
+	case c == '-' || c >= '0' && c <= '9':
+		if plainInteger(raw) {
+			return append(append(dst, 'n'), raw...)
+		}
+	}
+	return append(dst, idKey(raw)...)
+}
+
+// plainString reports whether s, the inside of a quoted JSON string, is
+// its own decoded value: printable ASCII with no escape or quote.
+func plainString(s []byte) bool {
+	for _, c := range s {
+		if c < 0x20 || c >= 0x80 || c == '\\' || c == '"' {
+			return false
+		}
+	}
+	return true
+}
+
+// plainInteger reports whether raw is a JSON integer that numberKey would
+// spell the same: no leading zero, not -0, and small enough (15 digits)
+// to be exact as a float64.
+func plainInteger(raw []byte) bool {
+	digits := raw
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 || digits[0] == '0' && (len(digits) > 1 || len(raw) > 1) {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// idKey is IDKey without the fast paths.
+func idKey(raw []byte) string {
 	if len(raw) == 0 {
 		return ""
 	}

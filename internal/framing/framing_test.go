@@ -107,7 +107,7 @@ func TestWriterWritesWholeLines(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
 	require.NoError(t, w.Write([]byte(`{"a":1}`)))
-	big := bytes.Repeat([]byte("b"), smallLine*2)
+	big := bytes.Repeat([]byte("b"), writeBuffer*2)
 	require.NoError(t, w.Write(big))
 	assert.Equal(t, `{"a":1}`+"\n"+string(big)+"\n", buf.String())
 }

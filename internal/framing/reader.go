@@ -7,11 +7,11 @@
 package framing
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 )
 
 // DefaultMaxLineBytes is the line-size limit a zero [Reader.MaxLineBytes]
@@ -47,15 +47,41 @@ func (e *LineTooLongError) Error() string {
 // Is reports whether target is [ErrLineTooLong].
 func (e *LineTooLongError) Is(target error) bool { return target == ErrLineTooLong }
 
+// minBuffer is a Reader's buffer size, to which it returns after a line
+// that made it grow.
+const minBuffer = 64 << 10
+
 // A Reader splits a byte stream into lines.
+//
+// It reads into one buffer of its own, which starts at 64 KiB, doubles
+// when a line does not fit (up to just past the limit) and is given back
+// once a line that needed more has been consumed: a large message costs
+// about twice its size while it is read, and nothing after.
 //
 // A Reader is not safe for concurrent use.
 type Reader struct {
-	br   *bufio.Reader
-	max  int
-	buf  []byte     // holds a line that did not fit in br's buffer
-	scan envScanner // reads the id of an oversized line as it is skipped
+	r       io.Reader
+	max     int
+	buf     []byte // unread bytes are buf[start:end]
+	start   int
+	end     int
+	scanned int        // bytes at buf[start:] known to hold no newline
+	err     error      // the read error to report once buf is used up
+	scan    envScanner // reads the id of an oversized line as it is skipped
+
+	// mapped is buf when buf is a large buffer mapped from the OS, which
+	// unmapped returns at once when it is given back (or, should the
+	// Reader be dropped first, cleanup does).
+	mapped  []byte
+	cleanup runtime.Cleanup
 }
+
+// mapFrom is the buffer size from which a Reader takes its buffer from
+// the OS (on Linux) rather than the Go heap: given back, it leaves the
+// process's memory at once, and it never makes the collector, which
+// paces itself on the heap's size, let the heap grow by twice a large
+// message; growing it moves its pages instead of copying them.
+const mapFrom = 1 << 20
 
 // NewReader returns a Reader that reads from r and refuses lines longer than
 // maxLineBytes (0 means [DefaultMaxLineBytes]).
@@ -63,7 +89,7 @@ func NewReader(r io.Reader, maxLineBytes int) *Reader {
 	if maxLineBytes <= 0 {
 		maxLineBytes = DefaultMaxLineBytes
 	}
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10), max: maxLineBytes}
+	return &Reader{r: r, max: maxLineBytes}
 }
 
 // Read returns the next non-blank line without its trailing "\n". The slice
@@ -85,77 +111,168 @@ func (r *Reader) Read() ([]byte, error) {
 	}
 }
 
+// Buffered reports whether a whole line is already buffered, so that the
+// next Read returns it without reading (blank lines count).
+func (r *Reader) Buffered() bool {
+	return bytes.IndexByte(r.buf[r.start+r.scanned:r.end], '\n') >= 0
+}
+
 func (r *Reader) readLine() ([]byte, error) {
-	r.buf = r.buf[:0]
+	r.release()
 	for {
-		chunk, err := r.br.ReadSlice('\n')
-		switch {
-		case err == nil:
-			chunk = chunk[:len(chunk)-1]
-			if len(r.buf)+len(chunk) > r.max {
-				return nil, r.tooLong(chunk, int64(len(r.buf)+len(chunk)))
+		if i := bytes.IndexByte(r.buf[r.start+r.scanned:r.end], '\n'); i >= 0 {
+			line := r.buf[r.start : r.start+r.scanned+i]
+			r.start += r.scanned + i + 1
+			r.scanned = 0
+			if len(line) > r.max {
+				return nil, r.tooLong(line, int64(len(line)))
 			}
-			if len(r.buf) == 0 {
-				return chunk, nil // the common case: no copy
-			}
-			r.buf = append(r.buf, chunk...)
-			return r.buf, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			if len(r.buf)+len(chunk) > r.max {
-				return nil, r.discard(r.tooLong(chunk, int64(len(r.buf)+len(chunk))))
-			}
-			r.buf = append(r.buf, chunk...)
-		case errors.Is(err, io.EOF) && len(r.buf)+len(chunk) > 0:
-			if len(r.buf)+len(chunk) > r.max {
-				return nil, r.tooLong(chunk, int64(len(r.buf)+len(chunk)))
-			}
-			r.buf = append(r.buf, chunk...)
-			return r.buf, nil
-		default:
-			return nil, err
+			return line, nil
 		}
+		r.scanned = r.end - r.start
+		if r.scanned > r.max {
+			e := r.tooLong(r.buf[r.start:r.end], int64(r.scanned))
+			r.start, r.end, r.scanned = 0, 0, 0
+			return nil, r.discard(e)
+		}
+		if r.err != nil {
+			if r.scanned == 0 || !errors.Is(r.err, io.EOF) {
+				return nil, r.err
+			}
+			line := r.buf[r.start:r.end]
+			r.start, r.scanned = r.end, 0
+			return line, nil
+		}
+		r.fill()
 	}
 }
 
-// tooLong builds the error for an oversized line whose first bytes are in
-// r.buf followed by chunk.
-func (r *Reader) tooLong(chunk []byte, size int64) *LineTooLongError {
-	head := make([]byte, 0, HeadBytes)
-	head = append(head, r.buf[:min(len(r.buf), HeadBytes)]...)
-	head = append(head, chunk[:min(len(chunk), HeadBytes-len(head))]...)
+// fill reads more into the buffer, making room first: it moves the unread
+// bytes to the front, or doubles the buffer when they fill it.
+func (r *Reader) fill() {
+	switch n := r.end - r.start; {
+	case r.buf == nil:
+		r.buf = make([]byte, minBuffer)
+	case n == len(r.buf):
+		// Only up to one byte past the limit is ever needed to tell that a
+		// line is too long.
+		r.grow(max(min(2*len(r.buf), r.max+1), len(r.buf)+1))
+	case r.start > 0 && r.end == len(r.buf):
+		copy(r.buf, r.buf[r.start:r.end])
+		r.start, r.end = 0, n
+	}
+	r.read()
+}
+
+// grow replaces the buffer, which is full (so r.start is 0), with one of
+// size bytes that starts with its contents.
+func (r *Reader) grow(size int) {
+	n := r.end
+	if r.mapped != nil {
+		if grown := remapBuffer(r.mapped, size); grown != nil {
+			r.cleanup.Stop()
+			r.adopt(grown)
+			return
+		}
+	} else if size >= mapFrom {
+		if grown := mapBuffer(size); grown != nil {
+			copy(grown, r.buf[:n])
+			r.adopt(grown)
+			return
+		}
+	}
+	grown := make([]byte, size)
+	copy(grown, r.buf[:n])
+	r.unmap()
+	r.buf = grown
+}
+
+// adopt makes b, a buffer mapped from the OS, the Reader's buffer.
+func (r *Reader) adopt(b []byte) {
+	r.buf, r.mapped = b, b
+	r.cleanup = runtime.AddCleanup(r, unmapBuffer, b)
+}
+
+// unmap gives a buffer mapped from the OS back, once r.buf no longer
+// refers to it.
+func (r *Reader) unmap() {
+	if r.mapped == nil {
+		return
+	}
+	r.cleanup.Stop()
+	unmapBuffer(r.mapped)
+	r.mapped = nil
+}
+
+// read reads once into the free end of the buffer, recording an error, or
+// io.ErrNoProgress when the source keeps returning nothing.
+func (r *Reader) read() {
+	for range 100 {
+		n, err := r.r.Read(r.buf[r.end:])
+		r.end += n
+		if err != nil {
+			r.err = err
+			return
+		}
+		if n > 0 {
+			return
+		}
+	}
+	r.err = io.ErrNoProgress
+}
+
+// release gives back a buffer grown for a line that has been consumed,
+// once what is left of it fits in a buffer of the usual size.
+func (r *Reader) release() {
+	if len(r.buf) <= minBuffer || r.end-r.start > minBuffer/2 {
+		return
+	}
+	small := make([]byte, minBuffer)
+	r.end = copy(small, r.buf[r.start:r.end])
+	r.buf, r.start = small, 0
+	r.unmap()
+}
+
+// tooLong builds the error for an oversized line whose first bytes (all of
+// them, or as many as were buffered) are in part.
+func (r *Reader) tooLong(part []byte, size int64) *LineTooLongError {
+	head := bytes.Clone(part[:min(len(part), HeadBytes)])
 	r.scan = envScanner{key: r.scan.key[:0], val: r.scan.val[:0]}
-	r.scan.write(r.buf)
-	r.scan.write(chunk)
+	r.scan.write(part)
 	e := &LineTooLongError{Limit: r.max, Size: size, Head: head}
 	e.ID, e.Method = r.scan.result()
 	return e
 }
 
-// discard skips the rest of an oversized line and completes e's size.
+// discard skips the rest of an oversized line, whose first bytes went into
+// e and are no longer buffered, and completes e's size. The rest is read
+// into a buffer of the usual size, so skipping costs no memory.
 func (r *Reader) discard(e *LineTooLongError) error {
-	r.buf = r.buf[:0]
-	if cap(r.buf) > 1<<20 {
-		r.buf = nil // give a huge buffer back rather than keep it for good
+	if len(r.buf) > minBuffer {
+		r.buf = make([]byte, minBuffer)
+		r.unmap()
 	}
 	for {
-		chunk, err := r.br.ReadSlice('\n')
-		switch {
-		case err == nil:
-			chunk = chunk[:len(chunk)-1]
+		if r.end > 0 {
+			chunk := r.buf[:r.end]
+			if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
+				e.Size += int64(i)
+				r.scan.write(chunk[:i])
+				e.ID, e.Method = r.scan.result()
+				r.start = i + 1
+				return e
+			}
 			e.Size += int64(len(chunk))
 			r.scan.write(chunk)
-			e.ID, e.Method = r.scan.result()
-			return e
-		case errors.Is(err, bufio.ErrBufferFull):
-			e.Size += int64(len(chunk))
-			r.scan.write(chunk)
-		case errors.Is(err, io.EOF):
-			e.Size += int64(len(chunk))
-			r.scan.write(chunk)
-			e.ID, e.Method = r.scan.result()
-			return e
-		default:
-			return err
+			r.end = 0
 		}
+		if r.err != nil {
+			e.ID, e.Method = r.scan.result()
+			if errors.Is(r.err, io.EOF) {
+				return e
+			}
+			return r.err
+		}
+		r.read()
 	}
 }

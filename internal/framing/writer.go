@@ -5,9 +5,8 @@ import (
 	"sync"
 )
 
-// smallLine is the size under which a line and its newline are copied into
-// one buffer and written with a single call.
-const smallLine = 32 << 10
+// writeBuffer is how many bytes of lines a Writer gathers into one write.
+const writeBuffer = 64 << 10
 
 // A Writer writes newline-terminated lines.
 //
@@ -17,25 +16,64 @@ const smallLine = 32 << 10
 type Writer struct {
 	mu  sync.Mutex
 	w   io.Writer
-	buf []byte
+	buf []byte // lines held back by Hold, then the line being written
 }
 
 // NewWriter returns a Writer that writes to w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
-// Write writes line followed by "\n". line must not contain a newline.
+// Write writes line followed by "\n", after any lines held back, with
+// one write call when they fit in 64 KiB. line must not contain a newline.
 func (w *Writer) Write(line []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(line) < smallLine {
-		w.buf = append(append(w.buf[:0], line...), '\n')
-		_, err := w.w.Write(w.buf)
-		return err
+	return w.add(line, false)
+}
+
+// Hold is Write for a line that another will follow at once: it is kept
+// back to be written with the next Write or Flush, or as soon as the lines
+// kept back would exceed 64 KiB. A caller that holds a line must call
+// Write or Flush before it waits for anything.
+func (w *Writer) Hold(line []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.add(line, true)
+}
+
+// Flush writes the lines held back, if any.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flush()
+}
+
+func (w *Writer) add(line []byte, hold bool) error {
+	if len(w.buf)+len(line) >= writeBuffer {
+		if err := w.flush(); err != nil {
+			return err
+		}
+		if len(line) >= writeBuffer {
+			// Too large to copy: written where it is, then its newline.
+			if _, err := w.w.Write(line); err != nil {
+				return err
+			}
+			_, err := w.w.Write(newline)
+			return err
+		}
 	}
-	if _, err := w.w.Write(line); err != nil {
-		return err
+	w.buf = append(append(w.buf, line...), '\n')
+	if hold {
+		return nil
 	}
-	_, err := w.w.Write(newline)
+	return w.flush()
+}
+
+func (w *Writer) flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	_, err := w.w.Write(w.buf)
+	w.buf = w.buf[:0]
 	return err
 }
 

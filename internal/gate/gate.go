@@ -1,6 +1,6 @@
 // Package gate decides tool availability for one running sidecar: it joins
 // the operator config (through a policy.Evaluator), the per-run allow-list
-// and the user state store, and satisfies middleware.ToolPolicy.
+// and the user state store, and satisfies middleware.VersionedPolicy.
 //
 // The store is read once at start and again whenever it changes on disk;
 // evaluations use the in-memory snapshot, so the hot path never touches the
@@ -42,16 +42,23 @@ type Gate struct {
 
 	// reads numbers the store reads Reload starts, in the order they start.
 	reads atomic.Uint64
+	// version counts the changes of what Evaluate answers (see Version).
+	version atomic.Uint64
 
 	// recording serialises recording catalogs in the store.
 	recording sync.Mutex
 
-	mu      sync.RWMutex
-	eval    *policy.Evaluator // replaced by SetEvaluator when the config file changes
-	user    userState         // the server's state as last read
-	errUse  error             // why the store could not be read, if it could not
-	applied uint64            // the number of the read user and errUse came from
+	mu sync.RWMutex
+	// eval is the operator policy, replaced by SetEvaluator (under mu) when
+	// the config file changes; read without mu where only it is needed.
+	eval    atomic.Pointer[policy.Evaluator]
+	user    userState // the server's state as last read
+	errUse  error     // why the store could not be read, if it could not
+	applied uint64    // the number of the read user and errUse came from
 	tools   map[string]policy.Tool
+	// cacheBytes is the size of tools (its keys, names and hashes); past
+	// cacheLimit it starts afresh.
+	cacheBytes, cacheLimit int
 	// unrecorded is the last catalog seen if it could not be recorded in
 	// the store (nil otherwise), to record once the store can be read.
 	unrecorded []json.RawMessage
@@ -63,9 +70,21 @@ func New(server string, eval *policy.Evaluator, store Store, logger *slog.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Gate{server: server, eval: eval, store: store, log: logger, now: time.Now,
-		tools: make(map[string]policy.Tool)}
+	g := &Gate{server: server, store: store, log: logger, now: time.Now,
+		tools: make(map[string]policy.Tool), cacheLimit: maxCacheBytes}
+	g.eval.Store(eval)
+	return g
 }
+
+// maxCacheBytes bounds the parsed-definition cache: definitions evaluated
+// between two recorded catalogs (tools/list pages, the bare name of each
+// unknown tool a client calls) are the upstream's and the client's to
+// choose. It is as large as the largest catalog the sidecar keeps by
+// default.
+const maxCacheBytes = middleware.DefaultMaxCatalogBytes
+
+// cacheSize is what the cache entry for raw holds.
+func cacheSize(raw string, t policy.Tool) int { return len(raw) + len(t.Name) + len(t.Hash) }
 
 // Reload reads the store and reports whether the server's state changed.
 // Reloads may overlap (the watcher, recording a catalog): a read that
@@ -86,6 +105,9 @@ func (g *Gate) Reload(ctx context.Context) bool {
 	}
 	changed := !reflect.DeepEqual(user, g.user) || (err == nil) != (g.errUse == nil)
 	g.user, g.errUse, g.applied = user, err, read
+	if changed {
+		g.version.Add(1) // under g.mu: no Evaluate reads the new state before it
+	}
 	return changed
 }
 
@@ -119,8 +141,15 @@ func (g *Gate) tool(raw json.RawMessage) policy.Tool {
 	if err != nil {
 		g.log.Warn("malformed tool definition", "error", err)
 	}
+	key := string(raw)
 	g.mu.Lock()
-	g.tools[string(raw)] = t
+	if _, ok := g.tools[key]; !ok {
+		if g.cacheBytes+cacheSize(key, t) > g.cacheLimit {
+			g.tools, g.cacheBytes = make(map[string]policy.Tool), 0
+		}
+		g.tools[key] = t
+		g.cacheBytes += cacheSize(key, t)
+	}
 	g.mu.Unlock()
 	return t
 }
@@ -143,10 +172,11 @@ func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
 	}
 	refuseUntrusted(raws, tools)
 	g.mu.RLock()
-	ev := g.eval.Evaluate(tools, g.user, g.errUse)
+	eval := g.eval.Load() // the one judging, and saying whether approval is on
+	ev := eval.Evaluate(tools, g.user, g.errUse)
 	g.mu.RUnlock()
 	out := make([]middleware.Availability, len(raws))
-	pinned := g.eval.Approval() != policy.ApprovalOff
+	pinned := eval.Approval() != policy.ApprovalOff
 	for _, e := range ev.Entries {
 		a := middleware.Availability{InScope: true, Pinned: pinned}
 		if e.Status.Locked() {
@@ -164,18 +194,23 @@ func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
 func (g *Gate) SetEvaluator(eval *policy.Evaluator) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	changed := !reflect.DeepEqual(eval, g.eval)
-	g.eval = eval
+	changed := !reflect.DeepEqual(eval, g.eval.Load())
+	g.eval.Store(eval)
+	if changed {
+		g.version.Add(1)
+	}
 	return changed
 }
 
+// Version implements middleware.VersionedPolicy: it changes when the
+// user state or the operator policy Evaluate judges by changes, so that a
+// Session judges calls from verdicts it keeps until then. Evaluate
+// depends on nothing else: a definition's parse is a function of its bytes.
+func (g *Gate) Version() uint64 { return g.version.Load() }
+
 // ConfigErr returns why the operator's config cannot be used, if it cannot
 // (the evaluator's ConfigErr).
-func (g *Gate) ConfigErr() error {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return g.eval.ConfigErr()
-}
+func (g *Gate) ConfigErr() error { return g.eval.Load().ConfigErr() }
 
 // refuseUntrusted marks refused each tool of a catalog that has no name
 // anyone can trust because another definition claims its name too (see
@@ -255,18 +290,20 @@ func (g *Gate) recordUnrecorded(ctx context.Context) bool {
 func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 	tools := make([]policy.Tool, len(raws))
 	cache := make(map[string]policy.Tool, len(raws))
+	size := 0
 	for i, raw := range raws {
 		tools[i] = g.tool(raw)
-		cache[string(raw)] = tools[i]
+		if _, ok := cache[string(raw)]; !ok {
+			cache[string(raw)] = tools[i]
+			size += cacheSize(string(raw), tools[i])
+		}
 	}
 	g.mu.Lock()
-	g.tools = cache // what older catalogs defined is no longer evaluated
+	g.tools, g.cacheBytes = cache, size // what older catalogs defined is no longer evaluated
 	g.mu.Unlock()
 	refuseUntrusted(raws, tools)
 
-	g.mu.RLock()
-	eval := g.eval
-	g.mu.RUnlock()
+	eval := g.eval.Load()
 	now := g.now().UTC()
 	err := g.store.Update(ctx, func(st *state.State) error {
 		srv := st.Server(g.server)

@@ -401,3 +401,86 @@ func TestGatePinnedFollowsApproval(t *testing.T) {
 		})
 	}
 }
+
+// TestGateVersionMovesWithWhatEvaluateAnswers: a Session keeps the gate's
+// verdicts while Version stays the same, so Version must move with every
+// change of what Evaluate answers (the user state, the store's
+// readability, the operator policy), and only then: a version that moves
+// for nothing sends every call back to Evaluate.
+func TestGateVersionMovesWithWhatEvaluateAnswers(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	g := newGate(t, policy.Options{Approval: policy.ApprovalOff}, store)
+	var _ middleware.VersionedPolicy = g
+	catalog := []json.RawMessage{raw("read", "r"), raw("write", "w")}
+
+	steps := []struct {
+		name   string
+		change func()
+		moved  bool
+		want   []string
+	}{
+		{name: "nothing changed", change: func() { g.Reload(ctx) }, moved: false, want: []string{"callable", "callable"}},
+		{name: "user disabled write", change: func() {
+			require.NoError(t, store.Update(ctx, func(st *state.State) error { st.Server("fs").Disable("write"); return nil }))
+			g.Reload(ctx)
+		}, moved: true, want: []string{"callable", "disabled_by_user"}},
+		{name: "another server changed", change: func() {
+			require.NoError(t, store.Update(ctx, func(st *state.State) error { st.Server("other").Disable("x"); return nil }))
+			g.Reload(ctx)
+		}, moved: false, want: []string{"callable", "disabled_by_user"}},
+		{name: "store unreadable", change: func() { store.setErr(errors.New("gone")); g.Reload(ctx) }, moved: true,
+			want: []string{"disabled_unknown", "disabled_unknown"}},
+		{name: "store readable again", change: func() { store.setErr(nil); g.Reload(ctx) }, moved: true,
+			want: []string{"callable", "disabled_by_user"}},
+		{name: "same operator policy", change: func() {
+			eval, err := policy.NewEvaluator(policy.Options{Approval: policy.ApprovalOff})
+			require.NoError(t, err)
+			g.SetEvaluator(eval)
+		}, moved: false, want: []string{"callable", "disabled_by_user"}},
+		{name: "operator denies read", change: func() {
+			eval, err := policy.NewEvaluator(policy.Options{Approval: policy.ApprovalOff, Rules: policy.Rules{Overrides: map[string]bool{"read": false}}})
+			require.NoError(t, err)
+			g.SetEvaluator(eval)
+		}, moved: true, want: []string{"disabled_by_config", "disabled_by_user"}},
+	}
+	for _, step := range steps {
+		before := g.Version()
+		step.change()
+		assert.Equal(t, step.moved, g.Version() != before, step.name)
+		assert.Equal(t, step.want, statuses(g.Evaluate(catalog)), step.name)
+	}
+}
+
+// TestGateEvaluateWhileTheConfigChanges: Evaluate judges with one operator
+// policy, whatever SetEvaluator does meanwhile: its verdicts and whether
+// approval is on (Pinned) come from the same evaluator, read safely.
+func TestGateEvaluateWhileTheConfigChanges(t *testing.T) {
+	store := &memStore{}
+	g := newGate(t, policy.Options{}, store)
+	off, err := policy.NewEvaluator(policy.Options{Approval: policy.ApprovalOff})
+	require.NoError(t, err)
+	on, err := policy.NewEvaluator(policy.Options{Approval: policy.ApprovalManual})
+	require.NoError(t, err)
+	g.SetEvaluator(off)
+	catalog := []json.RawMessage{raw("read", "r")}
+	stop := make(chan struct{})
+	var flips sync.WaitGroup
+	flips.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			g.SetEvaluator([]*policy.Evaluator{off, on}[i%2])
+		}
+	})
+	for range 2000 {
+		a := g.Evaluate(catalog)[0]
+		// Approval off: callable and not pinned; manual: pinned and pending.
+		assert.Equal(t, a.Pinned, a.Status == "pending_approval", "%+v", a)
+	}
+	close(stop)
+	flips.Wait()
+}

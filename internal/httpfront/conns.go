@@ -84,6 +84,9 @@ func (l ConnLimits) Listener(ln net.Listener) net.Listener {
 // Serve it on a listener from [ConnLimits.Listener]. logger receives the
 // server's own errors at warn.
 func (l ConnLimits) NewHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	return &http.Server{
 		Handler:           l.bodyDeadline(h),
 		ReadHeaderTimeout: l.headerTimeout(),

@@ -296,3 +296,9 @@ func TestTrickledBodiesHoldAtMostTheCap(t *testing.T) {
 	assert.Zero(t, failed)
 	assert.LessOrEqual(t, counted.Peak(), maxConns, "the process holds at most the cap")
 }
+
+// TestNewHTTPServerTakesANilLogger: a nil logger discards, as everywhere
+// else in mcpwrap, instead of panicking.
+func TestNewHTTPServerTakesANilLogger(t *testing.T) {
+	require.NotPanics(t, func() { ConnLimits{}.NewHTTPServer(http.NotFoundHandler(), nil) })
+}

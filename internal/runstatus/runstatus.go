@@ -57,6 +57,21 @@ type Status struct {
 	UpstreamDigest string    `json:"upstream_digest,omitempty"`
 	StartedAt      time.Time `json:"started_at"`
 	UpdatedAt      time.Time `json:"updated_at"`
+	// Session is the sidecar's own upstream; its fields are published at
+	// the top level. A front's Status is [Listening].
+	Session
+	// Message is what the agent is told when the upstream is not available.
+	Message string `json:"message,omitempty"`
+	// Listen is the URL a --listen front serves, "" for a stdio sidecar. A
+	// front's upstreams are its Sessions'.
+	Listen string `json:"listen,omitempty"`
+	// Sessions are a front's HTTP sessions, each with its own upstream.
+	Sessions []Session `json:"sessions,omitempty"`
+}
+
+// Session is the state of one upstream: a stdio sidecar's, or that of one
+// HTTP session of a --listen front.
+type Session struct {
 	// Status is the upstream's load class: "available", "transient",
 	// "permanent" or "denied".
 	Status string `json:"status"`
@@ -72,24 +87,6 @@ type Status struct {
 	IncludeDisabledQueries int `json:"include_disabled_queries"`
 	// Error is the last load failure, user-safe, when not available.
 	Error string `json:"error,omitempty"`
-	// Message is what the agent is told when the upstream is not available.
-	Message string `json:"message,omitempty"`
-	// Listen is the URL a --listen front serves, "" for a stdio sidecar. A
-	// front's Status is "listening"; its upstreams are its Sessions'.
-	Listen string `json:"listen,omitempty"`
-	// Sessions are a front's HTTP sessions, each with its own upstream.
-	Sessions []Session `json:"sessions,omitempty"`
-}
-
-// Session is one HTTP session of a --listen front.
-type Session struct {
-	Status                 string `json:"status"`
-	Attempts               int    `json:"attempts"`
-	Restarts               int    `json:"restarts"`
-	Calls                  int    `json:"calls"`
-	Rejections             int    `json:"rejections"`
-	IncludeDisabledQueries int    `json:"include_disabled_queries"`
-	Error                  string `json:"error,omitempty"`
 }
 
 // Listening is the Status of a --listen front.
@@ -110,14 +107,14 @@ func snapshot(src Source) Status {
 		// starting, not failed.
 		o.Class = resilience.Transient
 	}
-	s := Status{
+	s := Status{Session: Session{
 		Status:                 o.Class.String(),
 		Attempts:               o.Attempts,
 		Restarts:               st.Restarts,
 		Calls:                  st.Calls,
 		Rejections:             st.Rejections,
 		IncludeDisabledQueries: st.IncludeDisabledQueries,
-	}
+	}}
 	if o.Class != resilience.Available {
 		if o.Err != nil {
 			s.Error = o.Err.Error()
@@ -143,11 +140,9 @@ func sameState(a, b Status) bool {
 // on the order they are listed in, so that an unchanged front is not
 // rewritten.
 func frontSnapshot(listen string, sessions []Source) Status {
-	s := Status{Status: Listening, Listen: listen, Sessions: make([]Session, 0, len(sessions))}
+	s := Status{Session: Session{Status: Listening}, Listen: listen, Sessions: make([]Session, 0, len(sessions))}
 	for _, src := range sessions {
-		st := snapshot(src)
-		s.Sessions = append(s.Sessions, Session{Status: st.Status, Attempts: st.Attempts, Restarts: st.Restarts,
-			Calls: st.Calls, Rejections: st.Rejections, IncludeDisabledQueries: st.IncludeDisabledQueries, Error: st.Error})
+		s.Sessions = append(s.Sessions, snapshot(src).Session)
 	}
 	slices.SortFunc(s.Sessions, func(a, b Session) int {
 		return cmp.Or(strings.Compare(a.Status, b.Status), cmp.Compare(b.Calls, a.Calls), cmp.Compare(b.Attempts, a.Attempts),

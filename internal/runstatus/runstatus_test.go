@@ -71,7 +71,7 @@ func TestPublisher(t *testing.T) {
 		assert.Equal(t, path, p.Path())
 		got := readStatus(t, path)
 		assert.Equal(t, Status{
-			Server: "fs", PID: 4242, StartedAt: start, UpdatedAt: start, Status: "transient",
+			Server: "fs", PID: 4242, StartedAt: start, UpdatedAt: start, Session: Session{Status: "transient"},
 		}, got, "a session that has not started is starting, not failed")
 
 		// A change is published within one interval.
@@ -127,6 +127,32 @@ func TestStart(t *testing.T) {
 	})
 }
 
+// TestStatusFileFormat pins the file's JSON: `mcpwrap status` reads files
+// that sidecars of other versions wrote, so a field's name or place must
+// not change with the Go types behind it.
+func TestStatusFileFormat(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	s := Status{
+		Server: "fs", PID: 7, Upstream: "npx x", UpstreamDigest: "d", StartedAt: at, UpdatedAt: at.Add(time.Second),
+		Session: Session{Status: "permanent", Attempts: 2, Restarts: 3, Calls: 4, Rejections: 5, IncludeDisabledQueries: 6, Error: "boom"},
+		Message: "msg", Listen: "http://127.0.0.1:1/mcp",
+		Sessions: []Session{{Status: "available", Attempts: 1, Restarts: 2, Calls: 3, Rejections: 4, IncludeDisabledQueries: 5, Error: "e"}},
+	}
+	want := `{"server":"fs","pid":7,"upstream":"npx x","upstream_digest":"d",` +
+		`"started_at":"2026-05-01T12:00:00Z","updated_at":"2026-05-01T12:00:01Z",` +
+		`"status":"permanent","attempts":2,"restarts":3,"calls":4,"rejections":5,"include_disabled_queries":6,"error":"boom",` +
+		`"message":"msg","listen":"http://127.0.0.1:1/mcp",` +
+		`"sessions":[{"status":"available","attempts":1,"restarts":2,"calls":3,"rejections":4,"include_disabled_queries":5,"error":"e"}]}`
+	got, err := json.Marshal(s)
+	require.NoError(t, err)
+	assert.Equal(t, want, string(got))
+
+	var back Status
+	require.NoError(t, json.Unmarshal(got, &back))
+	assert.Equal(t, s, back)
+}
+
 func TestPublisherUnwritableDir(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "file")
@@ -153,9 +179,9 @@ func TestList(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o600))
 	}
 	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	put("300.json", Status{Server: "b", PID: 300, StartedAt: at, Status: "available"})
-	put("100.json", Status{Server: "b", PID: 100, StartedAt: at, Status: "transient"})
-	put("200.json", Status{Server: "a", PID: 200, StartedAt: at, Status: "denied"})
+	put("300.json", Status{Server: "b", PID: 300, StartedAt: at, Session: Session{Status: "available"}})
+	put("100.json", Status{Server: "b", PID: 100, StartedAt: at, Session: Session{Status: "transient"}})
+	put("200.json", Status{Server: "a", PID: 200, StartedAt: at, Session: Session{Status: "denied"}})
 	put("666.json", Status{Server: "dead", PID: 666})                                    // SIGKILLed sidecar
 	put("666.json.tmp-123", Status{Server: "dead", PID: 666})                            // and its torn write
 	put("400.json", Status{Server: "liar", PID: 1})                                      // pid does not match the name

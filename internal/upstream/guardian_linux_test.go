@@ -205,24 +205,9 @@ func init() {
 // fixtureSpawnSetsid starts a stubborn child in a session of its own,
 // prints "grandchild PID" once it is ready, and exits, orphaning it.
 func fixtureSpawnSetsid([]string) int {
-	exe, err := os.Executable()
-	if err != nil {
+	if !startStubborn(true, nil) {
 		return 1
 	}
-	gc := exec.Command(exe)
-	gc.Env = append(os.Environ(), fixtureEnv+"=stubborn")
-	gc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	out, err := gc.StdoutPipe()
-	if err != nil {
-		return 1
-	}
-	if err := gc.Start(); err != nil {
-		return 1
-	}
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-		return 1
-	}
-	fmt.Printf("grandchild %d\n", gc.Process.Pid)
 	return 0
 }
 
@@ -282,8 +267,7 @@ func TestGuardianKillsSetsidDescendantWhenParentDies(t *testing.T) {
 func TestGuardianSweepsSetsidDescendantWhenChildExits(t *testing.T) {
 	t.Parallel()
 	p := startFixture(t, fixtureCommand(t, "grandchild", "setsid"))
-	grandchild := readGrandchildPid(t, bufio.NewReader(p.Stdout()))
-	t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
+	grandchild := readGrandchild(t, p)
 
 	require.NoError(t, p.Stdin().Close())
 
@@ -297,8 +281,7 @@ func TestGuardianSweepsSetsidDescendantWhenChildExits(t *testing.T) {
 func TestGuardianAdoptsOrphans(t *testing.T) {
 	t.Parallel()
 	p := startFixture(t, fixtureCommand(t, "orphaner"))
-	orphan := readGrandchildPid(t, bufio.NewReader(p.Stdout()))
-	t.Cleanup(func() { _ = syscall.Kill(orphan, syscall.SIGKILL) })
+	orphan := readGrandchild(t, p)
 	guardian := p.child.(*guardedChild).guardian.Pid
 
 	ppid, ok := parentOf(orphan)
@@ -316,8 +299,7 @@ func TestGuardianAdoptsOrphans(t *testing.T) {
 func TestGuardianReapsOrphans(t *testing.T) {
 	t.Parallel()
 	p := startFixture(t, fixtureCommand(t, "orphaner"))
-	orphan := readGrandchildPid(t, bufio.NewReader(p.Stdout()))
-	t.Cleanup(func() { _ = syscall.Kill(orphan, syscall.SIGKILL) })
+	orphan := readGrandchild(t, p)
 
 	require.NoError(t, syscall.Kill(orphan, syscall.SIGKILL))
 

@@ -421,28 +421,28 @@ func (p *Process) Terminate(ctx context.Context, grace time.Duration) error {
 	}
 }
 
+// escalate closes the child's stdin, then signals its group as
+// [Process.signalGroup] does if it is still running after grace.
 func (p *Process) escalate(grace time.Duration) {
 	_ = p.closeStdin()
 	if p.exitedWithin(grace) {
 		return
 	}
 	p.log.Info("upstream still running after stdin closed; sending SIGTERM", "grace_ms", grace.Milliseconds())
-	if err := p.child.interrupt(); err != nil {
-		p.log.Debug("upstream SIGTERM failed", "error", err)
-	}
-	if p.exitedWithin(grace) {
-		return
-	}
-	p.log.Warn("upstream ignored SIGTERM; sending SIGKILL", "grace_ms", grace.Milliseconds())
-	if err := p.child.kill(); err != nil {
-		p.log.Debug("upstream SIGKILL failed", "error", err)
-	}
+	p.signalGroup(grace)
 }
 
 // stop sends SIGTERM to the group, then SIGKILL after grace, and returns
 // once the child has exited: for a child already judged dead, which
 // closing its stdin would not reach.
 func (p *Process) stop(grace time.Duration) {
+	p.signalGroup(grace)
+	<-p.done
+}
+
+// signalGroup sends SIGTERM to the child's process group, then SIGKILL if
+// the child has not exited after grace.
+func (p *Process) signalGroup(grace time.Duration) {
 	if err := p.child.interrupt(); err != nil {
 		p.log.Debug("upstream SIGTERM failed", "error", err)
 	}
@@ -453,7 +453,6 @@ func (p *Process) stop(grace time.Duration) {
 	if err := p.child.kill(); err != nil {
 		p.log.Debug("upstream SIGKILL failed", "error", err)
 	}
-	<-p.done
 }
 
 func (p *Process) exitedWithin(d time.Duration) bool {

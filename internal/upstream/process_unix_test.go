@@ -76,30 +76,49 @@ func fixtureGrandchild(args []string) int {
 		}
 	}()
 
-	exe, err := os.Executable()
-	if err != nil {
+	if !startStubborn(slices.Contains(args, "setsid"), os.Stderr) {
 		return 1
 	}
-	gc := exec.Command(exe)
-	gc.Env = append(os.Environ(), fixtureEnv+"=stubborn")
-	gc.Stderr = os.Stderr
-	gc.SysProcAttr = &syscall.SysProcAttr{Setsid: slices.Contains(args, "setsid")}
-	out, err := gc.StdoutPipe()
-	if err != nil {
-		return 1
-	}
-	if err := gc.Start(); err != nil {
-		return 1
-	}
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-		return 1
-	}
-	fmt.Printf("grandchild %d\n", gc.Process.Pid)
 	if stubborn {
 		blockForever()
 	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return 0
+}
+
+// startStubborn starts fixtureStubborn (in a session of its own when
+// setsid), with stderr as its stderr (nil: none), waits until it is ready,
+// and prints "grandchild PID". It reports whether all of that went well.
+func startStubborn(setsid bool, stderr io.Writer) bool {
+	exe, err := os.Executable()
+	if err != nil {
+		return false
+	}
+	gc := exec.Command(exe)
+	gc.Env = append(os.Environ(), fixtureEnv+"=stubborn")
+	gc.Stderr = stderr
+	gc.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
+	out, err := gc.StdoutPipe()
+	if err != nil {
+		return false
+	}
+	if err := gc.Start(); err != nil {
+		return false
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		return false
+	}
+	fmt.Printf("grandchild %d\n", gc.Process.Pid)
+	return true
+}
+
+// readGrandchild reads the "grandchild PID" line of p's fixture and kills
+// that process when the test ends, in case the code under test did not.
+func readGrandchild(t testing.TB, p *Process) int {
+	t.Helper()
+	pid := readGrandchildPid(t, bufio.NewReader(p.Stdout()))
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	return pid
 }
 
 // waitGone polls, with a bounded deadline, until pid no longer runs. A

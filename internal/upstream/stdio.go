@@ -93,11 +93,32 @@ func (s *Stdio) ReadMessage() ([]byte, error) {
 	return nil, &resilience.ExitError{Code: st.Code, Signal: st.Signal, Stderr: st.Stderr, Command: s.argv}
 }
 
+// Buffered reports whether a whole message from the child is already
+// buffered, so that the next ReadMessage returns it without waiting.
+func (s *Stdio) Buffered() bool { return s.r.Buffered() }
+
 // WriteMessage writes one message to the child's stdin. A failed write
 // (the child closed its stdin) stops the child, as a closed stdout does.
 func (s *Stdio) WriteMessage(msg []byte) error {
 	err := s.w.Write(msg)
 	if err != nil && !errors.Is(err, os.ErrClosed) { // ErrClosed: Close closed it
+		s.pipeBroken("stdin")
+	}
+	return err
+}
+
+// HoldMessage is WriteMessage for a message that another will follow at
+// once: it is kept back (up to 64 KiB of messages) to be written with the
+// next WriteMessage or Flush.
+func (s *Stdio) HoldMessage(msg []byte) error { return s.wrote(s.w.Hold(msg)) }
+
+// Flush writes the messages HoldMessage kept back, if any.
+func (s *Stdio) Flush() error { return s.wrote(s.w.Flush()) }
+
+// wrote stops the child when a write to its stdin failed, as WriteMessage
+// does, and returns err.
+func (s *Stdio) wrote(err error) error {
+	if err != nil && !errors.Is(err, os.ErrClosed) {
 		s.pipeBroken("stdin")
 	}
 	return err

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestLogValuesAreBounded is an attack on "memory stays bounded" (and the
+// disk under --log-file): log records carry values a peer chooses (a tool
+// name a client calls, a method, a definition's error naming its tool, a
+// line of the server's stderr) of up to the message limit each, and each
+// was written whole. Every string or error value is cut to maxLogValue
+// bytes, saying how long it was.
+func TestLogValuesAreBounded(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	tests := []struct {
+		name   string
+		format string
+	}{
+		{name: "text", format: "text"},
+		{name: "json", format: "json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			logger, closer, err := newLogger(logOptions{level: "info", format: tt.format}, &out)
+			require.NoError(t, err)
+			defer closer.Close()
+			logger.Info("call to a tool the upstream does not list answered as unknown", "tool", huge)
+			logger.With("server", huge).Warn("malformed tool definition", "error", errors.New("tooldef: "+huge))
+			logger.Info("short", "tool", "echo")
+			assert.Less(t, out.Len(), 4*maxLogValue+1024, "records of a bounded size")
+			assert.Contains(t, out.String(), "1048576 bytes")
+			assert.Contains(t, out.String(), "echo", "short values are untouched")
+		})
+	}
+}

@@ -1,0 +1,110 @@
+package middleware
+
+import (
+	"testing"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// untilMarker returns what the client receives up to (not including) the
+// upstream notification the test sends last as a marker.
+func untilMarker(t *testing.T, h *harness) [][]byte {
+	t.Helper()
+	const marker = `{"jsonrpc":"2.0","method":"notifications/marker"}`
+	h.up.send(marker + "\n")
+	var got [][]byte
+	for {
+		msg := h.client.next()
+		if string(msg) == marker {
+			return got
+		}
+		got = append(got, msg)
+	}
+}
+
+// withID returns the messages whose id is id (by JSON value).
+func withID(msgs [][]byte, id string) [][]byte {
+	var out [][]byte
+	for _, m := range msgs {
+		if env, err := framing.Peek(m); err == nil && framing.IDKey(env.ID) == framing.IDKey([]byte(id)) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// upstreamReceived reads what the upstream receives until the client's
+// request with id marker, which the test sends last, and returns it.
+func upstreamReceived(t *testing.T, h *harness, marker string) [][]byte {
+	t.Helper()
+	var got [][]byte
+	for {
+		msg := h.up.next()
+		env, err := framing.Peek(msg)
+		require.NoError(t, err)
+		if env.Kind == framing.Request && framing.IDKey(env.ID) == framing.IDKey([]byte(marker)) {
+			return got
+		}
+		got = append(got, msg)
+	}
+}
+
+// TestReusedIDOfATimedOutCallIsNotAnsweredTwice is an attack on "every
+// request is answered exactly once": a call times out (the sidecar answers
+// it), the client uses its id again, and the upstream's late answer to the
+// first call then arrives. Matched to the second request, it was delivered
+// as that request's answer, and the second request's own answer followed
+// as a second one.
+func TestReusedIDOfATimedOutCallIsNotAnsweredTwice(t *testing.T) {
+	clock := &fakeClock{}
+	h := start(t, 0, withCallTimeout(clock))
+	h.client.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"hang"}}` + "\n")
+	h.up.next()
+	require.NotZero(t, clock.fire())
+	h.up.next() // notifications/cancelled
+	timedOut := h.client.next()
+	require.Contains(t, string(timedOut), `"timeout"`)
+
+	h.client.send(`{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":"marker","method":"ping"}` + "\n")
+	reached := upstreamReceived(t, h, `"marker"`)
+	// The upstream answers the call late, and anything it received since.
+	h.up.send(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"late"}]}}` + "\n")
+	for range reached {
+		h.up.send(`{"jsonrpc":"2.0","id":7,"result":{}}` + "\n")
+	}
+	got := untilMarker(t, h)
+
+	answers := withID(got, "7")
+	require.Len(t, answers, 1, "the second request with id 7 is answered once: %q", answers)
+	assert.NotContains(t, string(answers[0]), "late", "never the first request's answer")
+}
+
+// TestReusedIDOfACancelledListDoesNotUnfilterIt is an attack on "nothing
+// locked is listed": the client cancels a tools/list and sends another
+// method under the same id; the upstream's late answer to the tools/list,
+// matched to the other method, reached the client unfiltered, showing a
+// locked tool's definition.
+func TestReusedIDOfACancelledListDoesNotUnfilterIt(t *testing.T) {
+	policy := &fakePolicy{status: map[string]string{"secret": "pending_approval"}}
+	h := start(t, 0, func(s *Session) { s.Tools = policy })
+	h.client.send(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":9,"method":"resources/list"}` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":"marker","method":"ping"}` + "\n")
+	reached := upstreamReceived(t, h, `"marker"`)
+
+	h.up.send(`{"jsonrpc":"2.0","id":9,"result":{"tools":[` + tool("open", "fine") + `,` + tool("secret", "UNAPPROVED TEXT") + `]}}` + "\n")
+	for _, msg := range reached {
+		if env, _ := framing.Peek(msg); env.Method == "resources/list" {
+			h.up.send(`{"jsonrpc":"2.0","id":9,"result":{"resources":[]}}` + "\n")
+		}
+	}
+	got := untilMarker(t, h)
+	for _, msg := range got {
+		assert.NotContains(t, string(msg), "UNAPPROVED TEXT", "a locked tool's definition reached the client")
+	}
+	assert.Len(t, withID(got, "9"), 2, "the late list, filtered, and the refusal or answer of the second request")
+}

@@ -1,0 +1,119 @@
+package middleware
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/resilience"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// This file holds the tests of an upstream that crashes: its connection
+// closed, requests racing the crash answered, restarts spaced.
+
+// closeCounter counts Close calls on a Conn.
+type closeCounter struct {
+	Conn
+	closes atomic.Int32
+}
+
+func (c *closeCounter) Close() error { c.closes.Add(1); return c.Conn.Close() }
+
+// TestCrashedLinkIsClosed: the connection of an upstream that crashed is
+// closed once, not only the current one at shutdown: a stdio child would
+// keep its stdin pipe and its process group (grandchildren) running, a
+// remote one its goroutines and the session DELETE.
+func TestCrashedLinkIsClosed(t *testing.T) {
+	var cc *closeCounter
+	h := startRaw(t, rawOptions{wrap: func(c Conn) Conn { cc = &closeCounter{Conn: c}; return cc }})
+	h.up.closeSend()
+	require.Eventually(t, func() bool { return h.session.Status().Class == resilience.Permanent }, timeout, tick)
+	h.cancel()
+	require.NoError(t, <-h.done)
+	assert.Equal(t, int32(1), cc.closes.Load(), "the dead upstream's Conn is closed once")
+}
+
+// holdConn blocks the nth write of a tools/list until released.
+type holdConn struct {
+	Conn
+	n       atomic.Int32
+	at      int32
+	held    chan struct{}
+	release chan struct{}
+}
+
+func (c *holdConn) WriteMessage(msg []byte) error {
+	if env, err := framing.Peek(msg); err == nil && env.Method == "tools/list" && c.n.Add(1) == c.at {
+		close(c.held)
+		<-c.release
+	}
+	return c.Conn.WriteMessage(msg)
+}
+
+// TestRequestRacingACrashIsAnswered: a request written to a link that died
+// after the request took it (here while the gate's refresh was written) is
+// still answered: a Conn need not report a dead peer on write, and the
+// crash's answers may have gone out before the request was tracked.
+func TestRequestRacingACrashIsAnswered(t *testing.T) {
+	hc := &holdConn{at: 2, held: make(chan struct{}), release: make(chan struct{})}
+	h := startRaw(t, rawOptions{policy: lockedSecret, catalog: secretCatalog,
+		wrap: func(c Conn) Conn { hc.Conn = c; return hc }})
+	h.client.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ghost"}}` + "\n")
+	<-hc.held // the gate's refresh is being written
+	h.up.closeSend()
+	require.Contains(t, string(h.client.next()), "notifications/tools/list_changed", "the crash was handled")
+	close(hc.release) // the refresh goes to the dead link, closed since
+	msg := h.client.next()
+	assert.Contains(t, string(msg), `"id":7`, "the call is answered")
+}
+
+// recordingTimer is a resilience.Timer that fires at once and records waits.
+type recordingTimer struct {
+	waits chan time.Duration
+	c     chan time.Time
+}
+
+func (r *recordingTimer) Start(d time.Duration) { r.waits <- d; r.c <- time.Time{} }
+
+func (r *recordingTimer) Stop() {}
+
+func (r *recordingTimer) C() <-chan time.Time { return r.c }
+
+// TestCrashRestartIsSpaced: after a crash the upstream is restarted after
+// the retry policy's delay, not at once, so that a fault outliving one
+// crash does not spend the whole crash budget in a second.
+func TestCrashRestartIsSpaced(t *testing.T) {
+	waits := make(chan time.Duration, 8)
+	client, clientConn := newPeer(t, 0)
+	first, firstConn := newPeer(t, 0)
+	second, secondConn := newPeer(t, 0)
+	conns := make(chan Conn, 2)
+	conns <- firstConn
+	conns <- secondConn
+	s := &Session{Name: "fx", Client: clientConn,
+		Dial: func(context.Context) (Conn, error) { return <-conns, nil },
+		Retrier: &resilience.Retrier{
+			Policy:   resilience.Policy{Initial: 40 * time.Millisecond, Jitter: -1},
+			NewTimer: func() resilience.Timer { return &recordingTimer{waits: waits, c: make(chan time.Time, 1)} },
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go s.Run(ctx)
+	handshake(t, client, first)
+
+	first.closeSend() // crash
+	require.Contains(t, string(client.next()), "notifications/tools/list_changed")
+	select {
+	case d := <-waits:
+		assert.Equal(t, 40*time.Millisecond, d, "the first restart waits the initial delay")
+	case <-time.After(timeout):
+		t.Fatal("the restart did not wait")
+	}
+	env, err := framing.Peek(second.next())
+	require.NoError(t, err)
+	assert.Equal(t, "initialize", env.Method, "then the new upstream is initialised")
+}
