@@ -134,9 +134,11 @@ func startRestartable(t *testing.T, policy ToolPolicy, configure func(*Session))
 			t.Log(logs.String())
 			for {
 				select {
-				case m := <-h.client.recv:
-					t.Logf("client got %s", m)
-					continue
+				case m, ok := <-h.client.recv:
+					if ok { // a closed recv would spin this loop forever
+						t.Logf("client got %s", m)
+						continue
+					}
 				default:
 				}
 				break
