@@ -23,11 +23,17 @@ func TestDiscoveryNeverShowsAnUnapprovedDescription(t *testing.T) {
 	const twin = `{"name":"twin","description":"TWIN ONE SAYS","inputSchema":{}}`
 	const twin2 = `{"name":"twin","description":"TWIN TWO SAYS","inputSchema":{}}`
 	h := start(t, 0, func(s *Session) { s.Tools = approvalPolicy{} })
+	// Every tools/list is answered: the first catalog may take more than
+	// one load (one the call starts before the refresh that follows the
+	// handshake is done again).
+	go func() {
+		for msg := range h.up.recv {
+			if env, err := framing.Peek(msg); err == nil && env.Method == "tools/list" {
+				h.up.in.Write([]byte(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":{"tools":[` + poisoned + `,` + twin + `,` + twin2 + "]}}\n"))
+			}
+		}
+	}()
 	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"discover_tools","arguments":{"include_disabled":true}}}` + "\n")
-	load, err := framing.Peek(h.up.next())
-	require.NoError(t, err)
-	require.Equal(t, "tools/list", load.Method)
-	h.up.send(`{"jsonrpc":"2.0","id":` + string(load.ID) + `,"result":{"tools":[` + poisoned + `,` + twin + `,` + twin2 + `]}}` + "\n")
 
 	all := string(answerTo(t, h.client, "1"))
 	assert.Contains(t, all, `\"name\":\"echo\"`, "the locked tool is listed")
