@@ -438,7 +438,13 @@ func TestPOSTReturnsWhenItsClientLeaves(t *testing.T) {
 		require.Equal(t, tag, <-ts.started)
 	}
 	post("hang", call(1, "hang", `{}`))
-	<-ts.up.hung
+	select { // bounded, so that a hang call that never reaches the upstream fails with what is known
+	case <-ts.up.hung:
+	case tag := <-ts.returned:
+		t.Fatalf("the POST %q returned before its call reached the upstream", tag)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hang call never reached the upstream")
+	}
 	post("a", `{"jsonrpc":"2.0","id":2,"method":"x/a"}`) // the relay takes one, and waits for the upstream
 	post("b", `{"jsonrpc":"2.0","id":3,"method":"x/b"}`) // the other waits for the relay
 
