@@ -152,26 +152,7 @@ func TestCallRacingARefreshIsJudgedByTheNewCatalog(t *testing.T) {
 	// change, which the load then does not keep. Every tools/list is
 	// answered with the approved catalog until the session is idle, so
 	// that no load of it is under way when the upstream announces its change.
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for {
-			select {
-			case <-stop:
-				return
-			case msg := <-h.up.recv:
-				env, err := framing.Peek(msg)
-				if err == nil && env.Method == "tools/list" {
-					h.up.in.Write([]byte(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":{"tools":[` + echoApproved + "]}}\n"))
-				}
-			}
-		}
-	}()
-	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"unknown"}}` + "\n")
-	answerTo(t, h.client, "1")
-	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
-	close(stop)
-	<-stopped
+	loadApprovedCatalog(t, h)
 
 	// Nothing else sends the client list_changed before the changed
 	// catalog is loaded: the one awaited is the upstream's, relayed after
@@ -204,26 +185,7 @@ func TestCallJudgedAsARefreshEndsWaitsForIt(t *testing.T) {
 			}
 		}
 	})
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for {
-			select {
-			case <-stop:
-				return
-			case msg := <-h.up.recv:
-				env, err := framing.Peek(msg)
-				if err == nil && env.Method == "tools/list" {
-					h.up.in.Write([]byte(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":{"tools":[` + echoApproved + "]}}\n"))
-				}
-			}
-		}
-	}()
-	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"unknown"}}` + "\n")
-	answerTo(t, h.client, "1")
-	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
-	close(stop)
-	<-stopped
+	loadApprovedCatalog(t, h)
 
 	h.up.send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")
 	untilListChanged(t, h.client)
@@ -295,4 +257,32 @@ func TestListChangedAsALoadEndsLoadsItAgain(t *testing.T) {
 	def, known := h.session.ToolDefinition("echo")
 	require.True(t, known)
 	assert.JSONEq(t, echoChanged, string(def), "the catalog holds what the upstream lists since its change")
+}
+
+// loadApprovedCatalog has the session load the approved catalog: call 1
+// (to an unknown tool) starts a load, and every tools/list is answered
+// with echoApproved until the session is idle, however many loads that
+// takes (see TestCallRacingARefreshIsJudgedByTheNewCatalog).
+func loadApprovedCatalog(t *testing.T, h *harness) {
+	t.Helper()
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			case msg := <-h.up.recv:
+				env, err := framing.Peek(msg)
+				if err == nil && env.Method == "tools/list" {
+					h.up.in.Write([]byte(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":{"tools":[` + echoApproved + "]}}\n"))
+				}
+			}
+		}
+	}()
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"unknown"}}` + "\n")
+	answerTo(t, h.client, "1")
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
+	close(stop)
+	<-stopped
 }
