@@ -24,23 +24,7 @@ func startFreshCatalog(t *testing.T, descBytes int, configure func(*Session)) *t
 	h.session = &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), Tools: h.policy}
 	configure(h.session)
 	desc := strings.Repeat("d", descBytes)
-	go func() {
-		n := 0
-		for msg := range upPeer.recv {
-			env, err := framing.Peek(msg)
-			if err != nil || env.Kind != framing.Request {
-				continue
-			}
-			result := `{}`
-			if env.Method == "tools/list" {
-				n++
-				result = `{"tools":[` + tool(fmt.Sprintf("t%d", n), desc) + `]}`
-			}
-			if _, err := io.WriteString(upPeer.in, `{"jsonrpc":"2.0","id":`+string(env.ID)+`,"result":`+result+"}\n"); err != nil {
-				return
-			}
-		}
-	}()
+	go serveToolsList(upPeer, func(n int) string { return `{"tools":[` + tool(fmt.Sprintf("t%d", n), desc) + `]}` })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() { h.done <- h.session.Run(ctx) }()
@@ -115,23 +99,9 @@ func TestCatalogLargerThanTheBoundIsNotLoaded(t *testing.T) {
 	s := &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), Tools: &fakePolicy{status: map[string]string{}},
 		MaxCatalogBytes: limit}
 	desc := strings.Repeat("d", 4<<10)
-	go func() {
-		pages := 0
-		for msg := range upPeer.recv {
-			env, err := framing.Peek(msg)
-			if err != nil || env.Kind != framing.Request {
-				continue
-			}
-			result := `{}`
-			if env.Method == "tools/list" {
-				pages++
-				result = fmt.Sprintf(`{"tools":[%s],"nextCursor":"c%d"}`, tool(fmt.Sprintf("t%d", pages), desc), pages)
-			}
-			if _, err := io.WriteString(upPeer.in, `{"jsonrpc":"2.0","id":`+string(env.ID)+`,"result":`+result+"}\n"); err != nil {
-				return
-			}
-		}
-	}()
+	go serveToolsList(upPeer, func(n int) string {
+		return fmt.Sprintf(`{"tools":[%s],"nextCursor":"c%d"}`, tool(fmt.Sprintf("t%d", n), desc), n)
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go s.Run(ctx)
@@ -143,4 +113,24 @@ func TestCatalogLargerThanTheBoundIsNotLoaded(t *testing.T) {
 	assert.Contains(t, resp, "disabled_unknown", "fails closed")
 	catalog, _ := catalogSize(s)
 	assert.Zero(t, catalog)
+}
+
+// serveToolsList answers the upstream's requests until its connection ends:
+// the nth tools/list with page(n), anything else with an empty result.
+func serveToolsList(up *peer, page func(n int) string) {
+	n := 0
+	for msg := range up.recv {
+		env, err := framing.Peek(msg)
+		if err != nil || env.Kind != framing.Request {
+			continue
+		}
+		result := `{}`
+		if env.Method == "tools/list" {
+			n++
+			result = page(n)
+		}
+		if _, err := io.WriteString(up.in, `{"jsonrpc":"2.0","id":`+string(env.ID)+`,"result":`+result+"}\n"); err != nil {
+			return
+		}
+	}
 }
