@@ -89,16 +89,48 @@ func NewStreamConn(r io.Reader, w io.Writer, closer io.Closer, maxMessageBytes i
 // ReadMessage implements [Conn].
 func (c *StreamConn) ReadMessage() ([]byte, error) {
 	msg, err := c.r.Read()
-	if err != nil {
-		if e, ok := errors.AsType[*framing.LineTooLongError](err); ok {
-			return nil, &MessageTooLargeError{Size: e.Size, Limit: e.Limit, ID: e.ID, Method: e.Method, Err: e}
-		}
+	return msg, tooLarge(err)
+}
+
+// tooLarge returns err, the framing's error for a line too long as a
+// [*MessageTooLargeError].
+func tooLarge(err error) error {
+	if e, ok := errors.AsType[*framing.LineTooLongError](err); ok {
+		return &MessageTooLargeError{Size: e.Size, Limit: e.Limit, ID: e.ID, Method: e.Method, Err: e}
 	}
-	return msg, err
+	return err
 }
 
 // WriteMessage implements [Conn].
 func (c *StreamConn) WriteMessage(msg []byte) error { return c.w.Write(msg) }
+
+// ReadHead is ReadMessage for a caller that may relay a long message as it
+// arrives. It returns the next message whole (whole is true) when it fits
+// in the read buffer (64 KiB); else the message's first bytes, its head,
+// which it does not consume. The caller then calls ReadMessage for the
+// whole message (bound by the size limit), or ReadPart until it reports
+// the message's end (bound by nothing: no more than the buffer is held).
+// The slice is valid only until the next call.
+func (c *StreamConn) ReadHead() (msg []byte, whole bool, err error) {
+	msg, whole, err = c.r.ReadHead()
+	return msg, whole, tooLarge(err)
+}
+
+// ReadPart returns the next bytes of the message whose head ReadHead
+// returned, starting with that head; last reports the message's end. An
+// error (io.EOF when the stream ended) comes with last: the message was cut
+// off. The slice is valid only until the next call.
+func (c *StreamConn) ReadPart() (part []byte, last bool, err error) { return c.r.ReadPart() }
+
+// WriteParts writes one message given in parts by next, until it reports
+// the last: a message relayed as it arrives (see ReadPart). No other
+// message is written meanwhile. An error from next cuts the message off:
+// its line is ended so that the next message starts clean, and the error
+// is returned. After a write error, next is still called until the last
+// part, so that its source reaches the message's end.
+func (c *StreamConn) WriteParts(next func() (part []byte, last bool, err error)) error {
+	return c.w.WriteParts(next)
+}
 
 // Buffered reports whether a whole message is already buffered, so that
 // the next ReadMessage returns it without waiting.
@@ -132,6 +164,20 @@ type bufferedReader interface{ Buffered() bool }
 type holdingWriter interface {
 	HoldMessage(msg []byte) error
 	Flush() error
+}
+
+// A headReader is a [Conn] that can hand over a long message's head
+// before the rest has arrived, then the rest in parts (StreamConn, the
+// stdio upstream).
+type headReader interface {
+	ReadHead() (msg []byte, whole bool, err error)
+	ReadPart() (part []byte, last bool, err error)
+}
+
+// A partsWriter is a [Conn] that can write a message in parts as they
+// arrive (StreamConn).
+type partsWriter interface {
+	WriteParts(next func() (part []byte, last bool, err error)) error
 }
 
 // oversize reports whether err reports a dropped message, and its details

@@ -871,11 +871,28 @@ func (s *Session) pumpUpstream(l *link) {
 		}
 	}
 	defer flush()
+	heads, _ := l.conn.(headReader)
+	parts, _ := s.Client.(partsWriter)
+	if heads == nil || parts == nil {
+		heads, parts = nil, nil
+	}
 	for {
 		if more != nil && !more.Buffered() {
 			flush()
 		}
-		msg, err := l.conn.ReadMessage()
+		var msg []byte
+		var err error
+		if heads != nil {
+			var whole bool
+			if msg, whole, err = heads.ReadHead(); err == nil && !whole {
+				if s.streamUpstream(l, heads, parts, msg) {
+					continue
+				}
+				msg, err = l.conn.ReadMessage() // held whole after all
+			}
+		} else {
+			msg, err = l.conn.ReadMessage()
+		}
 		if err != nil {
 			if e, ok := oversize(err); ok {
 				env := framing.Envelope{ID: e.ID, Method: e.Method} // found wherever they are in it

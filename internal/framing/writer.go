@@ -78,3 +78,35 @@ func (w *Writer) flush() error {
 }
 
 var newline = []byte{'\n'}
+
+// WriteParts writes one line given in parts: each part next returns, until
+// it reports the last, then "\n". The lines held back go first, and no
+// other line is written meanwhile, so a slow destination holds up every
+// writer until the line is done. An error from next ends the line early:
+// its newline is written, so that the destination's next line starts
+// clean, and the error is returned. After a write error the rest of the
+// parts are still taken from next, so that its source ends the line too,
+// and the write error is returned.
+func (w *Writer) WriteParts(next func() (part []byte, last bool, err error)) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	werr := w.flush()
+	for {
+		part, last, err := next()
+		if werr == nil && len(part) > 0 {
+			_, werr = w.w.Write(part)
+		}
+		if err != nil {
+			if werr == nil {
+				_, werr = w.w.Write(newline)
+			}
+			return err
+		}
+		if last {
+			if werr == nil {
+				_, werr = w.w.Write(newline)
+			}
+			return werr
+		}
+	}
+}
