@@ -122,15 +122,9 @@ func (c *StreamConn) ReadHead() (msg []byte, whole bool, err error) {
 // off. The slice is valid only until the next call.
 func (c *StreamConn) ReadPart() (part []byte, last bool, err error) { return c.r.ReadPart() }
 
-// WriteParts writes one message given in parts by next, until it reports
-// the last: a message relayed as it arrives (see ReadPart). No other
-// message is written meanwhile. An error from next cuts the message off:
-// its line is ended so that the next message starts clean, and the error
-// is returned. After a write error, next is still called until the last
-// part, so that its source reaches the message's end.
-func (c *StreamConn) WriteParts(next func() (part []byte, last bool, err error)) error {
-	return c.w.WriteParts(next)
-}
+// beginMessage begins a message written in parts as they arrive (see
+// ReadPart): it holds the writer until the stream is ended.
+func (c *StreamConn) beginMessage() *framing.LineStream { return c.w.Stream() }
 
 // Buffered reports whether a whole message is already buffered, so that
 // the next ReadMessage returns it without waiting.
@@ -177,7 +171,7 @@ type headReader interface {
 // A partsWriter is a [Conn] that can write a message in parts as they
 // arrive (StreamConn).
 type partsWriter interface {
-	WriteParts(next func() (part []byte, last bool, err error)) error
+	beginMessage() *framing.LineStream
 }
 
 // oversize reports whether err reports a dropped message, and its details

@@ -125,6 +125,12 @@ type Session struct {
 	// DrainTimeout bounds the wait for in-flight requests when the client
 	// goes away or Run's context is done. Zero means [DefaultDrainTimeout].
 	DrainTimeout time.Duration
+	// StreamIdleTimeout bounds how long a long upstream message relayed to
+	// the client as it arrives (see stream.go) may wait for its next bytes:
+	// the client's line holds up every other message to the client, so a
+	// stalled one is ended and its request answered with an error. Zero
+	// means [DefaultStreamIdleTimeout].
+	StreamIdleTimeout time.Duration
 	// MaxHeldRequests bounds the client requests held at once while they
 	// wait: calls to a tool not known yet waiting for the tool catalog,
 	// handshakes waiting for the upstream, requests waiting for an upstream

@@ -1,8 +1,10 @@
 package middleware
 
 import (
+	"bytes"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 )
@@ -23,9 +25,17 @@ import (
 // Of a streamed message only the head is checked (see framing.PeekHead):
 // the rest is relayed as the upstream wrote it, as a direct pipe would:
 // neither validated, nor searched for a routing member after the head,
-// nor bound by max_line_bytes. An upstream that stops in the middle of one
-// has its line ended there, so that the client's next message starts
-// clean, and the request it answered is answered with an error.
+// nor bound by max_line_bytes. An upstream that stops in the middle of one,
+// or stalls there for StreamIdleTimeout, has its line to the client ended
+// there, so that the client's next message starts clean and the other
+// writers to the client (which the line holds up) go on; the request the
+// message answered is answered with an error, and the rest of a stalled
+// message, should it come, is dropped.
+
+// DefaultStreamIdleTimeout is how long a message relayed as it arrives may
+// wait for its next bytes from the upstream, when Session.StreamIdleTimeout
+// is zero.
+const DefaultStreamIdleTimeout = 30 * time.Second
 
 // streamUpstream relays the message whose head heads.ReadHead returned
 // from upstream link l to the client as it arrives, and reports true; or,
@@ -57,25 +67,69 @@ func (s *Session) streamUpstream(l *link, heads headReader, parts partsWriter, h
 			return true
 		}
 	}
+	serverID := bytes.Clone(env.ID) // the head's bytes are overwritten by the parts
+	line := parts.beginMessage()
 	var cut error // why the upstream's message ended early
-	err := parts.WriteParts(func() ([]byte, bool, error) {
+	for {
+		// A watchdog ends the client's line when the upstream stalls
+		// inside it, for the line holds every other writer to the client.
+		fired := make(chan struct{})
+		watchdog := s.afterFunc(s.streamIdle(), func() {
+			defer close(fired)
+			if first, _ := line.End(); first {
+				s.log.Warn("the upstream stalled in the middle of a message; its line to the client was ended", "kind", env.Kind.String(), "idle", s.streamIdle())
+				s.endStreamEarly(l, env.Kind, clientID, serverID, "stalled")
+			}
+		})
 		part, last, err := heads.ReadPart()
-		cut = err
-		return part, last, err
-	})
-	switch {
-	case cut != nil:
+		if !watchdog.Stop() {
+			<-fired
+		}
+		if werr := line.Write(part); werr != nil && !errors.Is(werr, framing.ErrLineEnded) {
+			s.log.Debug("cannot write to the client", "error", werr)
+		}
+		if err != nil {
+			cut = err
+		}
+		if last {
+			break
+		}
+	}
+	if first, _ := line.End(); first && cut != nil {
 		if errors.Is(cut, io.EOF) {
 			cut = io.ErrUnexpectedEOF
 		}
 		s.log.Warn("the upstream's message ended before its end", "kind", env.Kind.String(), "error", cut)
-		if clientID != nil {
-			s.replyError(clientID, codeInternalError, "the upstream server stopped in the middle of its response; the request may or may not have been carried out")
-		}
-	case err != nil:
-		s.log.Debug("cannot write to the client", "error", err)
+		s.endStreamEarly(l, env.Kind, clientID, nil, "stopped")
 	}
 	return true
+}
+
+// endStreamEarly answers what a message relayed as it arrives was part of,
+// now that its line to the client has been ended before the message did:
+// the client request it answered (clientID), and the upstream's request it
+// was (serverID, when the upstream is still there to be answered).
+func (s *Session) endStreamEarly(l *link, kind framing.Kind, clientID, serverID []byte, how string) {
+	switch {
+	case kind == framing.Response && clientID != nil:
+		s.replyError(clientID, codeInternalError, "the upstream server "+how+" in the middle of its response; the request may or may not have been carried out")
+	case kind == framing.Request && serverID != nil:
+		var buf [64]byte
+		key := framing.AppendIDKey(buf[:0], serverID)
+		s.mu.Lock()
+		delete(l.serverReqs, string(key))
+		s.mu.Unlock()
+		s.writeUpstream(l, errorResponse(serverID, codeInternalError, "mcpwrap: the request "+how+" in the middle of its message, which was cut off; the client never received it", nil))
+	}
+}
+
+// streamIdle returns how long a streamed message may wait for its next
+// bytes.
+func (s *Session) streamIdle() time.Duration {
+	if s.StreamIdleTimeout > 0 {
+		return s.StreamIdleTimeout
+	}
+	return DefaultStreamIdleTimeout
 }
 
 // discard skips the rest of the message whose head heads.ReadHead

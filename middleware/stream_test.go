@@ -133,3 +133,42 @@ func TestLongMessagesTheSidecarJudgesAreHeldWhole(t *testing.T) {
 		assert.Contains(t, resp.Error.Message, "exceeds the 1024-byte message limit")
 	})
 }
+
+// TestStalledLongResponseIsEndedAndAnswered: an upstream that stalls in
+// the middle of a long response would hold every other message to the
+// client behind its line; after StreamIdleTimeout the line is ended, the
+// request answered with an error, the other writers go on, and the rest of
+// the message, when it comes, is dropped.
+func TestStalledLongResponseIsEndedAndAnswered(t *testing.T) {
+	clock := &fakeClock{}
+	h := start(t, 0, func(s *Session) { s.afterFunc = clock.afterFunc })
+	h.client.send(`{"jsonrpc":"2.0","id":6,"method":"resources/read","params":{"uri":"file:///big"}}` + "\n")
+	h.up.next()
+
+	before := h.client.received.Load()
+	head := `{"jsonrpc":"2.0","id":6,"result":{"contents":[{"text":"` + long
+	h.up.send(head)
+	require.Eventually(t, func() bool { return h.client.received.Load()-before >= int64(len(head)) }, timeout, tick)
+	require.NotZero(t, clock.fire(), "the watchdog is armed while the upstream is silent")
+
+	assert.Equal(t, head, string(h.client.next()), "the line, ended where the upstream stalled")
+	var resp struct {
+		ID    json.RawMessage `json:"id"`
+		Error *RPCError       `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, "6", string(resp.ID))
+	require.NotNil(t, resp.Error)
+	assert.Contains(t, resp.Error.Message, "stalled in the middle of its response")
+
+	// The sidecar's own answers reach the client again.
+	h.client.send("{\n")
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, codeParseError, resp.Error.Code)
+
+	// The rest of the stalled message is dropped; what follows it is relayed.
+	h.client.send(`{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n")
+	h.up.next()
+	h.up.send(`"}]}}` + "\n" + `{"jsonrpc":"2.0","id":7,"result":{}}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":7,"result":{}}`, string(h.client.next()))
+}

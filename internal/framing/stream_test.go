@@ -175,20 +175,19 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 	return w.Buffer.Write(p)
 }
 
-func TestWriteParts(t *testing.T) {
-	cut := errors.New("source ended")
+func TestLineStream(t *testing.T) {
 	tests := []struct {
-		name    string
-		parts   []string
-		srcErr  error // returned with the last part
-		limit   int   // of the destination; 0 for none
-		want    string
-		wantErr error
-		taken   int // parts taken from the source
+		name     string
+		parts    []string
+		endAfter int // End is called (as by a watchdog) after this many parts; 0 for never
+		limit    int // of the destination; 0 for none
+		want     string
+		wantErrs []error // of each Write
+		wantEnd  error
 	}{
-		{name: "parts then newline, after the held line", parts: []string{"ab", "", "cd"}, want: "held\nabcd\n", taken: 3},
-		{name: "a source cut off ends the line", parts: []string{"ab", "c"}, srcErr: cut, want: "held\nabc\n", wantErr: cut, taken: 2},
-		{name: "a failed write still drains the source", parts: []string{"ab", "cd", "ef"}, limit: 7, want: "held\nab", wantErr: errWrite, taken: 3},
+		{name: "parts then newline, after the held line", parts: []string{"ab", "", "cd"}, want: "held\nabcd\n", wantErrs: []error{nil, nil, nil}},
+		{name: "ended early, the line ends there", parts: []string{"ab", "c", "d"}, endAfter: 1, want: "held\nab\n", wantErrs: []error{nil, ErrLineEnded, ErrLineEnded}},
+		{name: "a failed write is reported from then on", parts: []string{"ab", "cd", "ef"}, limit: 7, want: "held\nab", wantErrs: []error{nil, errWrite, errWrite}, wantEnd: errWrite},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,22 +197,24 @@ func TestWriteParts(t *testing.T) {
 			}
 			w := NewWriter(dst)
 			require.NoError(t, w.Hold([]byte("held")))
-			taken := 0
-			err := w.WriteParts(func() ([]byte, bool, error) {
-				p := tt.parts[taken]
-				taken++
-				last := taken == len(tt.parts)
-				if last {
-					return []byte(p), true, tt.srcErr
+			line := w.Stream()
+			for i, p := range tt.parts {
+				if tt.endAfter > 0 && i == tt.endAfter {
+					first, err := line.End()
+					assert.True(t, first)
+					assert.NoError(t, err)
 				}
-				return []byte(p), false, nil
-			})
-			assert.ErrorIs(t, err, tt.wantErr)
-			if tt.wantErr == nil {
-				assert.NoError(t, err)
+				assert.ErrorIs(t, line.Write([]byte(p)), tt.wantErrs[i], "part %d", i)
 			}
+			first, err := line.End()
+			assert.Equal(t, tt.endAfter == 0, first, "only the first End ends the line")
+			assert.ErrorIs(t, err, tt.wantEnd)
+
 			assert.Equal(t, tt.want, dst.String())
-			assert.Equal(t, tt.taken, taken)
+			if tt.limit == 0 {
+				require.NoError(t, w.Write([]byte("next")), "the Writer is free again")
+				assert.Equal(t, tt.want+"next\n", dst.String())
+			}
 		})
 	}
 }
