@@ -122,9 +122,9 @@ func (c *StreamConn) ReadHead() (msg []byte, whole bool, err error) {
 // off. The slice is valid only until the next call.
 func (c *StreamConn) ReadPart() (part []byte, last bool, err error) { return c.r.ReadPart() }
 
-// beginMessage begins a message written in parts as they arrive (see
-// ReadPart): it holds the writer until the stream is ended.
-func (c *StreamConn) beginMessage() *framing.LineStream { return c.w.Stream() }
+// BeginMessage begins a message written in parts as they arrive, such as
+// one read with ReadPart: no other message is written until it is ended.
+func (c *StreamConn) BeginMessage() MessageWriter { return c.w.Stream() }
 
 // Buffered reports whether a whole message is already buffered, so that
 // the next ReadMessage returns it without waiting.
@@ -168,10 +168,25 @@ type headReader interface {
 	ReadPart() (part []byte, last bool, err error)
 }
 
+// A MessageWriter writes one message in parts, as they arrive; see
+// [StreamConn.BeginMessage]. It holds its Conn's writing side until End.
+//
+// Write is called from one goroutine at a time; End may be called from any
+// goroutine, concurrently with Write, and more than once: the first call
+// ends the message, whatever was written of it, so that a watchdog can end
+// a message whose sender stalled. Write fails once the message has ended.
+type MessageWriter interface {
+	// Write writes the message's next part, which holds no newline.
+	Write(part []byte) error
+	// End ends the message and frees the Conn's writing side. It reports
+	// whether this call ended it, and the first write error.
+	End() (first bool, err error)
+}
+
 // A partsWriter is a [Conn] that can write a message in parts as they
-// arrive (StreamConn).
+// arrive (StreamConn, the stdio upstream).
 type partsWriter interface {
-	beginMessage() *framing.LineStream
+	BeginMessage() MessageWriter
 }
 
 // oversize reports whether err reports a dropped message, and its details

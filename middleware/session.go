@@ -536,11 +536,24 @@ func (s *Session) pumpClient(ctx context.Context) error {
 		ctx = context.WithValue(ctx, turnKey{}, turn)
 		defer s.endTurn(turn)
 	}
+	heads, _ := s.Client.(headReader)
 	for {
 		if more != nil && !more.Buffered() {
 			s.endTurn(turn)
 		}
-		msg, err := s.Client.ReadMessage()
+		var msg []byte
+		var err error
+		if heads != nil {
+			var whole bool
+			if msg, whole, err = heads.ReadHead(); err == nil && !whole {
+				if s.streamClient(heads, msg) {
+					continue
+				}
+				msg, err = s.Client.ReadMessage() // held whole after all
+			}
+		} else {
+			msg, err = s.Client.ReadMessage()
+		}
 		if err != nil {
 			if e, ok := oversize(err); ok {
 				env := framing.Envelope{ID: e.ID, Method: e.Method} // found wherever they are in it

@@ -601,7 +601,7 @@ func TestOversizedServerRequestExchangeIsAnswered(t *testing.T) {
 		{name: "the client's answer is too large", run: func(h *harness) {
 			h.up.send(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}` + "\n")
 			require.Contains(t, string(h.client.next()), `"sampling/createMessage"`)
-			h.client.send(`{"jsonrpc":"2.0","id":"s1","result":{"x":"` + big + `"}}` + "\n")
+			h.client.send(`{"jsonrpc":"2.0","result":{"x":"` + big + `"},"id":"s1"}` + "\n")
 		}},
 	}
 	for _, tt := range tests {

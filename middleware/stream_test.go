@@ -172,3 +172,93 @@ func TestStalledLongResponseIsEndedAndAnswered(t *testing.T) {
 	h.up.send(`"}]}}` + "\n" + `{"jsonrpc":"2.0","id":7,"result":{}}` + "\n")
 	assert.Equal(t, `{"jsonrpc":"2.0","id":7,"result":{}}`, string(h.client.next()))
 }
+
+// TestLongClientMessagesAreRelayedAsTheyArrive: a request the sidecar does
+// not intercept and the client's answer to the upstream's request reach
+// the upstream while the client is still writing them, byte for byte,
+// bound by no limit; the request is tracked, so its answer comes back.
+func TestLongClientMessagesAreRelayedAsTheyArrive(t *testing.T) {
+	tests := []struct {
+		name   string
+		before func(h *harness) // what comes before the message
+		head   string           // the message, less its end
+		after  func(h *harness) // what its arrival leads to
+	}{
+		{
+			name: "a request",
+			head: `{"jsonrpc":"2.0","id":6,"method":"resources/write","params":{"text":"` + long,
+			after: func(h *harness) {
+				h.up.send(`{"jsonrpc":"2.0","id":6,"result":{}}` + "\n")
+				assert.Equal(t, `{"jsonrpc":"2.0","id":6,"result":{}}`, string(h.client.next()))
+			},
+		},
+		{
+			name: "an answer to the upstream's request",
+			before: func(h *harness) {
+				h.up.send(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}` + "\n")
+				h.client.next()
+			},
+			head: `{"jsonrpc":"2.0","id":"s1","result":{"content":{"text":"` + long,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, 1024)
+			if tt.before != nil {
+				tt.before(h)
+			}
+			before := h.up.received.Load()
+			h.client.send(tt.head)
+			require.Eventually(t, func() bool { return h.up.received.Load()-before >= int64(len(tt.head)) }, timeout, tick,
+				"the upstream has the message's first bytes before the client has written the rest")
+			h.client.send(`"}}` + "\n")
+			assert.Equal(t, tt.head+`"}}`, string(h.up.next()), "byte for byte, though over the 1024-byte limit")
+			if tt.after != nil {
+				tt.after(h)
+			}
+		})
+	}
+}
+
+// TestLongClientMessagesTheSidecarJudgesAreHeldWhole: a long tools/call is
+// judged whole (bound by the limit), never streamed past the gate.
+func TestLongClientMessagesTheSidecarJudgesAreHeldWhole(t *testing.T) {
+	h := start(t, 1024, func(s *Session) { s.Tools = lockedSecret })
+	h.client.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"secret","arguments":{"x":"` + long + `"}}}` + "\n")
+	var resp struct {
+		ID    json.RawMessage `json:"id"`
+		Error *RPCError       `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, "5", string(resp.ID))
+	require.NotNil(t, resp.Error)
+	assert.Contains(t, resp.Error.Message, "exceeds the 1024-byte limit")
+}
+
+// TestStalledLongClientRequestIsEndedAndAnswered: a client that stalls in
+// the middle of a long request would hold up every other message to the
+// upstream; after StreamIdleTimeout the upstream's line is ended and the
+// client told to send the request again.
+func TestStalledLongClientRequestIsEndedAndAnswered(t *testing.T) {
+	clock := &fakeClock{}
+	h := start(t, 0, func(s *Session) { s.afterFunc = clock.afterFunc })
+	before := h.up.received.Load()
+	head := `{"jsonrpc":"2.0","id":6,"method":"resources/write","params":{"text":"` + long
+	h.client.send(head)
+	require.Eventually(t, func() bool { return h.up.received.Load()-before >= int64(len(head)) }, timeout, tick)
+	require.NotZero(t, clock.fire())
+
+	assert.Equal(t, head, string(h.up.next()), "the line, ended where the client stalled")
+	var resp struct {
+		ID    json.RawMessage `json:"id"`
+		Error *RPCError       `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
+	assert.Equal(t, "6", string(resp.ID))
+	require.NotNil(t, resp.Error)
+	assert.Contains(t, resp.Error.Message, "stalled in the middle of its message")
+	assert.Zero(t, h.session.inflight(), "no longer in flight")
+
+	h.client.send(`"}}` + "\n" + `{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":7,"method":"ping"}`, string(h.up.next()), "the rest is dropped; what follows is relayed")
+}

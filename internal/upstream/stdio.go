@@ -129,6 +129,32 @@ func (s *Stdio) WriteMessage(msg []byte) error {
 	return err
 }
 
+// BeginMessage begins a message to the child written in parts as they
+// arrive (see middleware.StreamConn.BeginMessage). A failed write stops the
+// child, as with WriteMessage.
+func (s *Stdio) BeginMessage() middleware.MessageWriter {
+	return stdioMessage{s, s.w.Stream()}
+}
+
+// stdioMessage is a message to the child written in parts.
+type stdioMessage struct {
+	s    *Stdio
+	line *framing.LineStream
+}
+
+func (m stdioMessage) Write(part []byte) error {
+	err := m.line.Write(part)
+	if errors.Is(err, framing.ErrLineEnded) { // ended by the caller, not the pipe
+		return err
+	}
+	return m.s.wrote(err)
+}
+
+func (m stdioMessage) End() (bool, error) {
+	first, err := m.line.End()
+	return first, m.s.wrote(err)
+}
+
 // HoldMessage is WriteMessage for a message that another will follow at
 // once: it is kept back (up to 64 KiB of messages) to be written with the
 // next WriteMessage or Flush.
