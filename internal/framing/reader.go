@@ -302,11 +302,14 @@ func (r *Reader) readHead() ([]byte, bool, error) {
 	long := min(minBuffer, r.max+1) // fits the buffer, so it never grows here
 	for {
 		if i := bytes.IndexByte(r.buf[r.start+r.scanned:r.end], '\n'); i >= 0 {
-			if r.scanned+i >= long {
+			n := r.scanned + i
+			if n >= long {
 				return r.buf[r.start : r.start+long], false, nil
 			}
-			line, err := r.readLine()
-			return line, true, err
+			line := r.buf[r.start : r.start+n] // within the limit: long is at most max+1
+			r.start += n + 1
+			r.scanned = 0
+			return line, true, nil
 		}
 		r.scanned = r.end - r.start
 		if r.scanned >= long {
