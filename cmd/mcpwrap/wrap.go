@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mcpwrap/mcpwrap/internal/pipesize"
 	"io"
 	"log/slog"
 	"net/url"
@@ -192,6 +193,11 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if o.signIn != nil {
 		// A sign-in finished (in any process): load the server again.
 		defer goUntilStopped(ctx, func(ctx context.Context) { o.signIn.Watch(ctx, 0, session.Retry) })()
+	}
+	for _, std := range []any{stdin, stdout} {
+		if f, ok := std.(*os.File); ok {
+			pipesize.Grow(f) // a large message crosses to the client in fewer steps
+		}
 	}
 	clientIn, closeClientIn := closableStdin(stdin)
 	session.Client = middleware.NewStreamConn(clientIn, stdout, closeClientIn, srv.MaxLineBytes)

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcpwrap/mcpwrap/internal/pipesize"
 	"io"
 	"log/slog"
 	"os"
@@ -299,6 +300,7 @@ func childPipes() (ours, theirs [3]*os.File, err error) {
 			closeFiles(theirs[:i]...)
 			return ours, theirs, err
 		}
+		pipesize.Grow(w)
 		if i == 0 {
 			ours[i], theirs[i] = w, r
 		} else {
