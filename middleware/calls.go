@@ -64,17 +64,22 @@ func (s *Session) answered(id []byte) (method string, clientID []byte, late bool
 	return "", nil, false
 }
 
-// pendingMethod returns the method of the client request that a response
-// with id would answer, without ending it: "" when none is known.
-func (s *Session) pendingMethod(id []byte) string {
-	var buf [64]byte
-	key := framing.AppendIDKey(buf[:0], id)
+// listPending reports whether the client waits for the answer to a
+// tools/list: one in flight, or ended before the upstream answered it.
+func (s *Session) listPending() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r, ok := s.reqs[string(key)]; ok {
-		return r.method
+	for _, r := range s.reqs {
+		if r.method == "tools/list" {
+			return true
+		}
 	}
-	return s.ended[string(key)].method
+	for _, e := range s.ended {
+		if e.method == "tools/list" {
+			return true
+		}
+	}
+	return false
 }
 
 // armLocked starts r's call timer, when there is a CallTimeout and Run is

@@ -946,6 +946,13 @@ func (s *Session) pumpUpstream(l *link) {
 		}
 		switch env.Kind {
 		case framing.Response:
+			if ambiguous && env.ID == nil {
+				// Its "id" is spelled twice: which request it answers is the
+				// client parser's guess (JavaScript's takes the last), and a
+				// guess at a tools/list would show it unfiltered.
+				s.log.Warn("upstream response with an ambiguous id dropped", "error", err)
+				continue
+			}
 			if s.isOwnID(env.ID) {
 				s.deliverOwn(msg, env, err)
 				continue
