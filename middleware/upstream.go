@@ -73,6 +73,7 @@ func (s *Session) supervise(ctx context.Context) {
 		tell := s.publishStatus(status) // first: a call now finds the link dead or gone, never "available"
 		s.mu.Lock()
 		s.up = nil
+		s.ready.Store(nil)
 		// With the link gone, in one step: a request finds the link, or waits for the restart.
 		s.setRestartingLocked(loop == nil)
 		s.mu.Unlock()
@@ -113,9 +114,10 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 	if err != nil {
 		return err
 	}
-	l := &link{conn: conn, dead: make(chan struct{}), serverReqs: make(map[string][]byte)}
+	l := &link{conn: conn, dead: make(chan struct{})}
 	s.mu.Lock()
 	s.up = l
+	s.ready.Store(nil)
 	s.mu.Unlock()
 	go s.pumpUpstream(l)
 	if err := s.handshake(ctx, l, attempt); err != nil {
@@ -131,6 +133,7 @@ func (s *Session) dropLink() *link {
 	s.mu.Lock()
 	l := s.up
 	s.up = nil
+	s.ready.Store(nil)
 	s.mu.Unlock()
 	if l != nil {
 		l.conn.Close()
@@ -249,6 +252,9 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 		s.mu.Lock()
 		s.hs.Result = r.result
 		l.ready = true
+		if s.up == l {
+			s.ready.Store(l)
+		}
 		level, subs := s.logLevel, make([]string, 0, len(s.subs))
 		for uri := range s.subs {
 			subs = append(subs, uri)
@@ -627,16 +633,7 @@ func (s *Session) withClientMeta(params json.RawMessage) json.RawMessage {
 // flight to link l, a restarted upstream, as the client sent them: its
 // listen streams go on with the new upstream's notifications.
 func (s *Session) reopenListens(l *link) {
-	s.mu.Lock()
-	var msgs [][]byte
-	for key, msg := range s.listens {
-		if r, ok := s.reqs[key]; ok && r.link != l {
-			r.link = l
-			s.reqs[key] = r
-			msgs = append(msgs, msg)
-		}
-	}
-	s.mu.Unlock()
+	msgs := s.tracker.relink(l)
 	for _, msg := range msgs {
 		s.writeUpstream(l, msg)
 	}
