@@ -48,7 +48,7 @@ type tracker struct {
 
 	mu       sync.Mutex
 	reqs     map[string]*inflight // the client's requests in flight, by framing.IDKey
-	idle     chan struct{}        // closed while reqs is empty
+	idle     chan struct{}        // closed when reqs empties; made by idleChan, nil while nobody waits
 	ended    map[string]ended     // requests ended before the upstream answered them, by framing.IDKey
 	progress map[string]string    // progress token's framing.IDKey -> key in reqs, with a timeout
 	closed   bool                 // fail(nil) ran: nothing is tracked any more
@@ -73,13 +73,11 @@ func newTracker(timeout time.Duration, afterFunc func(time.Duration, func()) int
 		afterFunc: afterFunc,
 		expired:   expired,
 		reqs:      make(map[string]*inflight),
-		idle:      make(chan struct{}),
 		ended:     make(map[string]ended),
 		progress:  make(map[string]string),
 		listens:   make(map[string][]byte),
 		orphans:   make(map[string]struct{}),
 	}
-	close(t.idle)
 	t.timersIdle = make(chan struct{})
 	close(t.timersIdle)
 	return t
@@ -98,6 +96,8 @@ type inflight struct {
 	// armed, so that a superseded one that fires anyway does nothing.
 	timer interface{ Stop() bool }
 	armed int
+	// idBuf holds id when it fits: a number, or a quoted UUID.
+	idBuf [40]byte
 }
 
 // ended is a request that left the in-flight table before the upstream
@@ -186,10 +186,8 @@ func (t *tracker) track(l *link, envs []framing.Envelope, limit int) (refused re
 		return refused, false
 	}
 	for i, env := range envs {
-		if len(t.reqs) == 0 {
-			t.idle = make(chan struct{})
-		}
-		r := &inflight{id: bytes.Clone(env.ID), key: keys[i], method: env.Method, link: l, progress: tokens[i]}
+		r := &inflight{key: keys[i], method: env.Method, link: l, progress: tokens[i]}
+		r.id = append(r.idBuf[:0], env.ID...) // no allocation of its own for a usual id
 		t.reqs[keys[i]] = r
 		if r.progress != "" {
 			t.progress[r.progress] = r.key
@@ -287,8 +285,9 @@ func (t *tracker) untrackLocked(r *inflight) {
 		delete(t.progress, r.progress)
 	}
 	t.disarmLocked(r)
-	if len(t.reqs) == 0 {
+	if len(t.reqs) == 0 && t.idle != nil {
 		close(t.idle)
+		t.idle = nil
 	}
 }
 
@@ -313,12 +312,27 @@ func (t *tracker) len() int {
 }
 
 // idleChan returns a channel closed once no client request is in flight
-// (at once when none is now); a request tracked later needs a new one.
+// (at once when none is now); a request tracked later needs a new one. The
+// channel is made only for a caller that waits, so that a request going
+// out while none is in flight, as most do, costs no allocation for it.
 func (t *tracker) idleChan() <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if len(t.reqs) == 0 {
+		return closedChan
+	}
+	if t.idle == nil {
+		t.idle = make(chan struct{})
+	}
 	return t.idle
 }
+
+// closedChan is a channel closed for good.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
 
 // armLocked starts r's call timer, when there is a timeout, r is not
 // open-ended and stopTimers has not run; t.mu must be held.

@@ -351,3 +351,20 @@ func TestTrackerTimers(t *testing.T) {
 	assert.Zero(t, clock.fire(), "none armed after stopTimers")
 	assert.Empty(t, expired)
 }
+
+// TestTrackerRoundTripAllocations guards the hot path: a request tracked
+// while none is in flight and then answered costs its key and its record,
+// no more (no idle channel nobody waits for, no copy of a usual id).
+func TestTrackerRoundTripAllocations(t *testing.T) {
+	tr, l := newTracker(0, nil, nil), &link{}
+	envs := []framing.Envelope{req(`"0b9c2f4e-3d1a-4c8e-9f7b-2a6d5e8c1f03"`, "tools/call")}
+	allocs := testing.AllocsPerRun(100, func() {
+		if refused, gone := tr.track(l, envs, DefaultMaxInFlight); refused != "" || gone {
+			t.Fatal("not tracked")
+		}
+		if method, _, _ := tr.answered(envs[0].ID); method == "" {
+			t.Fatal("not answered")
+		}
+	})
+	assert.LessOrEqual(t, allocs, 2.0)
+}
