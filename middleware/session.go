@@ -4,20 +4,18 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/rpcclient"
 	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -31,16 +29,6 @@ const (
 	// wait for a server.
 	DefaultReadyTimeout = 30 * time.Second
 )
-
-// ownIDPrefix starts the id of every request the sidecar sends itself. Its
-// ids are JSON strings "mcpwrap-NONCE-SEQ", where NONCE is random per
-// Session: a client request using this Session's "mcpwrap-NONCE-" is
-// refused, so the two id spaces never collide, while the ids of another
-// mcpwrap in front of this one (whose nonce differs) pass like any other.
-const ownIDPrefix = "mcpwrap-"
-
-// ErrNotReady is returned by [Session.Call] while no upstream is ready.
-var ErrNotReady = errors.New("upstream is not ready")
 
 // A Dialer connects to the upstream: it starts the child process or opens
 // the remote connection. A [Session] dials for the first load and again for
@@ -161,9 +149,9 @@ type Session struct {
 
 	once  sync.Once
 	log   *slog.Logger
-	ownID string // this Session's own-id prefix: ownIDPrefix, its nonce and "-"
-	seq   atomic.Uint64
-	kick  chan struct{} // wakes the supervisor for a reconnect on use
+	ownID string            // this Session's own-id prefix: ownIDPrefix, its nonce and "-"
+	own   *rpcclient.Client // the sidecar's own requests to the upstream, in the ownID space
+	kick  chan struct{}     // wakes the supervisor for a reconnect on use
 
 	// What Retrier, CrashBudget and Reconnect stand for. The Session never
 	// writes its caller's values (several Sessions may share them): it
@@ -189,7 +177,6 @@ type Session struct {
 	hsChanged  chan struct{}       // closed and replaced on each client handshake
 	waiters    []*hsWaiter         // client handshakes awaiting an answer
 	clientView int                 // what the client last learned of availability (view*)
-	own        map[string]*ownCall // the sidecar's own requests in flight, by framing.IDKey
 	logLevel   json.RawMessage     // the client's last logging/setLevel params
 	subs       map[string]struct{} // URIs the client subscribed to
 
@@ -243,17 +230,6 @@ type link struct {
 	calls linkCalls     // what the Session's tracker keeps of it (guarded by the tracker's lock)
 }
 
-type ownCall struct {
-	link *link
-	ch   chan ownReply
-}
-
-type ownReply struct {
-	msg    []byte // the whole response, owned
-	result json.RawMessage
-	err    error
-}
-
 // hsWaiter is a client handshake request waiting for the upstream.
 type hsWaiter struct {
 	id     []byte
@@ -289,8 +265,8 @@ func (s *Session) init() {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.ownID = newOwnIDPrefix()
+	s.own = rpcclient.New(s.ownID, decodeRPCError)
 	s.versioned, _ = s.Tools.(VersionedPolicy)
-	s.own = make(map[string]*ownCall)
 	s.subs = make(map[string]struct{})
 	s.hsChanged = make(chan struct{})
 	s.gatingIdle = make(chan struct{})
@@ -846,7 +822,7 @@ func (s *Session) pumpUpstream(l *link) {
 				case env.Method != "": // the upstream's own request: it must not wait forever
 					s.writeUpstream(l, errorResponse(env.ID, codeInternalError, fmt.Sprintf("the request of %d bytes exceeds the %d-byte message limit of mcpwrap (max_line_bytes); dropped", e.Size, e.Limit), nil))
 				case s.isOwnID(env.ID):
-					s.deliverOwnReply(env.ID, ownReply{err: errors.New(reason)})
+					s.deliverOwnReply(env.ID, errors.New(reason))
 				default:
 					if method, id, late := s.answered(env.ID); method != "" && !late {
 						s.replyError(id, codeInternalError, reason)
@@ -1093,134 +1069,6 @@ func (s *Session) failInflight(l *link, reason string) {
 	for _, id := range s.tracker.fail(l) {
 		s.replyError(id, codeInternalError, reason)
 	}
-}
-
-// Call sends a request of the sidecar's own to the ready upstream and
-// waits for its result. The response never reaches the client. It returns
-// [ErrNotReady] when no upstream is ready.
-func (s *Session) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	s.once.Do(s.init)
-	l := s.readyLink()
-	if l == nil {
-		return nil, ErrNotReady
-	}
-	r := s.request(ctx, l, method, params)
-	return r.result, r.err
-}
-
-// request sends an own request on link l and waits for the reply, the
-// link's death or ctx.
-func (s *Session) request(ctx context.Context, l *link, method string, params any) ownReply {
-	id := strconv.Quote(s.ownID + strconv.FormatUint(s.seq.Add(1), 10))
-	var rawParams json.RawMessage
-	switch p := params.(type) {
-	case nil:
-	case json.RawMessage:
-		rawParams = p
-	default:
-		b, err := json.Marshal(p)
-		if err != nil {
-			return ownReply{err: err}
-		}
-		rawParams = b
-	}
-	switch method {
-	case "initialize", "server/discover", "logging/setLevel", "resources/subscribe":
-		// The client's own requests, repeated to a new upstream: sent as
-		// the client sent them.
-	default:
-		rawParams = s.withClientMeta(rawParams)
-	}
-	msg, err := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params,omitempty"`
-	}{"2.0", json.RawMessage(id), method, rawParams})
-	if err != nil {
-		return ownReply{err: err}
-	}
-	call := &ownCall{link: l, ch: make(chan ownReply, 1)}
-	key := framing.IDKey([]byte(id))
-	s.mu.Lock()
-	s.own[key] = call
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.own, key)
-		s.mu.Unlock()
-	}()
-	if err := l.conn.WriteMessage(msg); err != nil {
-		return ownReply{err: err}
-	}
-	select {
-	case r := <-call.ch:
-		return r
-	case <-l.dead:
-		return ownReply{err: fmt.Errorf("upstream connection lost: %w", l.err)}
-	case <-ctx.Done():
-		return ownReply{err: ctx.Err()}
-	}
-}
-
-// deliverOwn hands the upstream's answer msg to the own request it
-// answers. peekErr is Peek's error for msg: an ambiguous answer fails the
-// request instead.
-func (s *Session) deliverOwn(msg []byte, env framing.Envelope, peekErr error) {
-	if peekErr != nil {
-		s.deliverOwnReply(env.ID, ownReply{err: peekErr})
-		return
-	}
-	r := ownReply{msg: bytes.Clone(msg)}
-	if env.Result != nil {
-		r.result = bytes.Clone(env.Result)
-	}
-	if env.Error != nil {
-		rpcErr := &RPCError{}
-		if err := json.Unmarshal(env.Error, rpcErr); err != nil {
-			r.err = fmt.Errorf("malformed error response: %w", err)
-		} else {
-			r.err = rpcErr
-		}
-	}
-	s.deliverOwnReply(env.ID, r)
-}
-
-// deliverOwnReply hands r to the own request with id, if it still waits.
-func (s *Session) deliverOwnReply(id []byte, r ownReply) {
-	s.mu.Lock()
-	call, ok := s.own[framing.IDKey(id)]
-	s.mu.Unlock()
-	if !ok {
-		s.log.Debug("dropping a late response to an own request", "id", string(id))
-		return
-	}
-	select {
-	case call.ch <- r:
-	default: // answered already: an upstream that answers twice
-	}
-}
-
-// isOwnID reports whether id is in this Session's own id space, however it
-// is spelled.
-func (s *Session) isOwnID(id []byte) bool {
-	var buf [64]byte
-	key := framing.AppendIDKey(buf[:0], id)
-	return len(key) > len(s.ownID) && key[0] == 's' && string(key[1:1+len(s.ownID)]) == s.ownID
-}
-
-// errOwnID is why a client request using the own id space is refused.
-func (s *Session) errOwnID() string {
-	return "Invalid Request: ids starting with " + strconv.Quote(s.ownID) + " are reserved by this mcpwrap"
-}
-
-// newOwnIDPrefix returns a fresh own-id prefix: ownIDPrefix, a random
-// nonce and "-". Two Sessions (such as two mcpwraps in a chain) get
-// different ones, so neither refuses the other's requests.
-func newOwnIDPrefix() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	return ownIDPrefix + base64.RawURLEncoding.EncodeToString(b[:]) + "-"
 }
 
 // printable shortens a stray line for a log record.

@@ -220,9 +220,9 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 		r := s.request(ctx, l, hs.Method, hs.Params)
 		var rpcErr *RPCError
 		switch {
-		case errors.As(r.err, &rpcErr):
+		case errors.As(r.Err, &rpcErr):
 			if hs.Method == "server/discover" {
-				s.resolveWaiters(hs.Method, r.msg)
+				s.resolveWaiters(hs.Method, r.Msg)
 				continue // the client falls back to initialize; wait for it
 			}
 			err := &resilience.RPCError{Code: rpcErr.Code, Message: rpcErr.Message}
@@ -231,9 +231,9 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 				// a call it sends next is told this class, not "starting up".
 				s.setStatus(resilience.Outcome{Class: c.Class, Err: c, Attempts: attempt})
 			}
-			s.resolveWaiters(hs.Method, r.msg)
+			s.resolveWaiters(hs.Method, r.Msg)
 			return err
-		case r.err != nil:
+		case r.Err != nil:
 			select {
 			case <-l.dead:
 				return s.linkError(l, false)
@@ -242,7 +242,7 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 			if ctx.Err() != nil {
 				return handshakeCtxErr(ctx)
 			}
-			return r.err
+			return r.Err
 		}
 		if hs.Method == "initialize" {
 			if err := l.conn.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
@@ -250,7 +250,7 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 			}
 		}
 		s.mu.Lock()
-		s.hs.Result = r.result
+		s.hs.Result = r.Result
 		l.ready = true
 		if s.up == l {
 			s.ready.Store(l)
@@ -261,7 +261,7 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 		}
 		s.mu.Unlock()
 		s.setStatus(resilience.Outcome{Class: resilience.Available, Attempts: attempt})
-		s.resolveWaiters(hs.Method, r.msg)
+		s.resolveWaiters(hs.Method, r.Msg)
 		if level != nil {
 			s.replay(ctx, l, "logging/setLevel", level)
 		}
@@ -284,8 +284,8 @@ func handshakeCtxErr(ctx context.Context) error {
 // replay re-sends a request of the client's session state to a restarted
 // upstream.
 func (s *Session) replay(ctx context.Context, l *link, method string, params any) {
-	if r := s.request(ctx, l, method, params); r.err != nil {
-		s.log.Warn("cannot replay the client's session state", "method", method, "error", r.err)
+	if r := s.request(ctx, l, method, params); r.Err != nil {
+		s.log.Warn("cannot replay the client's session state", "method", method, "error", r.Err)
 	}
 }
 
@@ -317,8 +317,8 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 		// A handshake on a ready upstream (a client starting over): relay it.
 		started := s.background.Go(func() {
 			r := s.request(s.runCtx(), l, w.method, json.RawMessage(params)) // env's bytes are the pump's
-			if r.msg != nil {
-				s.resolveWaiters(w.method, r.msg)
+			if r.Msg != nil {
+				s.resolveWaiters(w.method, r.Msg)
 			} else {
 				s.answerDegraded(w)
 			}
