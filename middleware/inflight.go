@@ -35,11 +35,12 @@ const maxEnded = 4096
 // leaves the table without an answer from the sidecar: the upstream's
 // answer, should it come, passes.
 //
-// Create one with newTracker. Its methods are safe for concurrent use;
-// they take its own lock, never call out while holding it, and are not
-// called with any other lock held by the Session but for hold's bounds,
-// which are plain numbers passed in. The fields of the inflight values
-// and the calls of a link that it keeps are guarded by that lock too.
+// Create one with newTracker. Its methods are safe for concurrent use:
+// each takes the tracker's own lock, which guards its tables, the mutable
+// fields of the inflight values it keeps and the calls of every link.
+// Under it a method only arms and stops timers (afterFunc and Stop); the
+// expired callback runs without it. The Session never holds its own mu
+// when it calls the tracker, so the two locks are never nested.
 type tracker struct {
 	// Set by newTracker, then read-only.
 	timeout   time.Duration                                        // CallTimeout; zero arms no timer
