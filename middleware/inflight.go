@@ -97,8 +97,10 @@ type inflight struct {
 	// armed, so that a superseded one that fires anyway does nothing.
 	timer interface{ Stop() bool }
 	armed int
-	// idBuf holds id when it fits: a number, or a quoted UUID.
-	idBuf [40]byte
+	// idBuf holds id when it fits, as the numbers and short strings
+	// clients use do: the record then needs no second allocation, and at
+	// 128 bytes it stays in one size class.
+	idBuf [24]byte
 }
 
 // ended is a request that left the in-flight table before the upstream

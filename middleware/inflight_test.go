@@ -357,7 +357,7 @@ func TestTrackerTimers(t *testing.T) {
 // no more (no idle channel nobody waits for, no copy of a usual id).
 func TestTrackerRoundTripAllocations(t *testing.T) {
 	tr, l := newTracker(0, nil, nil), &link{}
-	envs := []framing.Envelope{req(`"0b9c2f4e-3d1a-4c8e-9f7b-2a6d5e8c1f03"`, "tools/call")}
+	envs := []framing.Envelope{req(`"call-0b9c2f4e-3d1a"`, "tools/call")}
 	allocs := testing.AllocsPerRun(100, func() {
 		if refused, gone := tr.track(l, envs, DefaultMaxInFlight); refused != "" || gone {
 			t.Fatal("not tracked")
