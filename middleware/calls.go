@@ -73,6 +73,12 @@ func (s *Session) answered(id []byte) (method string, clientID []byte, late bool
 	return s.tracker.answered(id)
 }
 
+// pendingMethod returns the method of the client request that a response
+// with id would answer, without taking it (see tracker.pendingMethod).
+func (s *Session) pendingMethod(id []byte) string {
+	return s.tracker.pendingMethod(id)
+}
+
 // stopCallTimers stops the call timers still armed as Run returns and
 // returns a channel closed once none is running.
 func (s *Session) stopCallTimers() <-chan struct{} {

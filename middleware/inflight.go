@@ -220,6 +220,19 @@ func (t *tracker) answered(id []byte) (method string, clientID []byte, late bool
 	return "", nil, false
 }
 
+// pendingMethod returns the method of the client request that a response
+// with id would answer, without taking it: "" when none is known.
+func (t *tracker) pendingMethod(id []byte) string {
+	var buf [64]byte
+	key := framing.AppendIDKey(buf[:0], id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r, ok := t.reqs[string(key)]; ok {
+		return r.method
+	}
+	return t.ended[string(key)].method
+}
+
 // untrack takes the client request with id and returns its method, or ""
 // when id is not in flight: only on a method may the caller answer it.
 func (t *tracker) untrack(id []byte) string {
