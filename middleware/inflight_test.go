@@ -368,3 +368,19 @@ func TestTrackerRoundTripAllocations(t *testing.T) {
 	})
 	assert.LessOrEqual(t, allocs, 2.0)
 }
+
+// TestTrackerPendingMethod: the streaming path asks what a response would
+// answer before it decides to hold it; asking takes nothing.
+func TestTrackerPendingMethod(t *testing.T) {
+	tr, l := newTracker(0, nil, nil), &link{}
+	_, _ = tr.track(l, []framing.Envelope{req("1", "tools/list"), req("2", "ping")}, DefaultMaxInFlight)
+	tr.cancelled([]byte("2"))
+
+	assert.Equal(t, "tools/list", tr.pendingMethod([]byte("1")))
+	assert.Equal(t, "ping", tr.pendingMethod([]byte("2")), "an ended request may still be answered")
+	assert.Empty(t, tr.pendingMethod([]byte("3")))
+	assert.Equal(t, 1, tr.len(), "nothing taken")
+	method, _, _ := tr.answered([]byte("1"))
+	assert.Equal(t, "tools/list", method)
+	assert.Empty(t, tr.pendingMethod([]byte("1")))
+}
