@@ -145,8 +145,7 @@ func TestTrackerTakersRace(t *testing.T) {
 		mustTrack(t, tr, l, strconv.Itoa(i))
 		id := []byte(strconv.Itoa(i))
 		var took atomic.Int32
-		var wg sync.WaitGroup
-		for _, take := range []func(){
+		takers := []func(){
 			func() {
 				if method, _, late := tr.answered(id); method != "" && !late {
 					took.Add(1)
@@ -159,13 +158,22 @@ func TestTrackerTakersRace(t *testing.T) {
 			},
 			func() { took.Add(int32(len(tr.fail(l)))) },
 			func() { clock.fire() },
-		} {
+		}
+		// Each order in turn goes first, then all race from one start.
+		first := i % len(takers)
+		takers[0], takers[first] = takers[first], takers[0]
+		takers[0]()
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, take := range takers[1:] {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				<-start
 				take()
 			}()
 		}
+		close(start)
 		wg.Wait()
 		require.Equal(t, int32(1), took.Load()+timedOut.Load(), "taken exactly once (run %d)", i)
 	}
@@ -383,4 +391,27 @@ func TestTrackerPendingMethod(t *testing.T) {
 	method, _, _ := tr.answered([]byte("1"))
 	assert.Equal(t, "tools/list", method)
 	assert.Empty(t, tr.pendingMethod([]byte("1")))
+}
+
+// TestTrackerTimerLosesToAnAnswer: a call timer that fires as the answer
+// comes (too late to stop, it runs after the answer was taken) answers
+// nothing.
+func TestTrackerTimerLosesToAnAnswer(t *testing.T) {
+	clock := &fakeClock{}
+	var expired []string
+	tr := newTracker(time.Second, clock.afterFunc, func(r *inflight) { expired = append(expired, string(r.id)) })
+	mustTrack(t, tr, &link{}, "1")
+	clock.mu.Lock()
+	timer := clock.timers[0]
+	timer.done = true // firing: Stop can no longer stop it
+	clock.mu.Unlock()
+
+	method, _, late := tr.answered([]byte("1"))
+	assert.Equal(t, "tools/call", method)
+	assert.False(t, late)
+	timer.f()
+	assert.Empty(t, expired, "answered once, by the upstream")
+	method, _, _ = tr.answered([]byte("1"))
+	assert.Empty(t, method, "the timer ended nothing")
+	assert.True(t, isClosed(tr.stopTimers()), "its run is counted done")
 }
