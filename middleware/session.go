@@ -1139,7 +1139,7 @@ func (s *Session) trackReady(envs ...framing.Envelope) (l *link, refused refusal
 			refused = refusedIDInUse
 		}
 		if s.CallTimeout > 0 {
-			tokens[i] = progressToken(env.Params)
+			tokens[i] = progressKey(env.ProgressToken)
 		}
 	}
 	s.mu.Lock()

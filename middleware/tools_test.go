@@ -523,7 +523,7 @@ func TestParseCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := parseCall([]byte(tt.params))
+			p, err := parseCall(callEnvelope(t, []byte(tt.params)))
 			if tt.wantErr {
 				assert.ErrorIs(t, err, errAmbiguousCall)
 				return
@@ -537,6 +537,21 @@ func TestParseCall(t *testing.T) {
 	}
 }
 
+// callEnvelope returns the envelope the client pump reads from a
+// tools/call with params (none when empty), which must be valid JSON.
+func callEnvelope(t *testing.T, params []byte) framing.Envelope {
+	t.Helper()
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call"`)
+	if len(params) > 0 {
+		msg = append(append(append(msg, `,"params":`...), params...), '}')
+	} else {
+		msg = append(msg, '}')
+	}
+	env, err := framing.PeekValid(msg)
+	require.NoError(t, err)
+	return env
+}
+
 // FuzzParseCall checks that a tool name the gate accepts is the one every
 // kind of upstream reads: a case-sensitive parser where the last duplicate
 // wins (JavaScript, Python) and Go's case-insensitive encoding/json.
@@ -548,8 +563,11 @@ func FuzzParseCall(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, params []byte) {
-		p, err := parseCall(params)
-		if err != nil || !json.Valid(params) {
+		if !json.Valid(params) {
+			return
+		}
+		p, err := parseCall(callEnvelope(t, params))
+		if err != nil {
 			return
 		}
 		var exact map[string]json.RawMessage
