@@ -242,3 +242,61 @@ func FuzzPeekValid(f *testing.F) {
 		checkPeekValid(t, line)
 	})
 }
+
+// BenchmarkPeekValid reads a small tools/call and a 10 MiB one.
+func BenchmarkPeekValid(b *testing.B) {
+	for _, bench := range []struct {
+		name string
+		args string
+	}{
+		{name: "Small", args: `{"text":"ping"}`},
+		{name: "Call10MiB", args: `{"data":"` + strings.Repeat("x", 10<<20) + `"}`},
+		{name: "Escaped1MiB", args: `{"data":"` + strings.Repeat(`x\n\u00e9`, 1<<20/9) + `"}`},
+	} {
+		b.Run(bench.name, func(b *testing.B) {
+			msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":` + bench.args + `}}`)
+			b.SetBytes(int64(len(msg)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := PeekValid(msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestStringScanEveryOffset puts each kind of byte at every offset of
+// strings long enough to be read eight bytes at a time, and holds the
+// string scanners to a byte-at-a-time reading and to encoding/json.
+func TestStringScanEveryOffset(t *testing.T) {
+	for n := range 40 {
+		for at := range n {
+			for _, c := range []byte{'"', '\\', 0x00, 0x1f, ' ', 0x7f, 0x80, 0xff, 'n'} {
+				s := bytes.Repeat([]byte{'x'}, n)
+				s[at] = c
+				quoted := append(append([]byte{'"'}, s...), `"rest`...)
+				end, err := skipString(quoted, 0)
+				wantEnd, wantErr := skipStringByByte(quoted)
+				require.Equal(t, wantErr, err != nil, "skipString(%q) error", quoted)
+				require.Equal(t, wantEnd, end, "skipString(%q)", quoted)
+				checkPeekValid(t, append(append([]byte(`{"a":"`), s...), `"}`...))
+			}
+		}
+	}
+}
+
+// skipStringByByte is skipString without its fast path.
+func skipStringByByte(b []byte) (end int, bad bool) {
+	for i := 1; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, false
+		case c == '\\':
+			i++
+		case c < 0x20:
+			return 0, true
+		}
+	}
+	return 0, true
+}
