@@ -113,13 +113,6 @@ func peek(line []byte, valid bool) (env Envelope, err error) {
 		}
 	}()
 	var ambiguous string // the first routing member spelled twice
-	var params paramsWalk
-	defer func() {
-		if params.names == 1 && params.nameExact && !params.badKey {
-			env.Name = params.name
-		}
-		env.Arguments, env.ProgressToken = params.arguments, params.token
-	}()
 	i := skipSpace(line, 0)
 	if i == len(line) {
 		return env, ErrNotJSON
@@ -172,7 +165,9 @@ func peek(line []byte, valid bool) (env Envelope, err error) {
 			start := skipSpace(line, i+1)
 			switch {
 			case string(key) == "params" && env.Params == nil && start < len(line) && line[start] == '{':
-				end, err = peekParams(line, start, valid, &params)
+				var w paramsWalk
+				end, err = peekParams(line, start, valid, &w)
+				env.Name, env.Arguments, env.ProgressToken = w.members()
 			case valid:
 				end, err = validNested(line, start, 1) // inside the message's own object
 			default:
@@ -293,6 +288,15 @@ type paramsWalk struct {
 	nameExact              bool // the first of them is spelled "name"
 	badKey                 bool // a member name failed to decode
 	metaSeen               bool // the first "_meta" was read
+}
+
+// members returns what Envelope holds of the walk: Name, Arguments and
+// ProgressToken.
+func (w *paramsWalk) members() (name, arguments, token []byte) {
+	if w.names == 1 && w.nameExact && !w.badKey {
+		name = w.name
+	}
+	return name, w.arguments, w.token
 }
 
 // maxParamsName is the longest raw member name (inside its quotes) that
@@ -518,6 +522,9 @@ func skipString(b []byte, i int) (int, error) {
 // eight of them: past a short run the caller's byte loop goes on, and a
 // long one (a file's text, base64 data) is read eight bytes at a time.
 func plainRun(b []byte, i int) int {
+	for i+17 <= len(b) && stopBytes(binary.LittleEndian.Uint64(b[i+1:]))|stopBytes(binary.LittleEndian.Uint64(b[i+9:])) == 0 {
+		i += 16
+	}
 	for i+9 <= len(b) && stopBytes(binary.LittleEndian.Uint64(b[i+1:])) == 0 {
 		i += 8
 	}
@@ -530,10 +537,12 @@ func plainRun(b []byte, i int) int {
 // marked byte; only zero is read.)
 func stopBytes(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	quote := x ^ ('"' * ones)      // zero bytes where x has '"'
-	backslash := x ^ ('\\' * ones) // zero bytes where x has '\\'
-	control := (x - 0x20*ones) &^ x
-	return (control | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs
+	// x^0x02 puts '"' at 0x20 and keeps control bytes below it, so one
+	// test for bytes under 0x21 finds both; another finds zero bytes of
+	// x^'\\'.
+	low := x ^ (0x02 * ones)
+	backslash := x ^ ('\\' * ones)
+	return ((low-0x21*ones)&^low | (backslash-ones)&^backslash) & highs
 }
 
 // stringStop marks the bytes that end a run of plain string content: the
