@@ -54,7 +54,15 @@ var ErrNotJSON = errors.New("framing: not a JSON-RPC message")
 var ErrAmbiguous = errors.New("framing: ambiguous JSON-RPC message")
 
 // Envelope holds the top-level members of a JSON-RPC message that a relay
-// routes on. Raw fields alias the peeked line and share its lifetime.
+// routes on, and the members of its params that a relay reads. Raw fields
+// alias the peeked line and share its lifetime.
+//
+// Name is left nil when more than one member of Params is called "name"
+// in any letter case, or when the one so called is not spelled "name"
+// exactly: upstreams disagree on which of them they read (first wins, last
+// wins, or a case-insensitive match, as Go's encoding/json does), so a
+// gate cannot judge a call by its name. It is nil too when a member name
+// in Params has a malformed escape (which only [Peek] lets through).
 type Envelope struct {
 	Kind   Kind
 	ID     []byte // raw JSON of "id", nil when absent
@@ -67,17 +75,10 @@ type Envelope struct {
 	// same pass, so that no reader scans Params again (tools/call params
 	// may be megabytes). Member names are compared after decoding their
 	// escapes. Each is nil when Params is not an object or lacks it.
-	Name          []byte // raw JSON of "name"; also nil when it is ambiguous (see below)
+	Name          []byte // raw JSON of "name"; also nil when it is ambiguous (see above)
 	Arguments     []byte // raw JSON of the first "arguments"
 	ProgressToken []byte // raw JSON of the first "progressToken" of the first "_meta"
 }
-
-// Name is left nil when more than one member of Params is called "name"
-// in any letter case, or when one so called is not spelled "name" exactly:
-// upstreams disagree on which of them they read (first wins, last wins, or
-// a case-insensitive match, as Go's encoding/json does), so a gate cannot
-// judge the call by its name. Nil also when a member name in Params has a
-// malformed escape (only [Peek] lets one through).
 
 // Peek scans the top level of line and returns its envelope. On error, the
 // envelope still holds the members read before the problem, which lets a
@@ -266,9 +267,9 @@ func (env Envelope) Rebase(from, to []byte) Envelope {
 
 // peekParams checks (when valid is set) or skips the params object at
 // line[i] as peek checks or skips any member's value, and collects in w
-// the members of Params that Envelope holds. Without valid, params that only balance their
-// brackets (which is all Peek asks of a nested value) are skipped with
-// those members left nil.
+// the members of Params that Envelope holds. Without valid, params that
+// only balance their brackets (which is all Peek asks of a nested value)
+// are skipped with those members left nil.
 func peekParams(line []byte, i int, valid bool, w *paramsWalk) (int, error) {
 	end, err := w.object(line, i, valid, 2, false) // params is an object in the message's
 	if err != nil {
