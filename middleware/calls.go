@@ -64,6 +64,19 @@ func (s *Session) answered(id []byte) (method string, clientID []byte, late bool
 	return "", nil, false
 }
 
+// pendingMethod returns the method of the client request that a response
+// with id would answer, without ending it: "" when none is known.
+func (s *Session) pendingMethod(id []byte) string {
+	var buf [64]byte
+	key := framing.AppendIDKey(buf[:0], id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.reqs[string(key)]; ok {
+		return r.method
+	}
+	return s.ended[string(key)].method
+}
+
 // armLocked starts r's call timer, when there is a CallTimeout and Run is
 // not returning; s.mu must be held.
 func (s *Session) armLocked(r *inflight) {
