@@ -83,16 +83,12 @@ func (s *Session) stopCallTimers() <-chan struct{} {
 	return s.tracker.stopTimers()
 }
 
-// progressToken returns the framing.IDKey of a request's
-// params._meta.progressToken, or "" when it has none or one longer than
-// maxIDBytes (kept for every request in flight, a token is bounded like an
-// id; progress for such a request does not restart its bound). It costs a
-// scan of the params' top level, so it is only called with a CallTimeout.
-func progressToken(params []byte) string {
-	if params == nil {
-		return ""
-	}
-	token := member(member(params, "_meta"), "progressToken")
+// progressKey returns the framing.IDKey of token, a request's
+// params._meta.progressToken as framing.Envelope holds it, or "" when it
+// has none or one longer than maxIDBytes (kept for every request in
+// flight, a token is bounded like an id; progress for such a request does
+// not restart its bound).
+func progressKey(token []byte) string {
 	if token == nil || len(token) > maxIDBytes {
 		return ""
 	}

@@ -163,7 +163,7 @@ func (t *tracker) track(l *link, envs []framing.Envelope, limit int) (refused re
 		keys = append(keys, key)
 		token := ""
 		if t.timeout > 0 {
-			token = progressToken(env.Params)
+			token = progressKey(env.ProgressToken)
 		}
 		tokens = append(tokens, token)
 	}

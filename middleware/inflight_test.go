@@ -336,6 +336,7 @@ func TestTrackerTimers(t *testing.T) {
 	l := &link{}
 	env := req("1", "tools/call")
 	env.Params = []byte(`{"_meta":{"progressToken":"p"}}`)
+	env.ProgressToken = []byte(`"p"`) // as the one validating pass reads it
 	_, _ = tr.track(l, []framing.Envelope{env, req("2", "subscriptions/listen")}, DefaultMaxInFlight)
 	require.Equal(t, 1, clock.armed(), "no timer for the listen")
 

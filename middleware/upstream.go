@@ -463,9 +463,7 @@ func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 		res, _ := json.Marshal(map[string]any{"tools": []json.RawMessage{s.discoveryDefinition(locked)}})
 		s.reply(env.ID, res)
 	case "tools/call":
-		var p callParams
-		_ = json.Unmarshal(env.Params, &p)
-		if p.Name == s.discoveryName() {
+		if p, err := parseCall(env); err == nil && p.Name == s.discoveryName() {
 			s.reply(env.ID, s.discover(ctx, p.Arguments))
 			return
 		}
