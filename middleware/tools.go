@@ -326,40 +326,22 @@ type callParams struct {
 // judge as surely as any upstream would read them.
 var errAmbiguousCall = errors.New(`params must be an object with exactly one member "name", a string`)
 
-// parseCall reads tools/call params the way any upstream reads them, or
-// refuses them: member names are compared after decoding their escapes,
-// and a second "name" or a "name" in another letter case (which Go's
-// encoding/json would match) is ambiguous, as is a name that is not a
-// string. Unknown members are ignored.
-func parseCall(params []byte) (callParams, error) {
-	var p callParams
-	members, err := framing.Members(params)
+// parseCall reads the tools/call params of env the way any upstream reads
+// them, or refuses them: the envelope's Name is nil when a second "name"
+// or a "name" in another letter case (which Go's encoding/json would
+// match) makes it ambiguous, or when params is not an object (see
+// framing.Envelope); a name that is not a string is refused too. Unknown
+// members are ignored. framing read the members in its one pass over the
+// message, so this costs no scan of params, however large.
+func parseCall(env framing.Envelope) (callParams, error) {
+	if env.Name == nil {
+		return callParams{}, errAmbiguousCall
+	}
+	name, err := framing.String(env.Name)
 	if err != nil {
-		return p, errAmbiguousCall
+		return callParams{}, errAmbiguousCall
 	}
-	names := 0
-	for _, m := range members {
-		key, err := m.Key()
-		if err != nil {
-			return p, errAmbiguousCall
-		}
-		switch {
-		case key == "arguments" && p.Arguments == nil:
-			p.Arguments = m.Value
-		case strings.EqualFold(key, "name"):
-			names++
-			if key != "name" {
-				return p, errAmbiguousCall
-			}
-			if p.Name, err = framing.String(m.Value); err != nil {
-				return p, errAmbiguousCall
-			}
-		}
-	}
-	if names != 1 {
-		return p, errAmbiguousCall
-	}
-	return p, nil
+	return callParams{Name: name, Arguments: env.Arguments}, nil
 }
 
 // gateCall decides a client's tools/call: it answers calls to the discovery
@@ -370,7 +352,7 @@ func parseCall(params []byte) (callParams, error) {
 // while it waits it is held (see hold), and refused past the bounds. held
 // says msg is kept already (see keep); gateCall releases it.
 func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope, held bool) {
-	p, err := parseCall(env.Params)
+	p, err := parseCall(env)
 	if err != nil {
 		s.log.Warn("tools/call refused", "error", err)
 		s.replyError(env.ID, codeInvalidParams, "Invalid params: "+err.Error())
@@ -405,7 +387,7 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 	if !ok {
 		return
 	}
-	p, _ = parseCall(env.Params)
+	p, _ = parseCall(env) // its Arguments alias the kept copy
 	if !s.startGating() {
 		s.answerUnready(ctx, env)
 		s.unhold(msg, true)
