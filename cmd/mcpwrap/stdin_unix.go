@@ -3,8 +3,11 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"os"
+	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -12,11 +15,10 @@ import (
 // closableStdin returns the client's stdin as a reader whose closer ends a
 // read blocked on it, so that the session's client pump ends with its Run
 // (a Conn's Close must end blocked calls). For a pipe or socket it reads a
-// duplicate of the descriptor in non-blocking mode, which hands its reads
-// to Go's runtime poller; closing an ordinary blocking descriptor would not
-// wake the read. Other kinds (a terminal shared with a shell, a file, a
-// test's reader) are left alone, with no closer: a file never blocks, and a
-// terminal's owner must not find it non-blocking after mcpwrap exits.
+// duplicate of the descriptor through a pollStdin; closing an ordinary
+// blocking descriptor would not wake the read. Other kinds (a terminal
+// shared with a shell, a file, a test's reader) are left alone, with no
+// closer: a file never blocks, and a terminal is the user's.
 func closableStdin(stdin io.Reader) (io.Reader, io.Closer) {
 	f, ok := stdin.(*os.File)
 	if !ok {
@@ -37,10 +39,143 @@ func closableStdin(stdin io.Reader) (io.Reader, io.Closer) {
 	if fd < 0 || err != nil {
 		return stdin, nil
 	}
-	if unix.SetNonblock(fd, true) != nil {
+	p, err := newPollStdin(fd, f.Name())
+	if err != nil {
 		unix.Close(fd)
 		return stdin, nil
 	}
-	pollable := os.NewFile(uintptr(fd), f.Name())
-	return pollable, pollable
+	return p, p
+}
+
+// pollStdin reads a descriptor in blocking mode, kept out of Go's runtime
+// poller, after waiting in poll(2) for it and for a pipe that Close hangs
+// up, so that Close ends a Read blocked on it.
+//
+// Waiting in a system call rather than in the runtime poller is what makes
+// it cheap: while the client pump waits for the client its thread is in a
+// system call, which keeps the runtime's monitor thread awake; with every
+// goroutine parked in the runtime poller, the monitor goes to sleep between
+// messages and each message's first system call wakes it again, which cost
+// about a third of the relay's CPU per small round trip. A descriptor in
+// the runtime poller would also wake a poller thread for nothing on every
+// message.
+//
+// Read is called from one goroutine at a time; Close may be called at any
+// time, more than once.
+type pollStdin struct {
+	f      *os.File // the descriptor, blocking, so os.File keeps it out of the runtime poller
+	fRaw   syscall.RawConn
+	wake   *os.File // hung up once hangUp is closed
+	wRaw   syscall.RawConn
+	hangUp *os.File
+
+	// The state of the Read under way, for readFn and pollFn, which are
+	// bound once so that a Read allocates nothing.
+	buf    []byte
+	n      int
+	err    error
+	fds    [2]unix.PollFd
+	readFn func(fd uintptr) bool
+	pollFn func(wake uintptr)
+
+	once     sync.Once
+	closeErr error
+}
+
+// newPollStdin returns a pollStdin reading fd, which it owns (and makes
+// blocking: a non-blocking descriptor would enter the runtime poller).
+func newPollStdin(fd int, name string) (*pollStdin, error) {
+	if err := unix.SetNonblock(fd, false); err != nil {
+		return nil, err
+	}
+	wake, hangUp, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &pollStdin{f: os.NewFile(uintptr(fd), name), wake: wake, hangUp: hangUp}
+	p.readFn, p.pollFn = p.read, p.poll
+	if p.fRaw, err = p.f.SyscallConn(); err == nil {
+		p.wRaw, err = wake.SyscallConn()
+	}
+	if err != nil {
+		wake.Close()
+		hangUp.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Read implements io.Reader.
+func (p *pollStdin) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	p.buf, p.n, p.err = b, 0, nil
+	if err := p.fRaw.Read(p.readFn); err != nil {
+		return 0, &os.PathError{Op: "read", Path: p.f.Name(), Err: os.ErrClosed} // only a closed file fails here
+	}
+	n, err := p.n, p.err
+	p.buf, p.err = nil, nil
+	switch {
+	case err != nil:
+		return 0, err
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// read waits until fd has something to read (or has ended) and reads it
+// into p.buf; it always reports done, as the runtime poller has no part in
+// it.
+func (p *pollStdin) read(fd uintptr) bool {
+	p.fds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	for {
+		// Control keeps wake open while poll uses its descriptor.
+		if err := p.wRaw.Control(p.pollFn); err != nil {
+			p.err = &os.PathError{Op: "read", Path: p.f.Name(), Err: os.ErrClosed}
+		}
+		if p.err != nil {
+			return true
+		}
+		n, err := unix.Read(int(fd), p.buf)
+		switch {
+		case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN):
+			continue // EAGAIN: someone else made it non-blocking again
+		case err != nil:
+			p.err = &os.PathError{Op: "read", Path: p.f.Name(), Err: err}
+		default:
+			p.n = n
+		}
+		return true
+	}
+}
+
+// poll waits until p.fds[0] has something to read (or has ended), or
+// wake is hung up by Close.
+func (p *pollStdin) poll(wake uintptr) {
+	p.fds[1] = unix.PollFd{Fd: int32(wake), Events: unix.POLLIN}
+	for {
+		_, err := unix.Poll(p.fds[:], -1)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			p.err = &os.PathError{Op: "poll", Path: p.f.Name(), Err: err}
+		case p.fds[1].Revents != 0:
+			p.err = &os.PathError{Op: "read", Path: p.f.Name(), Err: os.ErrClosed}
+		}
+		return
+	}
+}
+
+// Close ends a Read under way and releases the descriptors, each once no
+// Read uses it any more.
+func (p *pollStdin) Close() error {
+	p.once.Do(func() {
+		p.hangUp.Close() // wakes a poll under way
+		p.closeErr = p.f.Close()
+		p.wake.Close()
+	})
+	return p.closeErr
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestClosableStdinEndsABlockedRead: closing a pipe stdin ends a read
@@ -53,10 +55,84 @@ func TestClosableStdinEndsABlockedRead(t *testing.T) {
 func readBlocked() bool {
 	buf := make([]byte, 1<<20)
 	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		if strings.Contains(g, "TestClosableStdinEndsABlockedRead.func") && strings.Contains(g, "os.(*File).Read") &&
+		if strings.Contains(g, "TestClosableStdinEndsABlockedRead.func") && strings.Contains(g, ").Read(") &&
 			(strings.Contains(g, "[IO wait") || strings.Contains(g, "[syscall")) {
 			return true
 		}
 	}
 	return false
+}
+
+// TestClosableStdinWaitsInASystemCall: a read waiting for the client waits
+// in a system call, not in Go's runtime poller, and the client's pipe is
+// left in blocking mode; that keeps the runtime's monitor thread from
+// sleeping and being woken again on every message (the relay's CPU per
+// small round trip).
+func TestClosableStdinWaitsInASystemCall(t *testing.T) {
+	var fds [2]int
+	require.NoError(t, syscall.Pipe(fds[:]))
+	r, w := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "client")
+	defer r.Close()
+	defer w.Close()
+	in, closer := closableStdin(r)
+	require.NotNil(t, closer)
+	defer closer.Close()
+
+	read := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 64)
+		n, _ := in.Read(buf)
+		read <- string(buf[:n])
+	}()
+	require.Eventually(t, func() bool { return readState() != "" }, 5*time.Second, time.Millisecond, "the read is blocked")
+	assert.Equal(t, "syscall", readState(), "where the read waits")
+	flags, err := unix.FcntlInt(uintptr(fds[0]), unix.F_GETFL, 0)
+	require.NoError(t, err)
+	assert.Zero(t, flags&unix.O_NONBLOCK, "the client's pipe is left blocking")
+
+	_, err = w.Write([]byte("{}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, "{}\n", <-read)
+}
+
+// TestClosableStdinReadsToEOF: what the client writes arrives whole and in
+// order, then EOF once it closes its end.
+func TestClosableStdinReadsToEOF(t *testing.T) {
+	var fds [2]int
+	require.NoError(t, syscall.Pipe(fds[:]))
+	r, w := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "client")
+	defer r.Close()
+	in, closer := closableStdin(r)
+	require.NotNil(t, closer)
+	defer closer.Close()
+
+	want := strings.Repeat(`{"jsonrpc":"2.0","method":"x"}`+"\n", 10000) // more than a pipe holds
+	go func() {
+		w.Write([]byte(want))
+		w.Close()
+	}()
+	got, err := io.ReadAll(in)
+	require.NoError(t, err)
+	assert.Equal(t, want, string(got))
+}
+
+// readState is the state ("IO wait", "syscall", ...) of the goroutine of
+// TestClosableStdinWaitsInASystemCall that is reading, or "" when it is
+// not reading.
+func readState() string {
+	buf := make([]byte, 1<<20)
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if !strings.Contains(g, "TestClosableStdinWaitsInASystemCall.func") || !strings.Contains(g, ").Read(") {
+			continue
+		}
+		head, _, _ := strings.Cut(g, "\n")
+		if _, state, ok := strings.Cut(head, "["); ok {
+			state, _, _ = strings.Cut(state, "]")
+			state, _, _ = strings.Cut(state, ",")
+			if state == "IO wait" || state == "syscall" {
+				return state
+			}
+		}
+	}
+	return ""
 }
