@@ -41,15 +41,14 @@ func closableStdin(stdin io.Reader) (io.Reader, io.Closer) {
 	}
 	p, err := newPollStdin(fd, f.Name())
 	if err != nil {
-		unix.Close(fd)
 		return stdin, nil
 	}
 	return p, p
 }
 
-// pollStdin reads a descriptor in blocking mode, kept out of Go's runtime
-// poller, after waiting in poll(2) for it and for a pipe that Close hangs
-// up, so that Close ends a Read blocked on it.
+// pollStdin reads a non-blocking descriptor that is kept out of Go's
+// runtime poller, waiting in poll(2) for it and for a pipe that Close
+// hangs up, so that Close ends a Read blocked on it.
 //
 // Waiting in a system call rather than in the runtime poller is what makes
 // it cheap: while the client pump waits for the client its thread is in a
@@ -63,7 +62,7 @@ func closableStdin(stdin io.Reader) (io.Reader, io.Closer) {
 // Read is called from one goroutine at a time; Close may be called at any
 // time, more than once.
 type pollStdin struct {
-	f      *os.File // the descriptor, blocking, so os.File keeps it out of the runtime poller
+	f      *os.File // the descriptor; os.File took it blocking, so it is not in the runtime poller
 	fRaw   syscall.RawConn
 	wake   *os.File // hung up once hangUp is closed
 	wRaw   syscall.RawConn
@@ -74,6 +73,7 @@ type pollStdin struct {
 	buf    []byte
 	n      int
 	err    error
+	full   bool // the last read filled its buffer: more is likely waiting
 	fds    [2]unix.PollFd
 	readFn func(fd uintptr) bool
 	pollFn func(wake uintptr)
@@ -82,22 +82,34 @@ type pollStdin struct {
 	closeErr error
 }
 
-// newPollStdin returns a pollStdin reading fd, which it owns (and makes
-// blocking: a non-blocking descriptor would enter the runtime poller).
+// newPollStdin returns a pollStdin reading fd, which it owns (and closes
+// when it fails).
 func newPollStdin(fd int, name string) (*pollStdin, error) {
+	// os.NewFile puts a descriptor in the runtime poller when it is
+	// non-blocking: it is made so only once the File has it. Non-blocking,
+	// a read never waits where Close cannot end it, even should another
+	// process take what poll saw.
 	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		f.Close()
 		return nil, err
 	}
 	wake, hangUp, err := os.Pipe()
 	if err != nil {
+		f.Close()
 		return nil, err
 	}
-	p := &pollStdin{f: os.NewFile(uintptr(fd), name), wake: wake, hangUp: hangUp}
+	p := &pollStdin{f: f, wake: wake, hangUp: hangUp}
 	p.readFn, p.pollFn = p.read, p.poll
 	if p.fRaw, err = p.f.SyscallConn(); err == nil {
 		p.wRaw, err = wake.SyscallConn()
 	}
 	if err != nil {
+		f.Close()
 		wake.Close()
 		hangUp.Close()
 		return nil, err
@@ -125,27 +137,34 @@ func (p *pollStdin) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-// read waits until fd has something to read (or has ended) and reads it
-// into p.buf; it always reports done, as the runtime poller has no part in
-// it.
+// read reads what fd has into p.buf, waiting until it has something (or
+// has ended); it always reports done, as the runtime poller has no part in
+// it. It waits before it reads unless the last read filled its buffer:
+// after a short read, the next one would most likely find nothing.
 func (p *pollStdin) read(fd uintptr) bool {
 	p.fds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	wait := !p.full
 	for {
-		// Control keeps wake open while poll uses its descriptor.
-		if err := p.wRaw.Control(p.pollFn); err != nil {
-			p.err = &os.PathError{Op: "read", Path: p.f.Name(), Err: os.ErrClosed}
-		}
-		if p.err != nil {
-			return true
+		if wait {
+			// Control keeps wake open while poll uses its descriptor.
+			if err := p.wRaw.Control(p.pollFn); err != nil {
+				p.err = &os.PathError{Op: "read", Path: p.f.Name(), Err: os.ErrClosed}
+			}
+			if p.err != nil {
+				return true
+			}
 		}
 		n, err := unix.Read(int(fd), p.buf)
 		switch {
-		case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN):
-			continue // EAGAIN: someone else made it non-blocking again
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.EAGAIN):
+			wait = true
+			continue
 		case err != nil:
 			p.err = &os.PathError{Op: "read", Path: p.f.Name(), Err: err}
 		default:
-			p.n = n
+			p.n, p.full = n, n == len(p.buf)
 		}
 		return true
 	}
