@@ -15,8 +15,9 @@ import (
 // closableStdin returns the client's stdin as a reader whose closer ends a
 // read blocked on it, so that the session's client pump ends with its Run
 // (a Conn's Close must end blocked calls). For a pipe or socket it reads a
-// duplicate of the descriptor through a pollStdin; closing an ordinary
-// blocking descriptor would not wake the read. Other kinds (a terminal
+// duplicate of the descriptor through a blockingStdin where there is one
+// (Linux), else through a pollStdin; closing an ordinary blocking
+// descriptor would not wake the read. Other kinds (a terminal
 // shared with a shell, a file, a test's reader) are left alone, with no
 // closer: a file never blocks, and a terminal is the user's.
 func closableStdin(stdin io.Reader) (io.Reader, io.Closer) {
@@ -38,6 +39,9 @@ func closableStdin(stdin io.Reader) (io.Reader, io.Closer) {
 	})
 	if fd < 0 || err != nil {
 		return stdin, nil
+	}
+	if r, ok := newBlockingStdin(fd, f.Name(), info.Mode()&os.ModeSocket != 0); ok {
+		return r, r
 	}
 	p, err := newPollStdin(fd, f.Name())
 	if err != nil {
