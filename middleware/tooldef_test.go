@@ -83,3 +83,44 @@ func testAmbiguousToolDefinition(t *testing.T, versioned bool, defs, claims []st
 	h.call(99, "tools/call", `{"name":"ok"}`)
 	assert.Equal(t, 1, h.up.calls("tools/call"), "the plain tool is still callable")
 }
+
+// TestToolsListPageThatDefinesANameTwice: a tools/list page holding two
+// definitions under one name (two changed ones of a catalog tool, or the
+// same one twice) shows the client a name it cannot resolve, whatever the
+// policy says: neither is listed. Merging the page kept only the last
+// changed definition, and the other, found nowhere in the catalog, took
+// the trust of the catalog's first definition; the name stayed callable.
+func TestToolsListPageThatDefinesANameTwice(t *testing.T) {
+	tests := []struct {
+		name     string
+		page     string
+		callable bool // whether a call under the name reaches the upstream afterwards
+	}{
+		{name: "two changed definitions", page: `{"tools":[{"name":"open","description":"v2"},{"name":"open","description":"v3"},{"name":"secret","inputSchema":{"type":"object"}}]}`},
+		{name: "the same definition twice", page: `{"tools":[{"name":"open","inputSchema":{"type":"object"}},{"name":"open","inputSchema":{"type":"object"}}]}`, callable: true},
+	}
+	for _, tt := range tests {
+		for _, versioned := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/versioned=%t", tt.name, versioned), func(t *testing.T) {
+				var policy ToolPolicy = &fakePolicy{status: map[string]string{}}
+				if versioned {
+					policy = versionedFake{policy.(*fakePolicy)}
+				}
+				h := startRaw(t, rawOptions{policy: policy, catalog: secretCatalog})
+				h.client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+				h.answer(h.expect("tools/list"), tt.page)
+				var list listResponse
+				require.NoError(t, json.Unmarshal(h.nextResponse("1"), &list))
+				assert.NotContains(t, list.names(), "open", "a name defined twice is listed")
+
+				h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"open"}}` + "\n")
+				h.client.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}` + "\n")
+				if tt.callable {
+					assert.Equal(t, "tools/call", h.expectAny())
+					return
+				}
+				assert.Equal(t, "ping", h.expectAny(), "a call under a name defined twice reaches the upstream")
+			})
+		}
+	}
+}
