@@ -924,10 +924,15 @@ func (s *Session) mergePage(page [][]byte) ([]json.RawMessage, *verdicts, []int3
 	var all []json.RawMessage
 	var replaced map[int]bool // positions whose definition this page replaced
 	size, changed := s.catalogBytes, false
+	next := 0 // where the next definition is if the page follows the catalog, as a page usually does
 	for k, t := range page {
+		if next < len(s.catalog) && bytes.Equal(s.catalog[next], t) {
+			pos[k], next = int32(next), next+1
+			continue
+		}
 		sum := maphash.Bytes(catalogSeed, t)
 		if p, ok := s.catalogSums[sum]; ok {
-			pos[k] = int32(p)
+			pos[k], next = int32(p), p+1
 			continue
 		}
 		pos[k] = -1
