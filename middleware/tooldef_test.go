@@ -1,10 +1,12 @@
 package middleware
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"testing"
 
+	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -123,4 +125,70 @@ func TestToolsListPageThatDefinesANameTwice(t *testing.T) {
 			})
 		}
 	}
+}
+
+// FuzzPageTrust holds the verdicts on a tools/list page, taken from the
+// catalog the page merges into, to what reading the page and the merged
+// catalog with tooldef says: a definition of the page has a trusted name
+// only when no other definition of the page claims it and the catalog
+// holds that very definition under a name it trusts.
+func FuzzPageTrust(f *testing.F) {
+	pool := []string{
+		tool("a", "1"), tool("a", "2"), tool("b", "1"), tool("b", "2"), tool("c", "1"),
+		`{"name":"a","NAME":"b"}`, `{"name":"c","name":"d"}`, `{"Name":"d"}`,
+		`{"name":"e","description":"x","Description":"y"}`, `{"name":5}`, `{"name":"e"}`, `"e"`,
+	}
+	f.Add([]byte{2, 0, 2, 0, 0, 1})           // one definition twice
+	f.Add([]byte{3, 0, 2, 4, 1, 1, 1, 2})     // two changed definitions of one tool
+	f.Add([]byte{2, 0, 2, 5, 0, 2, 3})        // an ambiguous definition claims a listed name
+	f.Add([]byte{0x82, 0, 2, 10, 1, 9, 3, 6}) // a small catalog limit
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 2 {
+			return
+		}
+		n, versioned, limit := int(data[0]&7), data[0]&8 != 0, 0
+		if data[0]&0x80 != 0 {
+			limit = 60 + int(data[1])
+		}
+		data = data[2:]
+		n = min(n, len(data))
+		pick := func(b []byte) (out [][]byte) {
+			for _, i := range b {
+				out = append(out, []byte(pool[int(i)%len(pool)]))
+			}
+			return out
+		}
+		catalog, page := pick(data[:n]), pick(data[n:])
+
+		var policy ToolPolicy = &fakePolicy{status: map[string]string{}}
+		if versioned {
+			policy = versionedFake{policy.(*fakePolicy)}
+		}
+		s := &Session{Name: "fz", Tools: policy, MaxCatalogBytes: limit}
+		s.once.Do(s.init)
+		s.mu.Lock()
+		s.setCatalogLocked(rawList(catalog))
+		s.mu.Unlock()
+		v := s.pageVerdicts(page)
+
+		var pageIndex, merged tooldef.Index
+		for _, def := range page {
+			d, err := tooldef.Identify(def)
+			pageIndex.Add(def, d, err)
+		}
+		all := s.verdicts.Load().tools
+		for _, def := range all {
+			d, err := tooldef.Identify(def)
+			merged.Add(def, d, err)
+		}
+		for k, def := range page {
+			want := false
+			if pageIndex.Name(k) != "" {
+				for p, c := range all {
+					want = want || (bytes.Equal(c, def) && merged.Name(p) != "")
+				}
+			}
+			assert.Equal(t, want, v.at(k).Callable(), "definition %d of the page, %s", k, def)
+		}
+	})
 }
