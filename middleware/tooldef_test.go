@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -142,11 +143,12 @@ func FuzzPageTrust(f *testing.F) {
 	f.Add([]byte{3, 0, 2, 4, 1, 1, 1, 2})     // two changed definitions of one tool
 	f.Add([]byte{2, 0, 2, 5, 0, 2, 3})        // an ambiguous definition claims a listed name
 	f.Add([]byte{0x82, 0, 2, 10, 1, 9, 3, 6}) // a small catalog limit
+	f.Add([]byte{0x43, 0, 2, 4, 0, 2, 4, 0})  // split recognising the catalog's definitions
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 2 {
 			return
 		}
-		n, versioned, limit := int(data[0]&7), data[0]&8 != 0, 0
+		n, versioned, guided, limit := int(data[0]&7), data[0]&8 != 0, data[0]&0x40 != 0, 0
 		if data[0]&0x80 != 0 {
 			limit = 60 + int(data[1])
 		}
@@ -169,7 +171,14 @@ func FuzzPageTrust(f *testing.F) {
 		s.mu.Lock()
 		s.setCatalogLocked(rawList(catalog))
 		s.mu.Unlock()
-		v := s.pageVerdicts(page)
+		var guide pageGuide
+		if guided { // split as the rewrite does, recognising the catalog's definitions
+			guide.snap = s.verdicts.Load()
+			members, err := framing.MembersSplitKnown([]byte(`{"tools":[`+string(bytes.Join(page, []byte(",")))+`]}`), func(string) bool { return true }, guide.snap.knownDefinitions())
+			require.NoError(t, err)
+			page, guide.at = members[0].Elements, members[0].Known
+		}
+		v := s.pageVerdicts(page, guide)
 
 		var pageIndex, merged tooldef.Index
 		for _, def := range page {

@@ -106,7 +106,7 @@ func (s *Session) evaluate(snap *verdicts) []Availability {
 		}
 	}
 	if s.versioned != nil {
-		s.verdicts.CompareAndSwap(snap, &verdicts{tools: snap.tools, index: snap.index, names: snap.names, avail: slices.Clone(avail), version: version})
+		s.verdicts.CompareAndSwap(snap, &verdicts{tools: snap.tools, index: snap.index, names: snap.names, known: snap.known, avail: slices.Clone(avail), version: version})
 	}
 	return avail
 }
@@ -137,8 +137,29 @@ type verdicts struct {
 	tools   []json.RawMessage
 	index   *tooldef.Index // never nil; identifies the catalog
 	names   []string       // the trusted name of each definition (see tooldef.Index.Name)
+	known   *knownDefinitions
 	avail   []Availability
 	version uint64
+}
+
+// knownDefinitions are the definitions of a catalog as framing recognises
+// them in a tools/list page, checked on first use rather than under the
+// lock that sets the catalog.
+type knownDefinitions struct {
+	once  sync.Once
+	tools []json.RawMessage
+	known *framing.Known
+}
+
+// knownDefinitions returns the definitions of the catalog for
+// framing.MembersSplitKnown; nil when no catalog is loaded.
+func (v *verdicts) knownDefinitions() *framing.Known {
+	if v == nil {
+		return nil
+	}
+	k := v.known
+	k.once.Do(func() { k.known = framing.NewKnown(k.tools) })
+	return k.known
 }
 
 // callVerdict returns the policy's verdict on a call to the named tool, a
@@ -191,7 +212,8 @@ func (s *Session) showDiscovery(locked int) bool {
 // shown. When there is nothing to change it returns msg itself, so the
 // client gets the upstream's bytes.
 func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
-	members, err := framing.MembersSplit(env.Result, func(name string) bool { return strings.EqualFold(name, "tools") })
+	guide := pageGuide{snap: s.verdicts.Load()}
+	members, err := framing.MembersSplitKnown(env.Result, func(name string) bool { return strings.EqualFold(name, "tools") }, guide.snap.knownDefinitions())
 	if err != nil {
 		s.log.Warn("malformed tools/list result; passed through", "error", err)
 		return msg
@@ -208,7 +230,7 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 		case err != nil:
 			ambiguous = true
 		case key == "tools" && toolsVal == nil:
-			toolsVal, page = m.Value, m.Elements
+			toolsVal, page, guide.at = m.Value, m.Elements, m.Known
 		case strings.EqualFold(key, "tools"):
 			ambiguous = true
 		case key == "nextCursor":
@@ -228,7 +250,7 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 		s.log.Warn("tools/list result whose tools is not an array; passed through")
 		return msg
 	}
-	v := s.pageVerdicts(page)
+	v := s.pageVerdicts(page, guide)
 	kept, locked := 0, 0
 	for k := range page {
 		switch a := v.at(k); {
@@ -735,7 +757,7 @@ func (s *Session) setCatalogLocked(all []json.RawMessage) {
 	}
 	s.catalog, s.catalogIndex, s.catalogSums, s.catalogKnown = all, index, sums, true
 	s.catalogBytes = size
-	s.verdicts.Store(&verdicts{tools: all, index: index, names: names}) // evaluated by the reevaluate that follows
+	s.verdicts.Store(&verdicts{tools: all, index: index, names: names, known: &knownDefinitions{tools: all}}) // evaluated by the reevaluate that follows
 }
 
 // identities caches what tooldef read from tool definitions, by their hash
@@ -813,14 +835,22 @@ func (v pageView) at(k int) Availability {
 	return v.catalog[v.pos[k]]
 }
 
+// pageGuide is where the splitter found the definitions of a tools/list
+// page in a catalog (see framing.MembersSplitKnown): at holds, for each,
+// its position in snap's catalog, or -1.
+type pageGuide struct {
+	snap *verdicts
+	at   []int
+}
+
 // pageVerdicts merges a tools/list page the client is about to see into
 // the catalog (see notePage) and returns the verdict on each of its
 // definitions. Once a catalog is loaded, a definition is judged as the
 // catalog's own, which the one tool-definition parser read once when it
 // joined the catalog: under a VersionedPolicy by the verdicts kept for the
 // catalog, without asking the policy again.
-func (s *Session) pageVerdicts(page [][]byte) pageView {
-	snap, pos := s.notePage(page)
+func (s *Session) pageVerdicts(page [][]byte, guide pageGuide) pageView {
+	snap, pos := s.notePage(page, guide)
 	if snap == nil {
 		avail := s.Tools.Evaluate(rawList(page))
 		for i, ok := range s.pageTrust(page) {
@@ -880,8 +910,8 @@ func distrust(snap *verdicts, page [][]byte, pos []int32) {
 // catalog, to record it and announce what it changes. It returns the
 // catalog merged into and the position in it of each definition of the
 // page (-1 for one it could not take), or nil when no catalog is loaded.
-func (s *Session) notePage(page [][]byte) (*verdicts, []int32) {
-	all, snap, pos, changed := s.mergePage(page)
+func (s *Session) notePage(page [][]byte, guide pageGuide) (*verdicts, []int32) {
+	all, snap, pos, changed := s.mergePage(page, guide)
 	if !changed {
 		return snap, pos
 	}
@@ -912,8 +942,9 @@ func (s *Session) pageTrust(page [][]byte) []bool {
 // mergePage is notePage's merge; it returns the catalog when it changed,
 // the catalog as published after the merge (nil when no catalog is
 // loaded), the positions of the page's definitions in it and whether it
-// changed.
-func (s *Session) mergePage(page [][]byte) ([]json.RawMessage, *verdicts, []int32, bool) {
+// changed. It takes the positions guide found in the catalog, when that is
+// still the catalog, and looks up the others by their hash.
+func (s *Session) mergePage(page [][]byte, guide pageGuide) ([]json.RawMessage, *verdicts, []int32, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.catalogKnown {
@@ -924,15 +955,18 @@ func (s *Session) mergePage(page [][]byte) ([]json.RawMessage, *verdicts, []int3
 	var all []json.RawMessage
 	var replaced map[int]bool // positions whose definition this page replaced
 	size, changed := s.catalogBytes, false
-	next := 0 // where the next definition is if the page follows the catalog, as a page usually does
+	at := guide.at
+	if guide.snap == nil || guide.snap.index != s.catalogIndex {
+		at = nil // the catalog changed since
+	}
 	for k, t := range page {
-		if next < len(s.catalog) && bytes.Equal(s.catalog[next], t) {
-			pos[k], next = int32(next), next+1
+		if at != nil && at[k] >= 0 {
+			pos[k] = int32(at[k])
 			continue
 		}
 		sum := maphash.Bytes(catalogSeed, t)
 		if p, ok := s.catalogSums[sum]; ok {
-			pos[k], next = int32(p), p+1
+			pos[k] = int32(p)
 			continue
 		}
 		pos[k] = -1
