@@ -30,7 +30,9 @@ func splitArray(b []byte, i int, known *Known) ([][]byte, []int, int, error) {
 	out := [][]byte{}
 	var at []int
 	if known != nil {
-		at = []int{}
+		// As many elements as known values of their size fit in b.
+		n := min(len(known.vals), (len(b)-i)/known.size+1)
+		out, at = make([][]byte, 0, n), make([]int, 0, n)
 	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
@@ -72,6 +74,7 @@ func splitArray(b []byte, i int, known *Known) ([][]byte, []int, int, error) {
 type Known struct {
 	vals [][]byte       // nil for a value that is not whole
 	at   map[uint64]int // hash of a value -> its index, to find one out of sequence
+	size int            // the mean size of the values, at least 1
 }
 
 var knownSeed = maphash.MakeSeed()
@@ -79,12 +82,15 @@ var knownSeed = maphash.MakeSeed()
 // NewKnown returns the Known of vals, which it keeps (not to be modified).
 func NewKnown[V ~[]byte](vals []V) *Known {
 	k := &Known{vals: make([][]byte, len(vals)), at: make(map[uint64]int, len(vals))}
+	total := 0
 	for i, v := range vals {
 		if end, err := skipValue(v, 0); err == nil && end == len(v) {
 			k.vals[i] = v
 			k.at[maphash.Bytes(knownSeed, v)] = i
 		}
+		total += len(v)
 	}
+	k.size = max(1, total/max(1, len(vals)))
 	return k
 }
 
