@@ -64,6 +64,24 @@ func (s *Session) answered(id []byte) (method string, clientID []byte, late bool
 	return "", nil, false
 }
 
+// listPending reports whether the client waits for the answer to a
+// tools/list: one in flight, or ended before the upstream answered it.
+func (s *Session) listPending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.reqs {
+		if r.method == "tools/list" {
+			return true
+		}
+	}
+	for _, e := range s.ended {
+		if e.method == "tools/list" {
+			return true
+		}
+	}
+	return false
+}
+
 // armLocked starts r's call timer, when there is a CallTimeout and Run is
 // not returning; s.mu must be held.
 func (s *Session) armLocked(r *inflight) {

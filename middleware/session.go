@@ -125,6 +125,12 @@ type Session struct {
 	// DrainTimeout bounds the wait for in-flight requests when the client
 	// goes away or Run's context is done. Zero means [DefaultDrainTimeout].
 	DrainTimeout time.Duration
+	// StreamIdleTimeout bounds how long a long upstream message relayed to
+	// the client as it arrives (see stream.go) may wait for its next bytes:
+	// the client's line holds up every other message to the client, so a
+	// stalled one is ended and its request answered with an error. Zero
+	// means [DefaultStreamIdleTimeout].
+	StreamIdleTimeout time.Duration
 	// MaxHeldRequests bounds the client requests held at once while they
 	// wait: calls to a tool not known yet waiting for the tool catalog,
 	// handshakes waiting for the upstream, requests waiting for an upstream
@@ -530,11 +536,24 @@ func (s *Session) pumpClient(ctx context.Context) error {
 		ctx = context.WithValue(ctx, turnKey{}, turn)
 		defer s.endTurn(turn)
 	}
+	heads, _ := s.Client.(headReader)
 	for {
 		if more != nil && !more.Buffered() {
 			s.endTurn(turn)
 		}
-		msg, err := s.Client.ReadMessage()
+		var msg []byte
+		var err error
+		if heads != nil {
+			var whole bool
+			if msg, whole, err = heads.ReadHead(); err == nil && !whole {
+				if s.streamClient(heads, msg) {
+					continue
+				}
+				msg, err = s.Client.ReadMessage() // held whole after all
+			}
+		} else {
+			msg, err = s.Client.ReadMessage()
+		}
 		if err != nil {
 			if e, ok := oversize(err); ok {
 				env := framing.Envelope{ID: e.ID, Method: e.Method} // found wherever they are in it
@@ -871,11 +890,28 @@ func (s *Session) pumpUpstream(l *link) {
 		}
 	}
 	defer flush()
+	heads, _ := l.conn.(headReader)
+	parts, _ := s.Client.(partsWriter)
+	if heads == nil || parts == nil {
+		heads, parts = nil, nil
+	}
 	for {
 		if more != nil && !more.Buffered() {
 			flush()
 		}
-		msg, err := l.conn.ReadMessage()
+		var msg []byte
+		var err error
+		if heads != nil {
+			var whole bool
+			if msg, whole, err = heads.ReadHead(); err == nil && !whole {
+				if s.streamUpstream(l, heads, parts, msg) {
+					continue
+				}
+				msg, err = l.conn.ReadMessage() // held whole after all
+			}
+		} else {
+			msg, err = l.conn.ReadMessage()
+		}
 		if err != nil {
 			if e, ok := oversize(err); ok {
 				env := framing.Envelope{ID: e.ID, Method: e.Method} // found wherever they are in it
@@ -910,6 +946,13 @@ func (s *Session) pumpUpstream(l *link) {
 		}
 		switch env.Kind {
 		case framing.Response:
+			if ambiguous && env.ID == nil {
+				// Its "id" is spelled twice: which request it answers is the
+				// client parser's guess (JavaScript's takes the last), and a
+				// guess at a tools/list would show it unfiltered.
+				s.log.Warn("upstream response with an ambiguous id dropped", "error", err)
+				continue
+			}
 			if s.isOwnID(env.ID) {
 				s.deliverOwn(msg, env, err)
 				continue

@@ -276,3 +276,77 @@ func (r *Reader) discard(e *LineTooLongError) error {
 		r.read()
 	}
 }
+
+// ReadHead is [Reader.Read] for a reader that may relay a long line as it
+// arrives rather than hold it whole. A line is long when it is no shorter
+// than 64 KiB or passes the size limit, whichever is less. ReadHead returns
+// the next non-blank line whole (whole is true) when it is not long; else,
+// as soon as that is known, the line's head, its first 64 KiB (or limit
+// plus one byte), and whole is false. Which lines are long depends on
+// their length alone, not on how they arrive. The head is not consumed:
+// the caller then either calls Read, which returns the whole line as if
+// ReadHead had not been called (bound by the size limit), or ReadPart
+// until it reports the line's end, which relays the line in parts whatever
+// its size. The slice is valid only until the next call.
+func (r *Reader) ReadHead() (line []byte, whole bool, err error) {
+	for {
+		line, whole, err := r.readHead()
+		if err != nil || !whole || len(bytes.TrimSpace(line)) > 0 {
+			return line, whole, err
+		}
+	}
+}
+
+func (r *Reader) readHead() ([]byte, bool, error) {
+	r.release()
+	long := min(minBuffer, r.max+1) // fits the buffer, so it never grows here
+	for {
+		if i := bytes.IndexByte(r.buf[r.start+r.scanned:r.end], '\n'); i >= 0 {
+			n := r.scanned + i
+			if n >= long {
+				return r.buf[r.start : r.start+long], false, nil
+			}
+			line := r.buf[r.start : r.start+n] // within the limit: long is at most max+1
+			r.start += n + 1
+			r.scanned = 0
+			return line, true, nil
+		}
+		r.scanned = r.end - r.start
+		if r.scanned >= long {
+			return r.buf[r.start : r.start+long], false, nil
+		}
+		if r.err != nil {
+			line, err := r.readLine()
+			return line, true, err
+		}
+		r.fill()
+	}
+}
+
+// ReadPart returns the next bytes of the line whose head [Reader.ReadHead]
+// returned, starting with that head, and consumes them; last reports the
+// line's end: its newline, consumed and not returned. The line is not
+// bound by the size limit, and costs no more memory than the buffer. A
+// stream that ends before the newline yields last and its error (io.EOF
+// when it just ended): the line was cut off. The slice is valid only until
+// the next call.
+func (r *Reader) ReadPart() (part []byte, last bool, err error) {
+	for {
+		if r.start == r.end {
+			if r.err != nil {
+				return nil, true, r.err
+			}
+			r.start, r.end, r.scanned = 0, 0, 0
+			r.read()
+			continue
+		}
+		buffered := r.buf[r.start:r.end]
+		if i := bytes.IndexByte(buffered, '\n'); i >= 0 {
+			r.start += i + 1
+			r.scanned = 0
+			return buffered[:i], true, nil
+		}
+		r.start, r.scanned = r.end, 0
+		return buffered, false, nil
+	}
+}
