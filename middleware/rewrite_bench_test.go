@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,6 +23,30 @@ import (
 // and a hundred changed since their approval (pending_approval). It
 // includes reading the message's envelope, as the upstream pump does.
 func BenchmarkToolsListRewrite10k(b *testing.B) {
+	benchmarkRewrite(b, rewriteBench{loaded: true})
+}
+
+// BenchmarkToolsListRewriteReordered10k is BenchmarkToolsListRewrite10k
+// with a page that lists the catalog in reverse order: no definition
+// follows the one before it in the catalog, so each is scanned and looked
+// up by its hash.
+func BenchmarkToolsListRewriteReordered10k(b *testing.B) {
+	benchmarkRewrite(b, rewriteBench{loaded: true, reversed: true})
+}
+
+// BenchmarkToolsListRewriteUncataloged10k is BenchmarkToolsListRewrite10k
+// before the sidecar has loaded the catalog: the page is judged alone.
+func BenchmarkToolsListRewriteUncataloged10k(b *testing.B) {
+	benchmarkRewrite(b, rewriteBench{})
+}
+
+// rewriteBench says what a tools/list rewrite benchmark measures.
+type rewriteBench struct {
+	loaded   bool // the catalog is loaded
+	reversed bool // the page lists it in reverse order
+}
+
+func benchmarkRewrite(b *testing.B, o rewriteBench) {
 	approved := rewriteBenchCatalog(0)
 	current := rewriteBenchCatalog(100) // a hundred definitions changed since their approval
 	ctx := context.Background()
@@ -41,9 +66,16 @@ func BenchmarkToolsListRewrite10k(b *testing.B) {
 	s := &middleware.Session{Name: "bench", Tools: g, CatalogSeen: func(all []json.RawMessage) { g.CatalogSeen(ctx, all) }}
 	g.CatalogSeen(ctx, current) // the load after the handshake
 	s.MarkAvailable()
-	s.LoadCatalog(current)
-	s.ReevaluateTools()
-	msg := []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[` + string(joinRaw(current)) + `]}}`)
+	if o.loaded {
+		s.LoadCatalog(current)
+		s.ReevaluateTools()
+	}
+	page := current
+	if o.reversed {
+		page = slices.Clone(current)
+		slices.Reverse(page)
+	}
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[` + string(joinRaw(page)) + `]}}`)
 
 	out := string(s.RewriteToolsList(msg))
 	for _, want := range []string{`"discover_tools"`, `"read_00013"`, "1110 tool(s) are locked"} {
