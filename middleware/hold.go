@@ -263,19 +263,16 @@ func (s *Session) rememberSubscriptionLocked(uri string) {
 	s.subsBytes += len(uri)
 }
 
-// rememberListenLocked records msg, the client's subscriptions/listen
-// request with IDKey key, for replay to a restarted upstream, within the
-// held bounds: past them it is still relayed but not remembered, and a
-// crash answers it with an error like any other request in flight. s.mu
-// must be held; untrackLocked forgets it.
-func (s *Session) rememberListenLocked(key string, msg []byte) {
+// rememberListen records msg, the client's subscriptions/listen request
+// with id, in flight, for replay to a restarted upstream, within the held
+// bounds: past them it is still relayed but not remembered, and a crash
+// answers it with an error like any other request in flight. The tracker
+// forgets it when the request ends.
+func (s *Session) rememberListen(id, msg []byte) {
 	maxCount, maxBytes := s.heldBounds()
-	if len(s.listens)+1 > maxCount || s.listensBytes+len(msg) > maxBytes {
-		s.log.Warn("too many subscriptions/listen requests to remember; this one will not be re-opened after a restart", "listens", len(s.listens))
-		return
+	if !s.tracker.keepListen(id, msg, maxCount, maxBytes) {
+		s.log.Warn("too many subscriptions/listen requests to remember; this one will not be re-opened after a restart")
 	}
-	s.listens[key] = bytes.Clone(msg)
-	s.listensBytes += len(msg)
 }
 
 // forgetSubscriptionLocked ends what rememberSubscriptionLocked began;
