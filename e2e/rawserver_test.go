@@ -18,11 +18,16 @@ const rawServerArg = "mcpwrap-e2e-raw-server"
 const rawBlobBytes = 10 << 20
 
 // rawTools is the raw server's catalog: echo (a small answer), blob (a
-// 10 MiB answer) and sink (takes any arguments, a small answer).
+// 10 MiB answer), sink (takes any arguments, a small answer) and huge (an
+// answer of arguments.bytes of text, written as it is made).
 const rawTools = `{"tools":[` +
 	`{"name":"echo","description":"Answers ok.","inputSchema":{"type":"object"}},` +
 	`{"name":"blob","description":"Answers 10 MiB of text.","inputSchema":{"type":"object"}},` +
-	`{"name":"sink","description":"Takes anything, answers ok.","inputSchema":{"type":"object"}}]}`
+	`{"name":"sink","description":"Takes anything, answers ok.","inputSchema":{"type":"object"}},` +
+	`{"name":"huge","description":"Answers arguments.bytes of text.","inputSchema":{"type":"object","properties":{"bytes":{"type":"integer"}}}}]}`
+
+// rawHugeChunk is what the huge tool's text is made of.
+var rawHugeChunk = []byte(strings.Repeat("y", 1<<20))
 
 // runRawServer serves the raw server on stdin/stdout until stdin ends and
 // returns the process exit code. Requests are read by a minimal scan of
@@ -49,7 +54,7 @@ func runRawServer() int {
 			}
 			return 1
 		}
-		id, method, tool := rawEnvelope(line)
+		id, method, tool, size := rawEnvelope(line)
 		reply := func(tail string) {
 			w.WriteString(`{"jsonrpc":"2.0","id":`)
 			w.Write(id)
@@ -63,6 +68,12 @@ func runRawServer() int {
 			reply(`,"result":` + rawTools + "}\n")
 		case method == "tools/call" && tool == "blob":
 			reply(blob)
+		case method == "tools/call" && tool == "huge":
+			reply(`,"result":{"content":[{"type":"text","text":"`)
+			for ; size > 0; size -= int64(len(rawHugeChunk)) {
+				w.Write(rawHugeChunk[:min(size, int64(len(rawHugeChunk)))])
+			}
+			w.WriteString(`"}]}}` + "\n")
 		case method == "tools/call", method == "ping":
 			reply(ok)
 		default:
@@ -75,20 +86,23 @@ func runRawServer() int {
 }
 
 // rawEnvelope returns a request's id (raw), method and, for tools/call, the
-// tool's name.
-func rawEnvelope(line []byte) (id json.RawMessage, method, tool string) {
+// tool's name and its arguments.bytes (small requests only).
+func rawEnvelope(line []byte) (id json.RawMessage, method, tool string, size int64) {
 	if len(line) < 64<<10 {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 			Params struct {
-				Name string `json:"name"`
+				Name      string `json:"name"`
+				Arguments struct {
+					Bytes int64 `json:"bytes"`
+				} `json:"arguments"`
 			} `json:"params"`
 		}
 		if json.Unmarshal(line, &m) != nil {
-			return nil, "", ""
+			return nil, "", "", 0
 		}
-		return m.ID, m.Method, m.Params.Name
+		return m.ID, m.Method, m.Params.Name, m.Params.Arguments.Bytes
 	}
 	head := line[:256]
 	field := func(key string, stop byte) []byte {
@@ -102,5 +116,5 @@ func rawEnvelope(line []byte) (id json.RawMessage, method, tool string) {
 		}
 		return v[:bytes.IndexByte(v, stop)]
 	}
-	return field("id", ','), string(field("method", '"')), string(field("name", '"'))
+	return field("id", ','), string(field("method", '"')), string(field("name", '"')), 0
 }

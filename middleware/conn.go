@@ -89,16 +89,42 @@ func NewStreamConn(r io.Reader, w io.Writer, closer io.Closer, maxMessageBytes i
 // ReadMessage implements [Conn].
 func (c *StreamConn) ReadMessage() ([]byte, error) {
 	msg, err := c.r.Read()
-	if err != nil {
-		if e, ok := errors.AsType[*framing.LineTooLongError](err); ok {
-			return nil, &MessageTooLargeError{Size: e.Size, Limit: e.Limit, ID: e.ID, Method: e.Method, Err: e}
-		}
+	return msg, tooLarge(err)
+}
+
+// tooLarge returns err, the framing's error for a line too long as a
+// [*MessageTooLargeError].
+func tooLarge(err error) error {
+	if e, ok := errors.AsType[*framing.LineTooLongError](err); ok {
+		return &MessageTooLargeError{Size: e.Size, Limit: e.Limit, ID: e.ID, Method: e.Method, Err: e}
 	}
-	return msg, err
+	return err
 }
 
 // WriteMessage implements [Conn].
 func (c *StreamConn) WriteMessage(msg []byte) error { return c.w.Write(msg) }
+
+// ReadHead is ReadMessage for a caller that may relay a long message as it
+// arrives. It returns the next message whole (whole is true) when it fits
+// in the read buffer (64 KiB); else the message's first bytes, its head,
+// which it does not consume. The caller then calls ReadMessage for the
+// whole message (bound by the size limit), or ReadPart until it reports
+// the message's end (bound by nothing: no more than the buffer is held).
+// The slice is valid only until the next call.
+func (c *StreamConn) ReadHead() (msg []byte, whole bool, err error) {
+	msg, whole, err = c.r.ReadHead()
+	return msg, whole, tooLarge(err)
+}
+
+// ReadPart returns the next bytes of the message whose head ReadHead
+// returned, starting with that head; last reports the message's end. An
+// error (io.EOF when the stream ended) comes with last: the message was cut
+// off. The slice is valid only until the next call.
+func (c *StreamConn) ReadPart() (part []byte, last bool, err error) { return c.r.ReadPart() }
+
+// BeginMessage begins a message written in parts as they arrive, such as
+// one read with ReadPart: no other message is written until it is ended.
+func (c *StreamConn) BeginMessage() MessageWriter { return c.w.Stream() }
 
 // Buffered reports whether a whole message is already buffered, so that
 // the next ReadMessage returns it without waiting.
@@ -132,6 +158,35 @@ type bufferedReader interface{ Buffered() bool }
 type holdingWriter interface {
 	HoldMessage(msg []byte) error
 	Flush() error
+}
+
+// A headReader is a [Conn] that can hand over a long message's head
+// before the rest has arrived, then the rest in parts (StreamConn, the
+// stdio upstream).
+type headReader interface {
+	ReadHead() (msg []byte, whole bool, err error)
+	ReadPart() (part []byte, last bool, err error)
+}
+
+// A MessageWriter writes one message in parts, as they arrive; see
+// [StreamConn.BeginMessage]. It holds its Conn's writing side until End.
+//
+// Write is called from one goroutine at a time; End may be called from any
+// goroutine, concurrently with Write, and more than once: the first call
+// ends the message, whatever was written of it, so that a watchdog can end
+// a message whose sender stalled. Write fails once the message has ended.
+type MessageWriter interface {
+	// Write writes the message's next part, which holds no newline.
+	Write(part []byte) error
+	// End ends the message and frees the Conn's writing side. It reports
+	// whether this call ended it, and the first write error.
+	End() (first bool, err error)
+}
+
+// A partsWriter is a [Conn] that can write a message in parts as they
+// arrive (StreamConn, the stdio upstream).
+type partsWriter interface {
+	BeginMessage() MessageWriter
 }
 
 // oversize reports whether err reports a dropped message, and its details

@@ -22,6 +22,9 @@ type peer struct {
 	out  *framing.Reader // what the peer receives
 	outR *io.PipeReader
 	recv chan []byte
+	// received counts the bytes the peer has received, whole messages or
+	// not.
+	received atomic.Int64
 }
 
 // newPeer returns a peer and the Conn the Session uses to talk to it.
@@ -34,7 +37,8 @@ func newPeer(t *testing.T, maxLine int) (*peer, Conn) {
 		fromSession.Close()
 		return nil
 	}), maxLine)
-	p := &peer{t: t, in: fromPeer, out: framing.NewReader(toPeer, 0), outR: toPeer, recv: make(chan []byte, 64)}
+	p := &peer{t: t, in: fromPeer, outR: toPeer, recv: make(chan []byte, 64)}
+	p.out = framing.NewReader(countingReader{toPeer, &p.received}, 0)
 	go p.read()
 	t.Cleanup(func() { fromPeer.Close(); toPeer.Close() })
 	return p, conn
@@ -50,6 +54,18 @@ func (p *peer) read() {
 		}
 		p.recv <- append([]byte(nil), line...)
 	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 type closerFunc func() error

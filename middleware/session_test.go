@@ -119,10 +119,12 @@ func TestSessionOversizedMessages(t *testing.T) {
 	assert.Equal(t, -32600, resp.Error.Code)
 	assert.Contains(t, resp.Error.Message, "exceeds the 1024-byte limit")
 
-	// An oversized response is dropped, and its request is answered with an error.
+	// An oversized response that must be held whole (its head does not
+	// show what it is: see stream.go) is dropped, and its request is
+	// answered with an error.
 	h.client.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call"}` + "\n")
 	h.up.next()
-	h.up.send(`{"jsonrpc":"2.0","id":6,"result":{"x":"` + big + `"}}` + "\n")
+	h.up.send(`{"jsonrpc":"2.0","result":{"x":"` + big + `"},"id":6}` + "\n")
 	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
 	assert.Equal(t, "6", string(resp.ID))
 	assert.Equal(t, -32603, resp.Error.Code)
@@ -583,8 +585,10 @@ func TestAmbiguousUpstreamResponse(t *testing.T) {
 
 // TestOversizedServerRequestExchangeIsAnswered: a request of the upstream's
 // (sampling, elicitation) is a request too: when it, or the client's answer
-// to it, is over the message limit, the upstream is answered with an error
-// rather than left waiting forever.
+// to it, is over the message limit and must be held whole, the upstream is
+// answered with an error rather than left waiting forever. (One whose head
+// shows what it is, id and method first, is relayed as it arrives: see
+// TestLongUpstreamRequestIsRelayedAsItArrives.)
 func TestOversizedServerRequestExchangeIsAnswered(t *testing.T) {
 	big := strings.Repeat("a", 4096)
 	tests := []struct {
@@ -592,12 +596,12 @@ func TestOversizedServerRequestExchangeIsAnswered(t *testing.T) {
 		run  func(h *harness)
 	}{
 		{name: "the upstream's request is too large", run: func(h *harness) {
-			h.up.send(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"x":"` + big + `"}}` + "\n")
+			h.up.send(`{"jsonrpc":"2.0","method":"sampling/createMessage","params":{"x":"` + big + `"},"id":"s1"}` + "\n")
 		}},
 		{name: "the client's answer is too large", run: func(h *harness) {
 			h.up.send(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}` + "\n")
 			require.Contains(t, string(h.client.next()), `"sampling/createMessage"`)
-			h.client.send(`{"jsonrpc":"2.0","id":"s1","result":{"x":"` + big + `"}}` + "\n")
+			h.client.send(`{"jsonrpc":"2.0","result":{"x":"` + big + `"},"id":"s1"}` + "\n")
 		}},
 	}
 	for _, tt := range tests {

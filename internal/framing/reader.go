@@ -55,8 +55,9 @@ const minBuffer = 64 << 10
 //
 // It reads into one buffer of its own, which starts at 64 KiB, doubles
 // when a line does not fit (up to just past the limit) and is given back
-// once a line that needed more has been consumed: a large message costs
-// about twice its size while it is read, and nothing after.
+// once eight lines in a row have fitted the usual size: a run of large
+// messages reuses one buffer, and a large message costs about twice its
+// size while it is read, and nothing once the run is over.
 //
 // A Reader is not safe for concurrent use.
 type Reader struct {
@@ -66,6 +67,9 @@ type Reader struct {
 	start   int
 	end     int
 	scanned int        // bytes at buf[start:] known to hold no newline
+	// sinceLarge counts the lines read since the last that needed a grown
+	// buffer (see release).
+	sinceLarge int
 	err     error      // the read error to report once buf is used up
 	scan    envScanner // reads the id of an oversized line as it is skipped
 
@@ -126,6 +130,9 @@ func (r *Reader) readLine() ([]byte, error) {
 			r.scanned = 0
 			if len(line) > r.max {
 				return nil, r.tooLong(line, int64(len(line)))
+			}
+			if len(line) >= minBuffer {
+				r.sinceLarge = 0
 			}
 			return line, nil
 		}
@@ -221,10 +228,21 @@ func (r *Reader) read() {
 	r.err = io.ErrNoProgress
 }
 
+// keepLarge is how many lines in a row must fit the usual buffer before a
+// grown one is given back: large messages tend to come in runs (a client
+// sending files, a benchmark), and each fresh buffer costs a page fault
+// per 4 KiB of it, about as much as reading the message.
+const keepLarge = 8
+
 // release gives back a buffer grown for a line that has been consumed,
-// once what is left of it fits in a buffer of the usual size.
+// once what is left of it fits in a buffer of the usual size and
+// keepLarge lines in a row have not needed it.
 func (r *Reader) release() {
 	if len(r.buf) <= minBuffer || r.end-r.start > minBuffer/2 {
+		return
+	}
+	if r.sinceLarge < keepLarge {
+		r.sinceLarge++
 		return
 	}
 	small := make([]byte, minBuffer)
@@ -274,5 +292,79 @@ func (r *Reader) discard(e *LineTooLongError) error {
 			return r.err
 		}
 		r.read()
+	}
+}
+
+// ReadHead is [Reader.Read] for a reader that may relay a long line as it
+// arrives rather than hold it whole. A line is long when it is no shorter
+// than 64 KiB or passes the size limit, whichever is less. ReadHead returns
+// the next non-blank line whole (whole is true) when it is not long; else,
+// as soon as that is known, the line's head, its first 64 KiB (or limit
+// plus one byte), and whole is false. Which lines are long depends on
+// their length alone, not on how they arrive. The head is not consumed:
+// the caller then either calls Read, which returns the whole line as if
+// ReadHead had not been called (bound by the size limit), or ReadPart
+// until it reports the line's end, which relays the line in parts whatever
+// its size. The slice is valid only until the next call.
+func (r *Reader) ReadHead() (line []byte, whole bool, err error) {
+	for {
+		line, whole, err := r.readHead()
+		if err != nil || !whole || len(bytes.TrimSpace(line)) > 0 {
+			return line, whole, err
+		}
+	}
+}
+
+func (r *Reader) readHead() ([]byte, bool, error) {
+	r.release()
+	long := min(minBuffer, r.max+1) // fits the buffer, so it never grows here
+	for {
+		if i := bytes.IndexByte(r.buf[r.start+r.scanned:r.end], '\n'); i >= 0 {
+			n := r.scanned + i
+			if n >= long {
+				return r.buf[r.start : r.start+long], false, nil
+			}
+			line := r.buf[r.start : r.start+n] // within the limit: long is at most max+1
+			r.start += n + 1
+			r.scanned = 0
+			return line, true, nil
+		}
+		r.scanned = r.end - r.start
+		if r.scanned >= long {
+			return r.buf[r.start : r.start+long], false, nil
+		}
+		if r.err != nil {
+			line, err := r.readLine()
+			return line, true, err
+		}
+		r.fill()
+	}
+}
+
+// ReadPart returns the next bytes of the line whose head [Reader.ReadHead]
+// returned, starting with that head, and consumes them; last reports the
+// line's end: its newline, consumed and not returned. The line is not
+// bound by the size limit, and costs no more memory than the buffer. A
+// stream that ends before the newline yields last and its error (io.EOF
+// when it just ended): the line was cut off. The slice is valid only until
+// the next call.
+func (r *Reader) ReadPart() (part []byte, last bool, err error) {
+	for {
+		if r.start == r.end {
+			if r.err != nil {
+				return nil, true, r.err
+			}
+			r.start, r.end, r.scanned = 0, 0, 0
+			r.read()
+			continue
+		}
+		buffered := r.buf[r.start:r.end]
+		if i := bytes.IndexByte(buffered, '\n'); i >= 0 {
+			r.start += i + 1
+			r.scanned = 0
+			return buffered[:i], true, nil
+		}
+		r.start, r.scanned = r.end, 0
+		return buffered, false, nil
 	}
 }

@@ -1,6 +1,7 @@
 package framing
 
 import (
+	"errors"
 	"io"
 	"sync"
 )
@@ -78,3 +79,63 @@ func (w *Writer) flush() error {
 }
 
 var newline = []byte{'\n'}
+
+// ErrLineEnded is returned by [LineStream.Write] once the line has been
+// ended, by [LineStream.End], before all its parts were written.
+var ErrLineEnded = errors.New("framing: line already ended")
+
+// A LineStream is one line written in parts, as they arrive (see
+// [Writer.Stream]). It holds its Writer from Stream until End: no other
+// line is written meanwhile, so a slow destination holds up every writer
+// until the line is done.
+//
+// Write is called from one goroutine at a time; End may be called from
+// any goroutine, concurrently with Write, and more than once: the first
+// call ends the line, so that a watchdog can end a line whose source has
+// stalled and let the other writers go on.
+type LineStream struct {
+	w     *Writer
+	mu    sync.Mutex
+	ended bool
+	err   error // the first write error
+}
+
+// Stream begins a line to be written in parts, after the lines held back.
+// The caller must call End.
+func (w *Writer) Stream() *LineStream {
+	w.mu.Lock()
+	return &LineStream{w: w, err: w.flush()}
+}
+
+// Write writes the line's next part, which must not contain a newline. It
+// returns [ErrLineEnded] once End has been called, and the first write
+// error, if any, from then on.
+func (s *LineStream) Write(part []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return ErrLineEnded
+	}
+	if s.err == nil && len(part) > 0 {
+		_, s.err = s.w.w.Write(part)
+	}
+	return s.err
+}
+
+// End ends the line with its newline, whatever was written of it, so that
+// the destination's next line starts clean, and releases the Writer. It
+// reports whether this call ended the line (false when another had), and
+// the first write error.
+func (s *LineStream) End() (first bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return false, s.err
+	}
+	s.ended = true
+	if s.err == nil {
+		_, s.err = s.w.w.Write(newline)
+	}
+	s.w.mu.Unlock()
+	return true, s.err
+}

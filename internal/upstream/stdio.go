@@ -84,13 +84,35 @@ func (s *Stdio) Pid() int { return s.proc.Pid() }
 // returns a *[resilience.ExitError] describing how it exited.
 func (s *Stdio) ReadMessage() ([]byte, error) {
 	msg, err := s.r.Read()
+	return msg, s.readErr(err)
+}
+
+// ReadHead is ReadMessage for a caller that may relay a long message as it
+// arrives: it returns the next message whole (whole is true) when it fits
+// in the read buffer, else its first bytes, unconsumed; the caller then
+// calls ReadMessage for the whole message, or ReadPart until the
+// message's end (see middleware.StreamConn.ReadHead).
+func (s *Stdio) ReadHead() (msg []byte, whole bool, err error) {
+	msg, whole, err = s.r.ReadHead()
+	return msg, whole, s.readErr(err)
+}
+
+// ReadPart returns the next bytes of the message whose head ReadHead
+// returned, starting with that head; last reports the message's end. An
+// error comes with last: the child's stdout ended inside the message, and
+// the next ReadHead or ReadMessage returns how the child exited.
+func (s *Stdio) ReadPart() (part []byte, last bool, err error) { return s.r.ReadPart() }
+
+// readErr returns the error to report for err, a read's: the relay's for
+// a message too large, or once stdout has ended, how the child exited.
+func (s *Stdio) readErr(err error) error {
 	if err == nil || errors.Is(err, framing.ErrLineTooLong) {
-		return msg, tooLarge(err)
+		return tooLarge(err)
 	}
 	s.pipeBroken("stdout")
 	<-s.proc.Done()
 	st, _ := s.proc.Exit()
-	return nil, &resilience.ExitError{Code: st.Code, Signal: st.Signal, Stderr: st.Stderr, Command: s.argv}
+	return &resilience.ExitError{Code: st.Code, Signal: st.Signal, Stderr: st.Stderr, Command: s.argv}
 }
 
 // Buffered reports whether a whole message from the child is already
@@ -105,6 +127,32 @@ func (s *Stdio) WriteMessage(msg []byte) error {
 		s.pipeBroken("stdin")
 	}
 	return err
+}
+
+// BeginMessage begins a message to the child written in parts as they
+// arrive (see middleware.StreamConn.BeginMessage). A failed write stops the
+// child, as with WriteMessage.
+func (s *Stdio) BeginMessage() middleware.MessageWriter {
+	return stdioMessage{s, s.w.Stream()}
+}
+
+// stdioMessage is a message to the child written in parts.
+type stdioMessage struct {
+	s    *Stdio
+	line *framing.LineStream
+}
+
+func (m stdioMessage) Write(part []byte) error {
+	err := m.line.Write(part)
+	if errors.Is(err, framing.ErrLineEnded) { // ended by the caller, not the pipe
+		return err
+	}
+	return m.s.wrote(err)
+}
+
+func (m stdioMessage) End() (bool, error) {
+	first, err := m.line.End()
+	return first, m.s.wrote(err)
 }
 
 // HoldMessage is WriteMessage for a message that another will follow at
