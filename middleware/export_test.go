@@ -22,7 +22,7 @@ func (s *Session) RewriteToolsList(msg []byte) []byte {
 func (s *Session) catalogLoadIdle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.catalogKnown && s.loading == nil && !s.refreshing
+	return s.catalogKnown && s.loading == nil && !s.refreshing.Load()
 }
 
 // LoadCatalog sets the catalog as a load does and evaluates it, for the

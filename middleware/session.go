@@ -204,8 +204,10 @@ type Session struct {
 	merges       int                 // catalog updates from the client's tools/list pages (notePage) and changes the upstream announced
 	loading      *catalogLoading     // the catalog load under way, nil when none (see catalogLoad)
 	reevaluating sync.Mutex          // serialises reevaluate; taken before mu
-	refreshing   bool
-	stale        bool // a refresh was asked for while one was running
+	// refreshing is set while a catalog refresh runs; written under mu,
+	// read without it on the call path (catalogStale).
+	refreshing atomic.Bool
+	stale      bool // a refresh was asked for while one was running
 	// keptMerges is merges as of the pages of the catalog a load last
 	// kept: a refresh that joined a load ending as the upstream announced a
 	// change sees it below merges, and loads again.
@@ -952,19 +954,19 @@ func (s *Session) refreshLater() {
 	}
 	s.mu.Lock()
 	s.merges++
-	if s.refreshing {
+	if s.refreshing.Load() {
 		s.stale = true
 		s.mu.Unlock()
 		return
 	}
-	s.refreshing = true
+	s.refreshing.Store(true)
 	s.mu.Unlock()
 	started := s.background.Go(func() {
 		for {
 			err := s.refreshCatalog(s.runCtx())
 			s.mu.Lock()
 			if !s.stale && (err != nil || s.keptMerges == s.merges) {
-				s.refreshing = false
+				s.refreshing.Store(false)
 				s.mu.Unlock()
 				return
 			}
@@ -974,7 +976,8 @@ func (s *Session) refreshLater() {
 	})
 	if !started { // Run is returning
 		s.mu.Lock()
-		s.refreshing, s.stale = false, false
+		s.refreshing.Store(false)
+		s.stale = false
 		s.mu.Unlock()
 	}
 }

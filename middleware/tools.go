@@ -549,9 +549,7 @@ func (s *Session) catalogTool(name string) (tool json.RawMessage, known, claimed
 // catalogStale reports whether the upstream announced a change of its
 // tools that the catalog does not hold yet.
 func (s *Session) catalogStale() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refreshing
+	return s.refreshing.Load() // no lock on the call path
 }
 
 // toolError is a tools/call result with isError set.

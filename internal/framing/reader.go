@@ -66,12 +66,12 @@ type Reader struct {
 	buf     []byte // unread bytes are buf[start:end]
 	start   int
 	end     int
-	scanned int        // bytes at buf[start:] known to hold no newline
+	scanned int // bytes at buf[start:] known to hold no newline
 	// sinceLarge counts the lines read since the last that needed a grown
 	// buffer (see release).
 	sinceLarge int
-	err     error      // the read error to report once buf is used up
-	scan    envScanner // reads the id of an oversized line as it is skipped
+	err        error      // the read error to report once buf is used up
+	scan       envScanner // reads the id of an oversized line as it is skipped
 
 	// mapped is buf when buf is a large buffer mapped from the OS, which
 	// unmapped returns at once when it is given back (or, should the
