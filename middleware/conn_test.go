@@ -69,7 +69,10 @@ func (c *scriptedConn) ReadMessage() ([]byte, error) {
 	}
 }
 
-func (c *scriptedConn) WriteMessage(msg []byte) error {
+func (c *scriptedConn) WriteMessage(ctx context.Context, msg []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	select {
 	case c.writes <- append([]byte(nil), msg...):
 		return nil

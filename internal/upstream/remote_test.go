@@ -147,7 +147,7 @@ func dial(t *testing.T, url string) *RemoteConn {
 
 func (p *peer) send(msg string) {
 	p.t.Helper()
-	require.NoError(p.t, p.conn.WriteMessage([]byte(msg)))
+	require.NoError(p.t, p.conn.WriteMessage(p.t.Context(), []byte(msg)))
 }
 
 // next returns the next message from the server.
@@ -410,14 +410,14 @@ func TestRemoteFirstContactHTTPStatus(t *testing.T) {
 			conn := dial(t, ts.URL)
 			p := newPeer(t, conn)
 
-			err := conn.WriteMessage([]byte(initializeRequest))
+			err := conn.WriteMessage(t.Context(), []byte(initializeRequest))
 			status, ok := errors.AsType[*resilience.HTTPStatusError](err)
 			require.True(t, ok, "want an HTTPStatusError, got %v", err)
 			assert.Equal(t, tt.status, status.StatusCode)
 			assert.Equal(t, tt.class, resilience.Classify(err).Class)
 			assert.NotContains(t, err.Error(), "s3cret")
 			assert.ErrorIs(t, p.readErr(), status, "the reader sees the same failure")
-			assert.ErrorIs(t, conn.WriteMessage([]byte(initializeRequest)), status, "and so do later writes")
+			assert.ErrorIs(t, conn.WriteMessage(t.Context(), []byte(initializeRequest)), status, "and so do later writes")
 			if tt.class == resilience.Transient {
 				assert.Equal(t, 7*time.Second, status.RetryAfter)
 			}
@@ -479,7 +479,7 @@ func TestRemoteConnectionRefusedIsPermanent(t *testing.T) {
 
 	conn := dial(t, "http://"+addr+"/mcp")
 	p := newPeer(t, conn)
-	err = conn.WriteMessage([]byte(initializeRequest))
+	err = conn.WriteMessage(t.Context(), []byte(initializeRequest))
 	require.ErrorIs(t, err, syscall.ECONNREFUSED)
 	assert.Equal(t, resilience.Permanent, resilience.Classify(err).Class)
 	assert.ErrorIs(t, p.readErr(), syscall.ECONNREFUSED)
@@ -497,7 +497,7 @@ func TestRemoteDNSFailureIsPermanent(t *testing.T) {
 	require.NoError(t, err)
 	newPeer(t, conn)
 
-	err = conn.WriteMessage([]byte(initializeRequest))
+	err = conn.WriteMessage(t.Context(), []byte(initializeRequest))
 	dnsErr, ok := errors.AsType[*net.DNSError](err)
 	require.True(t, ok, "want a DNSError, got %v", err)
 	assert.Equal(t, "mcp.invalid", dnsErr.Name)
@@ -659,7 +659,7 @@ func TestRemoteCloseUnblocksAndIsIdempotent(t *testing.T) {
 	p := newPeer(t, conn)
 
 	written := make(chan error, 1)
-	go func() { written <- conn.WriteMessage([]byte(initializeRequest)) }()
+	go func() { written <- conn.WriteMessage(t.Context(), []byte(initializeRequest)) }()
 	require.NoError(t, conn.Close())
 	require.NoError(t, conn.Close())
 
@@ -672,7 +672,7 @@ func TestRemoteCloseUnblocksAndIsIdempotent(t *testing.T) {
 		t.Fatal("Close did not unblock WriteMessage")
 	}
 	assert.ErrorIs(t, p.readErr(), ErrRemoteClosed)
-	assert.ErrorIs(t, conn.WriteMessage([]byte(initializeRequest)), net.ErrClosed)
+	assert.ErrorIs(t, conn.WriteMessage(t.Context(), []byte(initializeRequest)), net.ErrClosed)
 }
 
 func TestDialRemoteRejectsBadURLs(t *testing.T) {
@@ -719,7 +719,7 @@ func relay(t *testing.T, conn *RemoteConn) mcp.Transport {
 			if err != nil {
 				return
 			}
-			if err := conn.WriteMessage(msg); err != nil {
+			if err := conn.WriteMessage(t.Context(), msg); err != nil {
 				fromClient.CloseWithError(err)
 				return
 			}
@@ -866,7 +866,7 @@ func TestRemoteNeverLogsSecrets(t *testing.T) {
 	}))
 	t.Cleanup(refusing.Close)
 	conn = dialLogged(refusing.URL + "/?token=qtok")
-	assert.Error(t, conn.WriteMessage([]byte(initializeRequest)))
+	assert.Error(t, conn.WriteMessage(t.Context(), []byte(initializeRequest)))
 	require.NoError(t, conn.Close())
 
 	session := rec.requests()[1].Header.Get("Mcp-Session-Id")
@@ -890,7 +890,7 @@ func TestRemoteRefusesRedirectsToAnotherOrigin(t *testing.T) {
 
 	conn := dial(t, ts.URL)
 	newPeer(t, conn)
-	err := conn.WriteMessage([]byte(initializeRequest))
+	err := conn.WriteMessage(t.Context(), []byte(initializeRequest))
 	require.ErrorIs(t, err, ErrRemoteProtocol)
 	assert.Equal(t, resilience.Permanent, resilience.Classify(err).Class)
 }
@@ -943,7 +943,7 @@ func TestRemoteKeepsAPathTokenOutOfLogsAndErrors(t *testing.T) {
 			require.NoError(t, err)
 			p := newPeer(t, conn)
 			if tt.wantErr {
-				err := conn.WriteMessage([]byte(initializeRequest))
+				err := conn.WriteMessage(t.Context(), []byte(initializeRequest))
 				require.Error(t, err)
 				assert.NotContains(t, err.Error(), token)
 				assert.NotContains(t, resilience.Classify(err).Reason, token)
