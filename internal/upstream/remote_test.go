@@ -1006,3 +1006,146 @@ func TestRemoteStandaloneStreamBacksOffWhenIdle(t *testing.T) {
 	}
 	assert.Equal(t, []int{1, 2, 0, 1}, got, "the backoff streak before each reconnect")
 }
+
+// A write whose context ends while the server holds its POST gives up: it
+// returns the context's error, the POST is cancelled (the server sees its
+// request end), and the connection stays usable.
+func TestRemoteWriteMessageGivesUpWhenItsContextEnds(t *testing.T) {
+	legacy := func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet:
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "event: endpoint\ndata: /messages\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		case r.URL.Path == "/messages":
+			w.WriteHeader(http.StatusAccepted) // answers would come on the stream
+		default:
+			w.WriteHeader(http.StatusNotFound) // no streamable HTTP here
+		}
+	}
+	tests := []struct {
+		name   string
+		serve  http.HandlerFunc // every request but the held one
+		before string           // sent first, if not empty
+		held   string           // the message whose POST the server holds
+		after  string           // sent once the held one was given up
+		// transport is the one in use after: the first contact given up
+		// left it to the next message to decide.
+		transport string
+	}{
+		{
+			name:      "the first contact",
+			serve:     answerInitializeOnly,
+			held:      `{"jsonrpc":"2.0","id":"hold","method":"initialize","params":{}}`,
+			after:     initializeRequest,
+			transport: TransportStreamableHTTP,
+		},
+		{
+			name:      "a notification on a streamable HTTP session",
+			serve:     answerInitializeOnly,
+			before:    initializeRequest,
+			held:      `{"jsonrpc":"2.0","method":"notifications/hold"}`,
+			after:     `{"jsonrpc":"2.0","method":"notifications/other"}`,
+			transport: TransportStreamableHTTP,
+		},
+		{
+			name:      "a notification on the legacy transport",
+			serve:     legacy,
+			before:    initializeRequest,
+			held:      `{"jsonrpc":"2.0","method":"notifications/hold"}`,
+			after:     `{"jsonrpc":"2.0","method":"notifications/other"}`,
+			transport: TransportSSE,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			arrived, stopped := make(chan struct{}), make(chan struct{})
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				if bytes.Contains(body, []byte(`hold"`)) {
+					close(arrived)
+					<-r.Context().Done()
+					close(stopped)
+					return
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				tt.serve(w, r)
+			}))
+			t.Cleanup(ts.Close)
+			conn := dial(t, ts.URL)
+			newPeer(t, conn)
+			if tt.before != "" {
+				require.NoError(t, conn.WriteMessage(t.Context(), []byte(tt.before)))
+			}
+
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			written := make(chan error, 1)
+			go func() { written <- conn.WriteMessage(ctx, []byte(tt.held)) }()
+			waitFor(t, arrived, "the held POST")
+			cancel()
+			select {
+			case err := <-written:
+				require.ErrorIs(t, err, context.Canceled)
+			case <-time.After(waitLimit):
+				t.Fatal("WriteMessage did not give up when its context ended")
+			}
+			waitFor(t, stopped, "the held POST to be cancelled")
+
+			require.NoError(t, conn.WriteMessage(t.Context(), []byte(tt.after)), "the connection is still usable")
+			assert.Equal(t, tt.transport, conn.Transport())
+		})
+	}
+}
+
+// A write waiting for its turn behind a send the server holds gives up
+// when its context ends, without reaching the server.
+func TestRemoteWriteMessageWaitingForItsTurnGivesUp(t *testing.T) {
+	arrived := make(chan struct{})
+	var posts atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // so that the server notices the client leave
+		if posts.Add(1) == 1 {
+			close(arrived)
+		}
+		<-r.Context().Done() // never answers
+	}))
+	t.Cleanup(ts.Close)
+	conn := dial(t, ts.URL)
+	newPeer(t, conn)
+	first := make(chan error, 1)
+	go func() { first <- conn.WriteMessage(t.Context(), []byte(initializeRequest)) }()
+	waitFor(t, arrived, "the first POST")
+
+	inner, cancel := context.WithCancel(t.Context())
+	ctx := &watchedContext{Context: inner, waiting: make(chan struct{})}
+	written := make(chan error, 1)
+	go func() {
+		written <- conn.WriteMessage(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	}()
+	waitFor(t, ctx.waiting, "the second write to wait")
+	cancel()
+	select {
+	case err := <-written:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(waitLimit):
+		t.Fatal("WriteMessage did not give up its wait for the send in progress")
+	}
+	require.NoError(t, conn.Close())
+	<-first
+	assert.Equal(t, int32(1), posts.Load(), "the given-up message never reached the server")
+}
+
+// watchedContext tells when a context's Done is first asked for: when a
+// write begins to wait on it.
+type watchedContext struct {
+	context.Context
+	waiting chan struct{}
+	once    sync.Once
+}
+
+func (c *watchedContext) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.waiting) })
+	return c.Context.Done()
+}
