@@ -24,13 +24,13 @@ type Conn interface {
 	ReadMessage() ([]byte, error)
 	// WriteMessage sends one message. It blocks while the peer is not
 	// reading, which is how backpressure propagates. When ctx is already
-	// done it returns ctx.Err() and writes nothing; a wait ctx can end (for
-	// a slot or a lock shared with other writes, for an HTTP request to be
-	// sent) ends with ctx.Err() when ctx is done, and the message is then
-	// not sent. A write blocked on a peer that stopped reading, such as a
-	// pipe, may not watch ctx: Close ends it (a [Session] closes a Conn
-	// whose write it still waits for as Run ends). ctx bounds this write
-	// only: it is not kept.
+	// done it returns ctx.Err() and writes nothing. A wait that ctx can
+	// end (for a turn behind other writes, for an HTTP request to reach
+	// the server) ends when ctx is done: the message is given up and
+	// ctx.Err() returned. A write blocked on a peer that stopped reading,
+	// such as a pipe, need not watch ctx: Close ends it (a [Session] closes
+	// a Conn whose write it still waits for as Run ends). ctx bounds this
+	// write only; it is not kept.
 	WriteMessage(ctx context.Context, msg []byte) error
 	// Close releases the connection.
 	Close() error
