@@ -108,3 +108,43 @@ func TestReusedIDOfACancelledListDoesNotUnfilterIt(t *testing.T) {
 	}
 	assert.Len(t, withID(got, "9"), 2, "the late list, filtered, and the refusal or answer of the second request")
 }
+
+// TestAmbiguousIDNeverUnfiltersAList is an attack on "nothing locked is
+// listed": while the client waits for a tools/list, the upstream answers
+// another request with a tools/list-shaped result and spells "id" twice,
+// the second time as the tools/list's id. The sidecar read the first id,
+// or none, and relayed it unfiltered; a client whose parser takes the last
+// "id" (JavaScript's JSON.parse) took it for its tools/list and listed the
+// locked tool. Held or relayed as it arrives, such a message never
+// reaches the client.
+func TestAmbiguousIDNeverUnfiltersAList(t *testing.T) {
+	tests := []struct {
+		name string
+		pad  string // makes the message long, relayed as it arrives if anything is
+	}{
+		{name: "held whole"},
+		{name: "long", pad: long},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			policy := &fakePolicy{status: map[string]string{"secret": "disabled_by_config"}}
+			h := start(t, 0, func(s *Session) { s.Tools = policy })
+			h.client.send(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"x"}}` + "\n")
+			h.client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n")
+			h.client.send(`{"jsonrpc":"2.0","id":"marker","method":"ping"}` + "\n")
+			reached := upstreamReceived(t, h, `"marker"`)
+
+			h.up.send(`{"jsonrpc":"2.0","id":1,"result":{"tools":[` + tool("open", tt.pad) + `,` + tool("secret", "LOCKED TOOL") + `]},"id":2}` + "\n")
+			for _, msg := range reached {
+				env, err := framing.Peek(msg)
+				require.NoError(t, err)
+				if string(env.ID) == "2" {
+					h.up.send(`{"jsonrpc":"2.0","id":2,"result":{"tools":[` + tool("open", "") + `,` + tool("secret", "LOCKED TOOL") + `]}}` + "\n")
+				}
+			}
+			for _, msg := range untilMarker(t, h) {
+				assert.NotContains(t, string(msg), "LOCKED TOOL", "a locked tool's definition reached the client: %.200s", msg)
+			}
+		})
+	}
+}

@@ -128,12 +128,12 @@ func TestRememberedListensAreBounded(t *testing.T) {
 		h.client.send(listen + "\n")
 		require.Equal(t, listen, string(h.up.next()), "relayed all the same")
 	}
-	h.session.mu.Lock()
-	kept, size := len(h.session.listens), 0
-	for _, msg := range h.session.listens {
+	h.session.tracker.mu.Lock()
+	kept, size := len(h.session.tracker.listens), 0
+	for _, msg := range h.session.tracker.listens {
 		size += len(msg)
 	}
-	h.session.mu.Unlock()
+	h.session.tracker.mu.Unlock()
 	assert.LessOrEqual(t, size, maxBytes)
 	assert.Positive(t, kept)
 	assert.Contains(t, h.logs.String(), "will not be re-opened after a restart")
@@ -151,8 +151,8 @@ func TestProgressTokensAreBounded(t *testing.T) {
 	req := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":` + token + `}}}`
 	h.client.send(req + "\n")
 	require.Equal(t, req, string(h.up.next()), "relayed all the same")
-	h.session.mu.Lock()
-	tracked := len(h.session.progress)
-	h.session.mu.Unlock()
+	h.session.tracker.mu.Lock()
+	tracked := len(h.session.tracker.progress)
+	h.session.tracker.mu.Unlock()
 	assert.Zero(t, tracked)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
 // RewriteToolsList exposes the tools/list rewrite to the external
@@ -38,4 +39,11 @@ func (s *Session) LoadCatalog(tools []json.RawMessage) {
 func (s *Session) CallVerdict(name string) (a Availability, known bool) {
 	a, known, _ = s.callVerdict(name)
 	return a, known
+}
+
+// MarkAvailable records the upstream as loaded and serving, as a handshake
+// does, for the external benchmarks.
+func (s *Session) MarkAvailable() {
+	s.once.Do(s.init)
+	s.publishStatus(resilience.Outcome{Class: resilience.Available})
 }

@@ -117,7 +117,7 @@ func (s *Session) release(size int) {
 
 // keep makes msg, a client request, the Session's own to hold past the
 // pump's next read: unless held says it already is, it is counted by hold
-// and copied (with env re-read from the copy). It reports false when hold
+// and copied (with env pointed into the copy). It reports false when hold
 // refused it, which answered it.
 func (s *Session) keep(msg []byte, env framing.Envelope, held bool) ([]byte, framing.Envelope, bool) {
 	if held {
@@ -126,9 +126,8 @@ func (s *Session) keep(msg []byte, env framing.Envelope, held bool) ([]byte, fra
 	if !s.hold(env, len(msg)) {
 		return nil, env, false
 	}
-	msg = bytes.Clone(msg) // it is only valid until the pump reads again
-	env, _ = framing.Peek(msg)
-	return msg, env, true
+	kept := bytes.Clone(msg) // it is only valid until the pump reads again
+	return kept, env.Rebase(msg, kept), true
 }
 
 // unhold releases msg when held says keep counted it.
@@ -183,7 +182,7 @@ func (s *Session) answeredUnready(env framing.Envelope) bool {
 	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
 		return true // the state is replayed to the restarted upstream
 	case "tools/call":
-		p, err := parseCall(env.Params)
+		p, err := parseCall(env)
 		return err == nil && p.Name == s.discoveryName()
 	}
 	return false
@@ -263,19 +262,16 @@ func (s *Session) rememberSubscriptionLocked(uri string) {
 	s.subsBytes += len(uri)
 }
 
-// rememberListenLocked records msg, the client's subscriptions/listen
-// request with IDKey key, for replay to a restarted upstream, within the
-// held bounds: past them it is still relayed but not remembered, and a
-// crash answers it with an error like any other request in flight. s.mu
-// must be held; untrackLocked forgets it.
-func (s *Session) rememberListenLocked(key string, msg []byte) {
+// rememberListen records msg, the client's subscriptions/listen request
+// with id, in flight, for replay to a restarted upstream, within the held
+// bounds: past them it is still relayed but not remembered, and a crash
+// answers it with an error like any other request in flight. The tracker
+// forgets it when the request ends.
+func (s *Session) rememberListen(id, msg []byte) {
 	maxCount, maxBytes := s.heldBounds()
-	if len(s.listens)+1 > maxCount || s.listensBytes+len(msg) > maxBytes {
-		s.log.Warn("too many subscriptions/listen requests to remember; this one will not be re-opened after a restart", "listens", len(s.listens))
-		return
+	if !s.tracker.keepListen(id, msg, maxCount, maxBytes) {
+		s.log.Warn("too many subscriptions/listen requests to remember; this one will not be re-opened after a restart")
 	}
-	s.listens[key] = bytes.Clone(msg)
-	s.listensBytes += len(msg)
 }
 
 // forgetSubscriptionLocked ends what rememberSubscriptionLocked began;

@@ -188,16 +188,24 @@ func readResult(t *testing.T, msg []byte) toolResult {
 
 // TestRequestDuringRestartWaitsForIt: a request sent right after the
 // crash's tools/list_changed is not answered "still starting up": it waits
-// for the restarted upstream and is forwarded to it once it is ready.
+// for the restarted upstream and is forwarded to it once it is ready, as
+// it was sent and tracked under its own id even when the client's later
+// messages have been read over the buffer it arrived in.
 func TestRequestDuringRestartWaitsForIt(t *testing.T) {
+	// filler is more than twice the client Conn's read buffer of messages
+	// that the restart drops, read while the request waits.
+	filler := strings.Repeat(`{"jsonrpc":"2.0","method":"notifications/x","params":{"pad":"`+strings.Repeat("z", 1000)+`"}}`+"\n", 160)
 	tests := []struct {
 		name    string
 		policy  ToolPolicy
 		request string
 		method  string
+		after   string // what the client sends while the request waits
 	}{
 		{name: "gated tool call", policy: lockedSecret, method: "tools/call",
 			request: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"open"}}`},
+		{name: "gated tool call, its buffer read over", policy: lockedSecret, method: "tools/call", after: filler,
+			request: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"open","arguments":{"q":"x"},"_meta":{"progressToken":3}}}`},
 		{name: "ungated tool call", method: "tools/call",
 			request: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"open"}}`},
 		{name: "other request", policy: lockedSecret, method: "resources/read",
@@ -215,6 +223,9 @@ func TestRequestDuringRestartWaitsForIt(t *testing.T) {
 			}
 			h.crash(t)
 			h.client.send(tt.request + "\n")
+			if tt.after != "" {
+				h.client.send(tt.after)
+			}
 
 			second := h.ups[1]
 			env, err := framing.Peek(second.next())
@@ -234,6 +245,9 @@ func TestRequestDuringRestartWaitsForIt(t *testing.T) {
 				if env.Method == "tools/list" { // the catalog refresh after the restart
 					second.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + secretCatalog + "}\n")
 					continue
+				}
+				if env.Method == "notifications/x" {
+					continue // filler read but not yet handled when the upstream became ready
 				}
 				require.Equal(t, tt.request, string(msg), "forwarded as sent")
 				break

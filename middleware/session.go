@@ -4,20 +4,18 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/rpcclient"
 	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -31,16 +29,6 @@ const (
 	// wait for a server.
 	DefaultReadyTimeout = 30 * time.Second
 )
-
-// ownIDPrefix starts the id of every request the sidecar sends itself. Its
-// ids are JSON strings "mcpwrap-NONCE-SEQ", where NONCE is random per
-// Session: a client request using this Session's "mcpwrap-NONCE-" is
-// refused, so the two id spaces never collide, while the ids of another
-// mcpwrap in front of this one (whose nonce differs) pass like any other.
-const ownIDPrefix = "mcpwrap-"
-
-// ErrNotReady is returned by [Session.Call] while no upstream is ready.
-var ErrNotReady = errors.New("upstream is not ready")
 
 // A Dialer connects to the upstream: it starts the child process or opens
 // the remote connection. A [Session] dials for the first load and again for
@@ -167,9 +155,9 @@ type Session struct {
 
 	once  sync.Once
 	log   *slog.Logger
-	ownID string // this Session's own-id prefix: ownIDPrefix, its nonce and "-"
-	seq   atomic.Uint64
-	kick  chan struct{} // wakes the supervisor for a reconnect on use
+	ownID string            // this Session's own-id prefix: ownIDPrefix, its nonce and "-"
+	own   *rpcclient.Client // the sidecar's own requests to the upstream, in the ownID space
+	kick  chan struct{}     // wakes the supervisor for a reconnect on use
 	// life is done when Run returns: the context of the Session's writes
 	// that no request's context bounds (answers and notifications to the
 	// client among them, which the drain and Run's end still send).
@@ -184,26 +172,24 @@ type Session struct {
 	crashes   *resilience.CrashBudget
 	reconnect *resilience.Throttle
 
+	// tracker is the one owner of where each request id in flight is, in
+	// either direction; it has its own lock.
+	tracker *tracker
+	// ready is up when its handshake is done, else nil: set with up and
+	// its ready under mu, read without it by every client request.
+	ready atomic.Pointer[link]
+
 	mu         sync.Mutex
 	ctx        context.Context // Run's, for the sidecar's own background requests
 	up         *link           // the current upstream connection, nil between connections
 	status     resilience.Outcome
 	hs         Handshake
-	hsVer      int                  // counts the client's handshake requests
-	hsChanged  chan struct{}        // closed and replaced on each client handshake
-	waiters    []*hsWaiter          // client handshakes awaiting an answer
-	clientView int                  // what the client last learned of availability (view*)
-	reqs       map[string]*inflight // the client's requests in flight, by framing.IDKey
-	idle       chan struct{}        // closed while reqs is empty
-	ended      map[string]ended     // requests ended before the upstream answered them, by framing.IDKey
-	progress   map[string]string    // progress token's framing.IDKey -> key in reqs, with CallTimeout
-	timers     int                  // call timers armed or running
-	timersIdle chan struct{}        // closed while timers is zero
-	own        map[string]*ownCall  // the sidecar's own requests in flight, by framing.IDKey
-	logLevel   json.RawMessage      // the client's last logging/setLevel params
-	subs       map[string]struct{}  // URIs the client subscribed to
-	listens    map[string][]byte    // the client's subscriptions/listen requests in flight, by framing.IDKey
-	orphans    map[string]struct{}  // requests of the last dead upstream the client has not answered, by framing.IDKey
+	hsVer      int                 // counts the client's handshake requests
+	hsChanged  chan struct{}       // closed and replaced on each client handshake
+	waiters    []*hsWaiter         // client handshakes awaiting an answer
+	clientView int                 // what the client last learned of availability (view*)
+	logLevel   json.RawMessage     // the client's last logging/setLevel params
+	subs       map[string]struct{} // URIs the client subscribed to
 
 	// Tool catalog state.
 	catalog      []json.RawMessage
@@ -244,41 +230,15 @@ type Session struct {
 	restarting     bool          // the upstream is being restarted after a crash: requests wait for it
 	restartChanged chan struct{} // closed and replaced when restarting changes
 	subsBytes      int           // the size of the URIs in subs
-	listensBytes   int           // the size of the requests in listens
-}
-
-// inflight is a client request forwarded to the upstream and not yet
-// answered.
-type inflight struct {
-	id       []byte // as the client sent it
-	key      string // framing.IDKey(id)
-	method   string
-	link     *link  // the connection it was written to
-	progress string // framing.IDKey of its _meta.progressToken; "" when none
-	// With CallTimeout: the timer armed for it, and a count of the timers
-	// armed, so that a superseded one that fires anyway does nothing.
-	timer interface{ Stop() bool }
-	armed int
 }
 
 // link is one connection to the upstream, from dial to death.
 type link struct {
-	conn       Conn
-	dead       chan struct{}     // closed when its reader ended
-	err        error             // why it ended; set before dead is closed
-	ready      bool              // a handshake succeeded on it (guarded by Session.mu)
-	serverReqs map[string][]byte // its requests the client has yet to answer: their ids, by framing.IDKey
-}
-
-type ownCall struct {
-	link *link
-	ch   chan ownReply
-}
-
-type ownReply struct {
-	msg    []byte // the whole response, owned
-	result json.RawMessage
-	err    error
+	conn  Conn
+	dead  chan struct{} // closed when its reader ended
+	err   error         // why it ended; set before dead is closed
+	ready bool          // a handshake succeeded on it (guarded by Session.mu)
+	calls linkCalls     // what the Session's tracker keeps of it (guarded by the tracker's lock)
 }
 
 // hsWaiter is a client handshake request waiting for the upstream.
@@ -316,19 +276,10 @@ func (s *Session) init() {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.ownID = newOwnIDPrefix()
+	s.own = rpcclient.New(s.ownID, decodeRPCError)
 	s.versioned, _ = s.Tools.(VersionedPolicy)
-	s.reqs = make(map[string]*inflight)
-	s.ended = make(map[string]ended)
-	s.progress = make(map[string]string)
-	s.timersIdle = make(chan struct{})
-	close(s.timersIdle)
-	s.own = make(map[string]*ownCall)
 	s.subs = make(map[string]struct{})
-	s.listens = make(map[string][]byte)
-	s.orphans = make(map[string]struct{})
 	s.hsChanged = make(chan struct{})
-	s.idle = make(chan struct{})
-	close(s.idle)
 	s.gatingIdle = make(chan struct{})
 	close(s.gatingIdle)
 	s.restartChanged = make(chan struct{})
@@ -349,6 +300,7 @@ func (s *Session) init() {
 	if s.afterFunc == nil {
 		s.afterFunc = func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) }
 	}
+	s.tracker = newTracker(s.CallTimeout, s.afterFunc, s.expired)
 }
 
 // Run relays messages until the client goes away or ctx is done, then waits
@@ -483,9 +435,7 @@ func (s *Session) drain() {
 	if !s.awaitDrain(gating, dead, t.C) {
 		return
 	}
-	s.mu.Lock()
-	idle := s.idle // read now: the gated calls may have added to it
-	s.mu.Unlock()
+	idle := s.tracker.idleChan() // read now: the gated calls may have added to it
 	s.awaitDrain(idle, dead, t.C)
 }
 
@@ -678,9 +628,7 @@ func (s *Session) send(ctx context.Context, msg []byte, env framing.Envelope) {
 		// The client's subscription outlives an upstream: a restarted one
 		// is sent the request again (the 2026-07-28 protocol has no
 		// session state to replay but this).
-		s.mu.Lock()
-		s.rememberListenLocked(framing.IDKey(env.ID), msg)
-		s.mu.Unlock()
+		s.rememberListen(env.ID, msg)
 	}
 	if err := s.writeRequest(ctx, l, msg); err != nil {
 		s.log.Warn("cannot write to upstream", "error", err)
@@ -719,19 +667,12 @@ func (s *Session) takeServerRequest(env framing.Envelope) *link {
 	if env.Method != "" || env.ID == nil {
 		return nil
 	}
-	var buf [64]byte
-	key := framing.AppendIDKey(buf[:0], env.ID)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	l := s.up
-	if l == nil {
+	s.mu.Unlock()
+	if l == nil || !s.tracker.takeServer(l, env.ID) {
 		return nil
 	}
-	if _, ok := l.serverReqs[string(key)]; !ok {
-		delete(s.orphans, string(key)) // answered at last: its id may be used again
-		return nil
-	}
-	delete(l.serverReqs, string(key))
 	return l
 }
 
@@ -867,12 +808,7 @@ func (s *Session) forward(msg []byte) {
 // readyLink returns the current upstream connection when its handshake is
 // done, else nil.
 func (s *Session) readyLink() *link {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.up != nil && s.up.ready {
-		return s.up
-	}
-	return nil
+	return s.ready.Load()
 }
 
 // pumpUpstream handles one upstream connection's messages until it ends.
@@ -929,7 +865,7 @@ func (s *Session) pumpUpstream(l *link) {
 				case env.Method != "": // the upstream's own request: it must not wait forever
 					s.writeUpstream(l, errorResponse(env.ID, codeInternalError, fmt.Sprintf("the request of %d bytes exceeds the %d-byte message limit of mcpwrap (max_line_bytes); dropped", e.Size, e.Limit), nil))
 				case s.isOwnID(env.ID):
-					s.deliverOwnReply(env.ID, ownReply{err: errors.New(reason)})
+					s.deliverOwnReply(env.ID, errors.New(reason))
 				default:
 					if method, id, late := s.answered(env.ID); method != "" && !late {
 						s.replyError(id, codeInternalError, reason)
@@ -953,6 +889,13 @@ func (s *Session) pumpUpstream(l *link) {
 		}
 		switch env.Kind {
 		case framing.Response:
+			if ambiguous && env.ID == nil {
+				// Its "id" is spelled twice: which request it answers is the
+				// client parser's guess (JavaScript's takes the last), and a
+				// guess at a tools/list would show it unfiltered.
+				s.log.Warn("upstream response with an ambiguous id dropped", "error", err)
+				continue
+			}
 			if s.isOwnID(env.ID) {
 				s.deliverOwn(msg, env, err)
 				continue
@@ -1106,15 +1049,7 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 // until the client answers them, so that a late answer is dropped rather
 // than taken for a request of the next upstream under the same id.
 func (s *Session) orphanServerRequests(l *link) {
-	s.mu.Lock()
-	s.orphans = make(map[string]struct{}, len(l.serverReqs))
-	ids := make([][]byte, 0, len(l.serverReqs))
-	for key, id := range l.serverReqs {
-		s.orphans[key] = struct{}{}
-		ids = append(ids, id)
-	}
-	s.mu.Unlock()
-	for _, id := range ids {
+	for _, id := range s.tracker.orphan(l) {
 		msg, _ := json.Marshal(map[string]any{
 			"jsonrpc": "2.0",
 			"method":  "notifications/cancelled",
@@ -1131,29 +1066,16 @@ func (s *Session) orphanServerRequests(l *link) {
 // when its id is over maxIDBytes, it answers the upstream with an error
 // instead and reports false: the request is not relayed.
 func (s *Session) trackServerRequest(l *link, env framing.Envelope) bool {
-	key := ""
-	if len(env.ID) <= maxIDBytes {
-		key = framing.IDKey(env.ID)
-	}
 	reason := ""
-	s.mu.Lock()
-	_, known := l.serverReqs[key]
-	_, orphan := s.orphans[key]
-	switch {
-	case len(env.ID) > maxIDBytes:
-		reason = string(refusedIDTooLong)
-	case orphan:
-		// The client may still answer the dead upstream's request; its
-		// answer would be taken for this one's.
-		reason = "mcpwrap: the id is in use by a request of this server's previous process (before it restarted) that the client has not answered; this one was not relayed. Retry with another id."
-	case !known && len(l.serverReqs) >= s.maxInFlight():
-		reason = fmt.Sprintf("mcpwrap: the client has %d of this server's requests to answer already (the limit of requests in flight); this one was not relayed. Retry when it has answered.", len(l.serverReqs))
-	default:
-		l.serverReqs[key] = bytes.Clone(env.ID)
-	}
-	s.mu.Unlock()
-	if reason == "" {
+	switch refused, n := s.tracker.trackServer(l, env.ID, s.maxInFlight()); refused {
+	case serverTracked:
 		return true
+	case serverIDTooLong:
+		reason = string(refusedIDTooLong)
+	case serverOrphanID:
+		reason = "mcpwrap: the id is in use by a request of this server's previous process (before it restarted) that the client has not answered; this one was not relayed. Retry with another id."
+	case serverFull:
+		reason = fmt.Sprintf("mcpwrap: the client has %d of this server's requests to answer already (the limit of requests in flight); this one was not relayed. Retry when it has answered.", n)
 	}
 	s.log.Warn("upstream request refused", "method", env.Method, "reason", reason)
 	data, _ := json.Marshal(map[string]any{"retryable": len(env.ID) <= maxIDBytes})
@@ -1163,72 +1085,18 @@ func (s *Session) trackServerRequest(l *link, env framing.Envelope) bool {
 
 // trackReady records client requests as in flight on the ready upstream
 // connection and returns it, or returns nil, tracking nothing, when no
-// upstream is ready. Tracking and the check are one step, so a request is
-// either tracked before its connection is given up (and failInflight
-// answers it) or not sent to it at all. It tracks nothing and reports
-// inUse when an id is already in flight or appears twice in envs: answers
-// are matched to requests by id, so it must be unique. The id of a request
-// that ended before the upstream answered it (cancelled or timed out)
-// stays in use until that answer arrives or its connection ends: an answer
-// under it could be to either request, and a second request would get the
-// first one's answer, then its own.
+// upstream is ready (see tracker.track, which also says why it may refuse
+// them). The connection is read without s.mu; the tracker refuses one
+// given up since, so a request is either tracked before its connection is
+// given up (and failInflight answers it) or not sent to it at all.
 func (s *Session) trackReady(envs ...framing.Envelope) (l *link, refused refusal) {
-	keys := make([]string, len(envs))
-	tokens := make([]string, len(envs))
-	for i, env := range envs {
-		if len(env.ID) > maxIDBytes {
-			return nil, refusedIDTooLong
-		}
-		keys[i] = framing.IDKey(env.ID)
-		if slices.Contains(keys[:i], keys[i]) {
-			refused = refusedIDInUse
-		}
-		if s.CallTimeout > 0 {
-			tokens[i] = progressToken(env.Params)
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l = s.up
-	if l == nil || !l.ready {
+	l = s.readyLink()
+	refused, gone := s.tracker.track(l, envs, s.maxInFlight())
+	if gone {
 		return nil, ""
 	}
-	for _, k := range keys {
-		_, live := s.reqs[k]
-		_, ended := s.ended[k]
-		if live || ended {
-			refused = refusedIDInUse
-		}
-	}
-	if refused == "" && len(s.reqs)+len(envs) > s.maxInFlight() {
-		refused = refusedFull
-	}
-	if refused != "" {
-		return l, refused
-	}
-	for i, env := range envs {
-		if len(s.reqs) == 0 {
-			s.idle = make(chan struct{})
-		}
-		r := &inflight{id: bytes.Clone(env.ID), key: keys[i], method: env.Method, link: l, progress: tokens[i]}
-		s.reqs[keys[i]] = r
-		if r.progress != "" {
-			s.progress[r.progress] = r.key
-		}
-		s.armLocked(r)
-	}
-	return l, ""
+	return l, refused
 }
-
-// A refusal is why trackReady tracks nothing: "" when it tracked the
-// requests, else the reason a client request is answered with.
-type refusal string
-
-const (
-	refusedIDInUse   refusal = "Invalid Request: the id is already in use by a request in flight, or by one the upstream may still answer; use another id"
-	refusedIDTooLong refusal = "Invalid Request: the id is longer than 1024 bytes"
-	refusedFull      refusal = "too many requests in flight" // answered with errFull
-)
 
 // errFull is why a request is refused past MaxInFlight.
 func (s *Session) errFull() string {
@@ -1236,194 +1104,23 @@ func (s *Session) errFull() string {
 }
 
 // untrack forgets an in-flight client request and returns its method, or ""
-// when id is not in flight.
+// when id is not in flight: only on a method may the caller answer it.
 func (s *Session) untrack(id []byte) string {
-	var buf [64]byte
-	key := framing.AppendIDKey(buf[:0], id)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.reqs[string(key)]
-	if !ok {
-		return ""
-	}
-	s.untrackLocked(r)
-	return r.method
-}
-
-// untrackLocked forgets in-flight request r and stops its timer; s.mu
-// must be held.
-func (s *Session) untrackLocked(r *inflight) {
-	delete(s.reqs, r.key)
-	if msg, ok := s.listens[r.key]; ok {
-		delete(s.listens, r.key)
-		s.listensBytes -= len(msg)
-	}
-	if r.progress != "" && s.progress[r.progress] == r.key {
-		delete(s.progress, r.progress)
-	}
-	s.disarmLocked(r)
-	if len(s.reqs) == 0 {
-		close(s.idle)
-	}
+	return s.tracker.untrack(id)
 }
 
 func (s *Session) inflight() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.reqs)
+	return s.tracker.len()
 }
 
 // failInflight answers every client request in flight on link l (on any
 // link when l is nil) with an error, but for subscriptions/listen requests
-// on l, which the next upstream is sent again. l must no longer be the
-// current link, so that no request is tracked on it afterwards.
+// on l, which the next upstream is sent again. No request is tracked on l
+// afterwards (on any link when l is nil).
 func (s *Session) failInflight(l *link, reason string) {
-	s.mu.Lock()
-	var ids [][]byte
-	for key, r := range s.reqs {
-		if _, listen := s.listens[key]; l == nil || (r.link == l && !listen) {
-			ids = append(ids, r.id)
-		}
+	for _, id := range s.tracker.fail(l) {
+		s.replyError(id, codeInternalError, reason)
 	}
-	for key, e := range s.ended {
-		if l == nil || e.link == l {
-			delete(s.ended, key) // l will never answer them
-		}
-	}
-	s.mu.Unlock()
-	for _, id := range ids {
-		if s.untrack(id) != "" {
-			s.replyError(id, codeInternalError, reason)
-		}
-	}
-}
-
-// Call sends a request of the sidecar's own to the ready upstream and
-// waits for its result. The response never reaches the client. It returns
-// [ErrNotReady] when no upstream is ready.
-func (s *Session) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	s.once.Do(s.init)
-	l := s.readyLink()
-	if l == nil {
-		return nil, ErrNotReady
-	}
-	r := s.request(ctx, l, method, params)
-	return r.result, r.err
-}
-
-// request sends an own request on link l and waits for the reply, the
-// link's death or ctx.
-func (s *Session) request(ctx context.Context, l *link, method string, params any) ownReply {
-	id := strconv.Quote(s.ownID + strconv.FormatUint(s.seq.Add(1), 10))
-	var rawParams json.RawMessage
-	switch p := params.(type) {
-	case nil:
-	case json.RawMessage:
-		rawParams = p
-	default:
-		b, err := json.Marshal(p)
-		if err != nil {
-			return ownReply{err: err}
-		}
-		rawParams = b
-	}
-	switch method {
-	case "initialize", "server/discover", "logging/setLevel", "resources/subscribe":
-		// The client's own requests, repeated to a new upstream: sent as
-		// the client sent them.
-	default:
-		rawParams = s.withClientMeta(rawParams)
-	}
-	msg, err := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params,omitempty"`
-	}{"2.0", json.RawMessage(id), method, rawParams})
-	if err != nil {
-		return ownReply{err: err}
-	}
-	call := &ownCall{link: l, ch: make(chan ownReply, 1)}
-	key := framing.IDKey([]byte(id))
-	s.mu.Lock()
-	s.own[key] = call
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.own, key)
-		s.mu.Unlock()
-	}()
-	if err := l.conn.WriteMessage(ctx, msg); err != nil {
-		return ownReply{err: err}
-	}
-	select {
-	case r := <-call.ch:
-		return r
-	case <-l.dead:
-		return ownReply{err: fmt.Errorf("upstream connection lost: %w", l.err)}
-	case <-ctx.Done():
-		return ownReply{err: ctx.Err()}
-	}
-}
-
-// deliverOwn hands the upstream's answer msg to the own request it
-// answers. peekErr is Peek's error for msg: an ambiguous answer fails the
-// request instead.
-func (s *Session) deliverOwn(msg []byte, env framing.Envelope, peekErr error) {
-	if peekErr != nil {
-		s.deliverOwnReply(env.ID, ownReply{err: peekErr})
-		return
-	}
-	r := ownReply{msg: bytes.Clone(msg)}
-	if env.Result != nil {
-		r.result = bytes.Clone(env.Result)
-	}
-	if env.Error != nil {
-		rpcErr := &RPCError{}
-		if err := json.Unmarshal(env.Error, rpcErr); err != nil {
-			r.err = fmt.Errorf("malformed error response: %w", err)
-		} else {
-			r.err = rpcErr
-		}
-	}
-	s.deliverOwnReply(env.ID, r)
-}
-
-// deliverOwnReply hands r to the own request with id, if it still waits.
-func (s *Session) deliverOwnReply(id []byte, r ownReply) {
-	s.mu.Lock()
-	call, ok := s.own[framing.IDKey(id)]
-	s.mu.Unlock()
-	if !ok {
-		s.log.Debug("dropping a late response to an own request", "id", string(id))
-		return
-	}
-	select {
-	case call.ch <- r:
-	default: // answered already: an upstream that answers twice
-	}
-}
-
-// isOwnID reports whether id is in this Session's own id space, however it
-// is spelled.
-func (s *Session) isOwnID(id []byte) bool {
-	var buf [64]byte
-	key := framing.AppendIDKey(buf[:0], id)
-	return len(key) > len(s.ownID) && key[0] == 's' && string(key[1:1+len(s.ownID)]) == s.ownID
-}
-
-// errOwnID is why a client request using the own id space is refused.
-func (s *Session) errOwnID() string {
-	return "Invalid Request: ids starting with " + strconv.Quote(s.ownID) + " are reserved by this mcpwrap"
-}
-
-// newOwnIDPrefix returns a fresh own-id prefix: ownIDPrefix, a random
-// nonce and "-". Two Sessions (such as two mcpwraps in a chain) get
-// different ones, so neither refuses the other's requests.
-func newOwnIDPrefix() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	return ownIDPrefix + base64.RawURLEncoding.EncodeToString(b[:]) + "-"
 }
 
 // printable shortens a stray line for a log record.

@@ -52,7 +52,10 @@ func (s *Session) streamUpstream(l *link, heads headReader, parts partsWriter, h
 	var early func(how string) // answers what the message was part of, should it end early
 	switch env.Kind {
 	case framing.Response:
-		if s.isOwnID(env.ID) || s.Tools != nil && s.pendingMethod(env.ID) == "tools/list" {
+		if s.isOwnID(env.ID) || s.Tools != nil && s.listPending() {
+			// A tools/list result is filtered whole. While the client waits
+			// for one, any response is held: a second "id" after the head,
+			// which no head shows, could make it pass for that one.
 			return false
 		}
 		method, clientID, late := s.answered(env.ID)

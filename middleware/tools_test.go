@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/tooldef"
+	"github.com/mcpwrap/mcpwrap/resilience"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -523,7 +525,7 @@ func TestParseCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := parseCall([]byte(tt.params))
+			p, err := parseCall(callEnvelope(t, []byte(tt.params)))
 			if tt.wantErr {
 				assert.ErrorIs(t, err, errAmbiguousCall)
 				return
@@ -537,6 +539,60 @@ func TestParseCall(t *testing.T) {
 	}
 }
 
+// TestUnreadyCallReadsTheNameAsTheGateDoes: with no upstream ready, the
+// sidecar still answers calls to its discovery tool, and reads the tool
+// name as the gate does: a name spelled twice (which Go's encoding/json
+// would read case-insensitively, the last one winning) is no call to the
+// discovery tool.
+func TestUnreadyCallReadsTheNameAsTheGateDoes(t *testing.T) {
+	tests := []struct {
+		name      string
+		params    string
+		discovery bool
+	}{
+		{name: "the discovery tool", params: `{"name":"` + DefaultDiscoveryTool + `","arguments":{}}`, discovery: true},
+		{name: "another tool", params: `{"name":"x","arguments":{}}`},
+		{name: "the discovery tool's name in another case, last", params: `{"name":"x","Name":"` + DefaultDiscoveryTool + `","arguments":{}}`},
+		{name: "the discovery tool's name twice", params: `{"name":"` + DefaultDiscoveryTool + `","name":"x"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client, clientConn := newPeer(t, 0)
+			s := &Session{Name: "down", Client: clientConn, Dial: func(context.Context) (Conn, error) {
+				return nil, &resilience.SpawnError{Command: "fixture", Err: exec.ErrNotFound}
+			}}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go s.Run(ctx)
+			client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + tt.params + "}\n")
+			var resp struct {
+				Result struct {
+					IsError           bool            `json:"isError"`
+					StructuredContent json.RawMessage `json:"structuredContent"`
+				} `json:"result"`
+			}
+			require.NoError(t, json.Unmarshal(client.next(), &resp))
+			assert.Equal(t, tt.discovery, resp.Result.StructuredContent != nil, "answered by the discovery tool")
+			assert.Equal(t, !tt.discovery, resp.Result.IsError, "answered with the upstream's status")
+		})
+	}
+}
+
+// callEnvelope returns the envelope the client pump reads from a
+// tools/call with params (none when empty), which must be valid JSON.
+func callEnvelope(t *testing.T, params []byte) framing.Envelope {
+	t.Helper()
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call"`)
+	if len(params) > 0 {
+		msg = append(append(append(msg, `,"params":`...), params...), '}')
+	} else {
+		msg = append(msg, '}')
+	}
+	env, err := framing.PeekValid(msg)
+	require.NoError(t, err)
+	return env
+}
+
 // FuzzParseCall checks that a tool name the gate accepts is the one every
 // kind of upstream reads: a case-sensitive parser where the last duplicate
 // wins (JavaScript, Python) and Go's case-insensitive encoding/json.
@@ -548,8 +604,11 @@ func FuzzParseCall(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, params []byte) {
-		p, err := parseCall(params)
-		if err != nil || !json.Valid(params) {
+		if !json.Valid(params) {
+			return
+		}
+		p, err := parseCall(callEnvelope(t, params))
+		if err != nil {
 			return
 		}
 		var exact map[string]json.RawMessage

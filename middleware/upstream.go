@@ -73,6 +73,7 @@ func (s *Session) supervise(ctx context.Context) {
 		tell := s.publishStatus(status) // first: a call now finds the link dead or gone, never "available"
 		s.mu.Lock()
 		s.up = nil
+		s.ready.Store(nil)
 		// With the link gone, in one step: a request finds the link, or waits for the restart.
 		s.setRestartingLocked(loop == nil)
 		s.mu.Unlock()
@@ -113,9 +114,10 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 	if err != nil {
 		return err
 	}
-	l := &link{conn: conn, dead: make(chan struct{}), serverReqs: make(map[string][]byte)}
+	l := &link{conn: conn, dead: make(chan struct{})}
 	s.mu.Lock()
 	s.up = l
+	s.ready.Store(nil)
 	s.mu.Unlock()
 	go s.pumpUpstream(l)
 	if err := s.handshake(ctx, l, attempt); err != nil {
@@ -131,6 +133,7 @@ func (s *Session) dropLink() *link {
 	s.mu.Lock()
 	l := s.up
 	s.up = nil
+	s.ready.Store(nil)
 	s.mu.Unlock()
 	if l != nil {
 		l.conn.Close()
@@ -217,9 +220,9 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 		r := s.request(ctx, l, hs.Method, hs.Params)
 		var rpcErr *RPCError
 		switch {
-		case errors.As(r.err, &rpcErr):
+		case errors.As(r.Err, &rpcErr):
 			if hs.Method == "server/discover" {
-				s.resolveWaiters(hs.Method, r.msg)
+				s.resolveWaiters(hs.Method, r.Msg)
 				continue // the client falls back to initialize; wait for it
 			}
 			err := &resilience.RPCError{Code: rpcErr.Code, Message: rpcErr.Message}
@@ -228,9 +231,9 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 				// a call it sends next is told this class, not "starting up".
 				s.setStatus(resilience.Outcome{Class: c.Class, Err: c, Attempts: attempt})
 			}
-			s.resolveWaiters(hs.Method, r.msg)
+			s.resolveWaiters(hs.Method, r.Msg)
 			return err
-		case r.err != nil:
+		case r.Err != nil:
 			select {
 			case <-l.dead:
 				return s.linkError(l, false)
@@ -239,7 +242,7 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 			if ctx.Err() != nil {
 				return handshakeCtxErr(ctx)
 			}
-			return r.err
+			return r.Err
 		}
 		if hs.Method == "initialize" {
 			if err := l.conn.WriteMessage(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
@@ -250,15 +253,18 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 			}
 		}
 		s.mu.Lock()
-		s.hs.Result = r.result
+		s.hs.Result = r.Result
 		l.ready = true
+		if s.up == l {
+			s.ready.Store(l)
+		}
 		level, subs := s.logLevel, make([]string, 0, len(s.subs))
 		for uri := range s.subs {
 			subs = append(subs, uri)
 		}
 		s.mu.Unlock()
 		s.setStatus(resilience.Outcome{Class: resilience.Available, Attempts: attempt})
-		s.resolveWaiters(hs.Method, r.msg)
+		s.resolveWaiters(hs.Method, r.Msg)
 		if level != nil {
 			s.replay(ctx, l, "logging/setLevel", level)
 		}
@@ -281,8 +287,8 @@ func handshakeCtxErr(ctx context.Context) error {
 // replay re-sends a request of the client's session state to a restarted
 // upstream.
 func (s *Session) replay(ctx context.Context, l *link, method string, params any) {
-	if r := s.request(ctx, l, method, params); r.err != nil {
-		s.log.Warn("cannot replay the client's session state", "method", method, "error", r.err)
+	if r := s.request(ctx, l, method, params); r.Err != nil {
+		s.log.Warn("cannot replay the client's session state", "method", method, "error", r.Err)
 	}
 }
 
@@ -314,8 +320,8 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 		// A handshake on a ready upstream (a client starting over): relay it.
 		started := s.background.Go(func() {
 			r := s.request(s.runCtx(), l, w.method, json.RawMessage(params)) // env's bytes are the pump's
-			if r.msg != nil {
-				s.resolveWaiters(w.method, r.msg)
+			if r.Msg != nil {
+				s.resolveWaiters(w.method, r.Msg)
 			} else {
 				s.answerDegraded(w)
 			}
@@ -460,9 +466,7 @@ func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 		res, _ := json.Marshal(map[string]any{"tools": []json.RawMessage{s.discoveryDefinition(locked)}})
 		s.reply(env.ID, res)
 	case "tools/call":
-		var p callParams
-		_ = json.Unmarshal(env.Params, &p)
-		if p.Name == s.discoveryName() {
+		if p, err := parseCall(env); err == nil && p.Name == s.discoveryName() {
 			s.reply(env.ID, s.discover(ctx, p.Arguments))
 			return
 		}
@@ -630,16 +634,7 @@ func (s *Session) withClientMeta(params json.RawMessage) json.RawMessage {
 // flight to link l, a restarted upstream, as the client sent them: its
 // listen streams go on with the new upstream's notifications.
 func (s *Session) reopenListens(l *link) {
-	s.mu.Lock()
-	var msgs [][]byte
-	for key, msg := range s.listens {
-		if r, ok := s.reqs[key]; ok && r.link != l {
-			r.link = l
-			s.reqs[key] = r
-			msgs = append(msgs, msg)
-		}
-	}
-	s.mu.Unlock()
+	msgs := s.tracker.relink(l)
 	for _, msg := range msgs {
 		s.writeUpstream(l, msg)
 	}

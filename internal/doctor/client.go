@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
-	"strconv"
-	"sync"
 
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/rpcclient"
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
@@ -31,31 +32,30 @@ type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
 
-// errClosed is returned by calls after the client's connection ended.
-var errClosed = errors.New("connection closed")
-
 // rpcClient is the doctor's side of a Session: a minimal JSON-RPC client
-// that sends requests and notifications and routes responses by id. It
-// declines every request of the server's. Safe for concurrent use; close
-// ends it and waits for its reader.
+// that sends requests and notifications and routes responses by id (with
+// the JSON-RPC client the Session uses for its own requests). It declines
+// every request of the server's. Safe for concurrent use; close ends it
+// and waits for its reader.
 type rpcClient struct {
-	conn middleware.Conn
-	done chan struct{} // closed when the reader ended
-
-	mu      sync.Mutex
-	next    int
-	pending map[string]chan response
-}
-
-type response struct {
-	Result json.RawMessage      `json:"result"`
-	Error  *middleware.RPCError `json:"error"`
+	conn  middleware.Conn
+	done  chan struct{} // closed when the reader ended
+	calls *rpcclient.Client
 }
 
 func newRPCClient(conn middleware.Conn) *rpcClient {
-	c := &rpcClient{conn: conn, done: make(chan struct{}), pending: make(map[string]chan response)}
+	c := &rpcClient{conn: conn, done: make(chan struct{}), calls: rpcclient.New("doctor-", rpcError)}
 	go c.read()
 	return c
+}
+
+// rpcError reads the error object of a response.
+func rpcError(obj json.RawMessage) error {
+	e := &middleware.RPCError{}
+	if err := json.Unmarshal(obj, e); err != nil {
+		return fmt.Errorf("malformed error response: %w", err)
+	}
+	return e
 }
 
 // close closes the connection and waits for the reader to return.
@@ -71,65 +71,37 @@ func (c *rpcClient) read() {
 		if err != nil {
 			return
 		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			response
+		env, err := framing.Peek(msg)
+		if err != nil && !errors.Is(err, framing.ErrAmbiguous) {
+			continue
 		}
-		if json.Unmarshal(msg, &m) != nil || len(m.ID) == 0 {
-			continue // notifications tell the doctor nothing it does not ask for
-		}
-		if m.Method != "" {
+		switch env.Kind {
+		case framing.Request:
 			// The server asks the client something (roots, sampling): a
 			// check has nothing to offer.
-			reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID,
+			reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(env.ID),
 				"error": middleware.RPCError{Code: -32601, Message: "not supported by mcpwrap doctor"}})
 			// Not bounded by a call's context: close ends a blocked write.
 			_ = c.conn.WriteMessage(context.Background(), reply)
-			continue
+		case framing.Response:
+			c.calls.Deliver(msg, env, err)
 		}
-		c.mu.Lock()
-		ch, ok := c.pending[string(m.ID)]
-		delete(c.pending, string(m.ID))
-		c.mu.Unlock()
-		if ok {
-			ch <- m.response
-		}
+		// Notifications tell the doctor nothing it does not ask for.
 	}
 }
 
 // call sends a request and waits for its response, the end of the
 // connection or ctx. A JSON-RPC error comes back as a *middleware.RPCError.
 func (c *rpcClient) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	c.mu.Lock()
-	c.next++
-	id := strconv.Itoa(c.next)
-	ch := make(chan response, 1)
-	c.pending[id] = ch
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.pending, id)
-		c.mu.Unlock()
-	}()
-	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
-	if err != nil {
-		return nil, err
-	}
-	if err := c.conn.WriteMessage(ctx, msg); err != nil {
-		return nil, err
-	}
-	select {
-	case r := <-ch:
-		if r.Error != nil {
-			return nil, r.Error
+	var raw json.RawMessage // no params member when nil
+	if params != nil {
+		var err error
+		if raw, err = json.Marshal(params); err != nil {
+			return nil, err
 		}
-		return r.Result, nil
-	case <-c.done:
-		return nil, errClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
+	r := c.calls.Call(ctx, c.conn.WriteMessage, c.done, method, raw)
+	return r.Result, r.Err
 }
 
 // notify sends a notification, unless ctx is done.

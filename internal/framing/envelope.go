@@ -3,6 +3,7 @@ package framing
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,7 +54,15 @@ var ErrNotJSON = errors.New("framing: not a JSON-RPC message")
 var ErrAmbiguous = errors.New("framing: ambiguous JSON-RPC message")
 
 // Envelope holds the top-level members of a JSON-RPC message that a relay
-// routes on. Raw fields alias the peeked line and share its lifetime.
+// routes on, and the members of its params that a relay reads. Raw fields
+// alias the peeked line and share its lifetime.
+//
+// Name is left nil when more than one member of Params is called "name"
+// in any letter case, or when the one so called is not spelled "name"
+// exactly: upstreams disagree on which of them they read (first wins, last
+// wins, or a case-insensitive match, as Go's encoding/json does), so a
+// gate cannot judge a call by its name. It is nil too when a member name
+// in Params has a malformed escape (which only [Peek] lets through).
 type Envelope struct {
 	Kind   Kind
 	ID     []byte // raw JSON of "id", nil when absent
@@ -61,6 +70,14 @@ type Envelope struct {
 	Params []byte // raw JSON of "params", nil when absent
 	Result []byte // raw JSON of "result", nil when absent
 	Error  []byte // raw JSON of "error", nil when absent
+
+	// The members of an object Params that a relay reads, found in the
+	// same pass, so that no reader scans Params again (tools/call params
+	// may be megabytes). Member names are compared after decoding their
+	// escapes. Each is nil when Params is not an object or lacks it.
+	Name          []byte // raw JSON of "name"; also nil when it is ambiguous (see above)
+	Arguments     []byte // raw JSON of the first "arguments"
+	ProgressToken []byte // raw JSON of the first "progressToken" of the first "_meta"
 }
 
 // Peek scans the top level of line and returns its envelope. On error, the
@@ -91,7 +108,9 @@ func peek(line []byte, valid bool) (env Envelope, err error) {
 		if err != nil && method != nil && env.Method == "" {
 			// A truncated head (see LineTooLongError) still tells whether it
 			// was a request.
-			_ = json.Unmarshal(method, &env.Method)
+			var m string // not &env.Method, which would put every env on the heap
+			_ = json.Unmarshal(method, &m)
+			env.Method = m
 		}
 	}()
 	var ambiguous string // the first routing member spelled twice
@@ -145,9 +164,14 @@ func peek(line []byte, valid bool) (env Envelope, err error) {
 				return env, syntaxError(i, "':'")
 			}
 			start := skipSpace(line, i+1)
-			if valid {
+			switch {
+			case string(key) == "params" && env.Params == nil && start < len(line) && line[start] == '{':
+				var w paramsWalk
+				end, err = peekParams(line, start, valid, &w)
+				env.Name, env.Arguments, env.ProgressToken = w.members()
+			case valid:
 				end, err = validNested(line, start, 1) // inside the message's own object
-			} else {
+			default:
 				end, err = skipValue(line, start)
 			}
 			if err != nil {
@@ -216,6 +240,167 @@ func peek(line []byte, valid bool) (env Envelope, err error) {
 		return env, fmt.Errorf("%w: member %q appears more than once or in another case", ErrAmbiguous, ambiguous)
 	}
 	return env, nil
+}
+
+// Rebase returns env, which [Peek] or [PeekValid] returned for from, with
+// its raw members pointed at the same bytes of to, a copy of from: a
+// caller that keeps a message past the buffer it was read into need not
+// read it again. It panics when env's members do not alias from.
+func (env Envelope) Rebase(from, to []byte) Envelope {
+	if len(to) != len(from) {
+		panic("framing: Rebase to a copy of another length")
+	}
+	for _, f := range []*[]byte{&env.ID, &env.Params, &env.Result, &env.Error, &env.Name, &env.Arguments, &env.ProgressToken} {
+		if *f == nil {
+			continue
+		}
+		// Peek slices every member as from[start:end], which leaves it the
+		// capacity from has past start.
+		start := cap(from) - cap(*f)
+		if start < 0 || start+len(*f) > len(from) {
+			panic("framing: Rebase of an envelope that does not alias its message")
+		}
+		*f = to[start : start+len(*f) : start+len(*f)]
+	}
+	return env
+}
+
+// peekParams checks (when valid is set) or skips the params object at
+// line[i] as peek checks or skips any member's value, and collects in w
+// the members of Params that Envelope holds. Without valid, params that
+// only balance their brackets (which is all Peek asks of a nested value)
+// are skipped with those members left nil.
+func peekParams(line []byte, i int, valid bool, w *paramsWalk) (int, error) {
+	end, err := w.object(line, i, valid, 2, false) // params is an object in the message's
+	if err != nil {
+		*w = paramsWalk{}
+		if valid {
+			return 0, err
+		}
+		return skipValue(line, i)
+	}
+	return end, nil
+}
+
+// paramsWalk collects the members of params that Envelope holds.
+type paramsWalk struct {
+	name, arguments, token []byte
+	names                  int  // members called "name" in any letter case
+	nameExact              bool // the first of them is spelled "name"
+	badKey                 bool // a member name failed to decode
+	metaSeen               bool // the first "_meta" was read
+}
+
+// members returns what Envelope holds of the walk: Name, Arguments and
+// ProgressToken.
+func (w *paramsWalk) members() (name, arguments, token []byte) {
+	if w.names == 1 && w.nameExact && !w.badKey {
+		name = w.name
+	}
+	return name, w.arguments, w.token
+}
+
+// maxParamsName is the longest raw member name (inside its quotes) that
+// can decode to one paramsWalk looks for: "progressToken", every letter
+// escaped as \uXXXX.
+const maxParamsName = 6 * len("progressToken")
+
+// object walks the object at b[i] ('{'), which nests at depth, checking
+// each member's value as validNested does when valid is set or skipping it
+// as skipValue does, and records the members of params (or, with meta, of
+// params' first "_meta") that paramsWalk holds. Its errors are
+// validContainer's.
+func (w *paramsWalk) object(b []byte, i int, valid bool, depth int, meta bool) (int, error) {
+	if valid && depth > maxDepth {
+		return 0, syntaxError(i, "less nesting")
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return 0, syntaxError(i, "member name")
+		}
+		keyStart := i
+		var err error
+		if valid {
+			i, err = validString(b, i)
+		} else {
+			i, err = skipString(b, i)
+		}
+		if err != nil {
+			return 0, err
+		}
+		key := b[keyStart+1 : i-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var bad error
+			switch {
+			case len(key) <= maxParamsName:
+				key, bad = memberName(b[keyStart:i])
+			case !valid: // decoded only to see that it decodes
+				_, bad = validString(b, keyStart)
+			}
+			if bad != nil && !meta {
+				w.badKey = true
+			}
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] != ':' {
+			return 0, syntaxError(i, "':'")
+		}
+		i = skipSpace(b, i+1)
+		start := i
+		switch {
+		case meta:
+			i, err = w.skip(b, i, valid, depth)
+			if err == nil && w.token == nil && string(key) == "progressToken" {
+				w.token = b[start:i]
+			}
+		case string(key) == "_meta" && !w.metaSeen:
+			w.metaSeen = true
+			if i < len(b) && b[i] == '{' {
+				i, err = w.object(b, i, valid, depth+1, true)
+			} else {
+				i, err = w.skip(b, i, valid, depth)
+			}
+		default:
+			i, err = w.skip(b, i, valid, depth)
+			switch {
+			case err != nil:
+			case string(key) == "arguments":
+				if w.arguments == nil {
+					w.arguments = b[start:i]
+				}
+			case len(key) == len("name") && bytes.EqualFold(key, []byte("name")): // no other rune folds to these letters
+				w.names++
+				if w.names == 1 {
+					w.name, w.nameExact = b[start:i], string(key) == "name"
+				}
+			}
+		}
+		if err != nil {
+			return 0, err
+		}
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return i + 1, nil
+		}
+		return 0, syntaxError(i, "',' or a closing bracket")
+	}
+}
+
+// skip checks (valid) or skips the value at b[i] of a member of an object
+// nested at depth.
+func (w *paramsWalk) skip(b []byte, i int, valid bool, depth int) (int, error) {
+	if valid {
+		return validNested(b, i, depth)
+	}
+	return skipValue(b, i)
 }
 
 // String decodes raw, a JSON string with its quotes, as encoding/json
@@ -312,21 +497,53 @@ func skipSpace(b []byte, i int) int {
 
 // skipString returns the offset just past the string starting at b[i]=='"'.
 func skipString(b []byte, i int) (int, error) {
-	start := i
+	start, run := i, i+1 // run: where the current run of plain bytes began
 	for i++; i < len(b); i++ {
 		if !stringStop[b[i]] {
+			if i-run >= 8 { // a long run: eight bytes at a time
+				i = plainRun(b, i)
+			}
 			continue // most bytes: one table load instead of three comparisons
 		}
 		switch c := b[i]; {
 		case c == '"':
 			return i + 1, nil
 		case c == '\\':
+			run = i + 2
 			i++
 		default:
 			return 0, syntaxError(i, "no control character in a string")
 		}
 	}
 	return 0, syntaxError(start, "closing '\"'")
+}
+
+// plainRun returns the offset of the last of the plain bytes that start
+// at b[i], which is one (stringStop does not mark it), up to a multiple of
+// eight of them: past a short run the caller's byte loop goes on, and a
+// long one (a file's text, base64 data) is read eight bytes at a time.
+func plainRun(b []byte, i int) int {
+	for i+17 <= len(b) && stopBytes(binary.LittleEndian.Uint64(b[i+1:]))|stopBytes(binary.LittleEndian.Uint64(b[i+9:])) == 0 {
+		i += 16
+	}
+	for i+9 <= len(b) && stopBytes(binary.LittleEndian.Uint64(b[i+1:])) == 0 {
+		i += 8
+	}
+	return i
+}
+
+// stopBytes returns x, eight bytes of a string, with the high bit of a
+// byte set where stringStop marks one (a quote, a backslash or a control
+// character): zero when it marks none. (A borrow may set the bits above a
+// marked byte; only zero is read.)
+func stopBytes(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	// x^0x02 puts '"' at 0x20 and keeps control bytes below it, so one
+	// test for bytes under 0x21 finds both; another finds zero bytes of
+	// x^'\\'.
+	low := x ^ (0x02 * ones)
+	backslash := x ^ ('\\' * ones)
+	return ((low-0x21*ones)&^low | (backslash-ones)&^backslash) & highs
 }
 
 // stringStop marks the bytes that end a run of plain string content: the
