@@ -158,6 +158,11 @@ type Session struct {
 	ownID string            // this Session's own-id prefix: ownIDPrefix, its nonce and "-"
 	own   *rpcclient.Client // the sidecar's own requests to the upstream, in the ownID space
 	kick  chan struct{}     // wakes the supervisor for a reconnect on use
+	// life is done when Run returns: the context of the Session's writes
+	// that no request's context bounds (answers and notifications to the
+	// client among them, which the drain and Run's end still send).
+	life    context.Context
+	endLife context.CancelFunc
 
 	// What Retrier, CrashBudget and Reconnect stand for. The Session never
 	// writes its caller's values (several Sessions may share them): it
@@ -282,6 +287,7 @@ func (s *Session) init() {
 	s.restartChanged = make(chan struct{})
 	s.identities.limit = s.maxCatalogBytes()
 	s.kick = make(chan struct{}, 1)
+	s.life, s.endLife = context.WithCancel(context.Background())
 	s.ctx = context.Background()
 	s.status = resilience.Outcome{Server: s.Name, Class: resilience.Transient}
 	if s.Retrier != nil {
@@ -310,6 +316,7 @@ func (s *Session) init() {
 // does not end a blocked read is waited for up to DrainTimeout, then left).
 func (s *Session) Run(ctx context.Context) error {
 	s.once.Do(s.init)
+	defer s.endLife()
 	done := ctx.Done()
 	// The relay's own context outlives ctx by the drain: cancelling ctx
 	// (SIGTERM, SIGINT) must not stop the upstream before its in-flight
@@ -673,7 +680,7 @@ func (s *Session) takeServerRequest(env framing.Envelope) *link {
 
 // writeUpstream writes msg to link l, logging a failure: l may have died.
 func (s *Session) writeUpstream(l *link, msg []byte) {
-	if err := l.conn.WriteMessage(msg); err != nil {
+	if err := l.conn.WriteMessage(s.life, msg); err != nil {
 		s.log.Debug("cannot write to upstream", "error", err)
 	}
 }
@@ -765,7 +772,7 @@ func (s *Session) clientBatch(msg []byte) {
 					s.takeServerRequest(env)
 				}
 			}
-			if err := l.conn.WriteMessage(msg); err != nil {
+			if err := l.conn.WriteMessage(s.life, msg); err != nil {
 				s.log.Warn("cannot write to upstream", "error", err)
 				for _, env := range reqs {
 					if s.untrack(env.ID) != "" {
@@ -787,7 +794,7 @@ func (s *Session) clientBatch(msg []byte) {
 	}
 	b.WriteByte(']')
 	if len(reqs) > 0 {
-		if err := s.Client.WriteMessage(b.Bytes()); err != nil {
+		if err := s.Client.WriteMessage(s.life, b.Bytes()); err != nil {
 			s.log.Debug("cannot answer the client", "error", err)
 		}
 	}
@@ -924,12 +931,14 @@ func (s *Session) pumpUpstream(l *link) {
 				s.progressed(env.Params)
 			}
 		}
-		write := s.Client.WriteMessage
+		var werr error
 		if more != nil && more.Buffered() {
-			write = hold.HoldMessage
+			werr = hold.HoldMessage(msg)
+		} else {
+			werr = s.Client.WriteMessage(s.life, msg)
 		}
-		if err := write(msg); err != nil {
-			s.log.Debug("cannot write to the client", "error", err)
+		if werr != nil {
+			s.log.Debug("cannot write to the client", "error", werr)
 		}
 	}
 }
@@ -1049,7 +1058,7 @@ func (s *Session) orphanServerRequests(l *link) {
 			"method":  "notifications/cancelled",
 			"params":  map[string]any{"requestId": json.RawMessage(id), "reason": "the server restarted; its request will not be completed"},
 		})
-		if err := s.Client.WriteMessage(msg); err != nil {
+		if err := s.Client.WriteMessage(s.life, msg); err != nil {
 			s.log.Debug("cannot write to the client", "error", err)
 		}
 	}

@@ -1059,7 +1059,7 @@ func (s *Session) reply(id []byte, result json.RawMessage) {
 		ID      json.RawMessage `json:"id"`
 		Result  json.RawMessage `json:"result"`
 	}{"2.0", id, result})
-	if err := s.Client.WriteMessage(b); err != nil {
+	if err := s.Client.WriteMessage(s.life, b); err != nil {
 		s.log.Debug("cannot answer the client", "error", err)
 	}
 }
