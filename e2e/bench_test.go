@@ -30,8 +30,9 @@ import (
 // trips (latency p50/p99 and the relay's CPU per round trip from
 // /proc/PID/stat), a 10 MiB request, a 10 MiB result, then 64 calls in flight
 // (after the large messages, which is when a relay that keeps big buffers
-// slows down), with the relay's peak RSS. `make bench` prints the medians as a
-// table with the wrapped/direct and mcpwrap/floor ratios (e2e/benchtable).
+// slows down), with the relay's CPU per call and peak RSS. `make bench`
+// prints the medians as a table with the wrapped/direct and mcpwrap/floor
+// ratios (e2e/benchtable).
 func BenchmarkRelay(b *testing.B) {
 	for _, mode := range []string{benchDirect, benchFloor, benchWrapped} {
 		b.Run(mode, func(b *testing.B) {
@@ -71,9 +72,13 @@ func BenchmarkRelay(b *testing.B) {
 			})
 			b.Run("InFlight64", func(b *testing.B) {
 				req := c.request("tools/call", `{"name":"echo","arguments":{"text":"ping"}}`)
+				cpu := c.cpu(b)
 				start := time.Now()
 				c.inFlight(b, req, 64, b.N)
 				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+				if relay {
+					b.ReportMetric(float64((c.cpu(b)-cpu).Microseconds())/float64(b.N), "relay-cpu-µs/op")
+				}
 				if kib, err := procStatusKiB(c.pid, "VmHWM:"); err == nil && relay {
 					b.ReportMetric(float64(kib)/1024, "relay-peak-RSS-MiB")
 				}

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,8 +23,15 @@ type Conn interface {
 	// other error ends the stream.
 	ReadMessage() ([]byte, error)
 	// WriteMessage sends one message. It blocks while the peer is not
-	// reading, which is how backpressure propagates.
-	WriteMessage(msg []byte) error
+	// reading, which is how backpressure propagates. When ctx is already
+	// done it returns ctx.Err() and writes nothing. A wait that ctx can
+	// end (for a turn behind other writes, for an HTTP request to reach
+	// the server) ends when ctx is done: the message is given up and
+	// ctx.Err() returned. A write blocked on a peer that stopped reading,
+	// such as a pipe, need not watch ctx: Close ends it (a [Session] closes
+	// a Conn whose write it still waits for as Run ends). ctx bounds this
+	// write only; it is not kept.
+	WriteMessage(ctx context.Context, msg []byte) error
 	// Close releases the connection.
 	Close() error
 }
@@ -101,8 +109,15 @@ func tooLarge(err error) error {
 	return err
 }
 
-// WriteMessage implements [Conn].
-func (c *StreamConn) WriteMessage(msg []byte) error { return c.w.Write(msg) }
+// WriteMessage implements [Conn]. It checks ctx only before it writes: a
+// write blocked on a peer that is not reading ends when Close closes the
+// underlying writer.
+func (c *StreamConn) WriteMessage(ctx context.Context, msg []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return c.w.Write(msg)
+}
 
 // ReadHead is ReadMessage for a caller that may relay a long message as it
 // arrives. It returns the next message whole (whole is true) when it fits

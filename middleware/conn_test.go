@@ -69,7 +69,10 @@ func (c *scriptedConn) ReadMessage() ([]byte, error) {
 	}
 }
 
-func (c *scriptedConn) WriteMessage(msg []byte) error {
+func (c *scriptedConn) WriteMessage(ctx context.Context, msg []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	select {
 	case c.writes <- append([]byte(nil), msg...):
 		return nil
@@ -146,4 +149,37 @@ func TestMessageTooLargeErrorUnwrapsTheReadersError(t *testing.T) {
 	_, err := c.ReadMessage()
 	require.ErrorIs(t, err, ErrMessageTooLarge)
 	require.ErrorIs(t, err, framing.ErrLineTooLong)
+}
+
+// A StreamConn writes nothing for a context already done: a Session's
+// write after its end, or a request's after the request ended, is refused
+// whole rather than written.
+func TestStreamConnWriteMessageHonoursADoneContext(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancelExpired := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancelExpired()
+	tests := []struct {
+		name    string
+		ctx     context.Context
+		wantErr error
+		want    string
+	}{
+		{name: "cancelled", ctx: cancelled, wantErr: context.Canceled},
+		{name: "past its deadline", ctx: expired, wantErr: context.DeadlineExceeded},
+		{name: "live", ctx: context.Background(), want: `{"jsonrpc":"2.0","method":"ping"}` + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			c := NewStreamConn(strings.NewReader(""), &out, nil, 0)
+			err := c.WriteMessage(tt.ctx, []byte(`{"jsonrpc":"2.0","method":"ping"}`))
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tt.want, out.String())
+		})
+	}
 }

@@ -46,12 +46,12 @@ type holdConn struct {
 	release chan struct{}
 }
 
-func (c *holdConn) WriteMessage(msg []byte) error {
+func (c *holdConn) WriteMessage(ctx context.Context, msg []byte) error {
 	if env, err := framing.Peek(msg); err == nil && env.Method == "tools/list" && c.n.Add(1) == c.at {
 		close(c.held)
 		<-c.release
 	}
-	return c.Conn.WriteMessage(msg)
+	return c.Conn.WriteMessage(ctx, msg)
 }
 
 // TestRequestRacingACrashIsAnswered: a request written to a link that died

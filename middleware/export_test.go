@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
 // RewriteToolsList exposes the tools/list rewrite to the external
@@ -21,7 +22,7 @@ func (s *Session) RewriteToolsList(msg []byte) []byte {
 func (s *Session) catalogLoadIdle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.catalogKnown && s.loading == nil && !s.refreshing
+	return s.catalogKnown && s.loading == nil && !s.refreshing.Load()
 }
 
 // LoadCatalog sets the catalog as a load does and evaluates it, for the
@@ -38,4 +39,11 @@ func (s *Session) LoadCatalog(tools []json.RawMessage) {
 func (s *Session) CallVerdict(name string) (a Availability, known bool) {
 	a, known, _ = s.callVerdict(name)
 	return a, known
+}
+
+// MarkAvailable records the upstream as loaded and serving, as a handshake
+// does, for the external benchmarks.
+func (s *Session) MarkAvailable() {
+	s.once.Do(s.init)
+	s.publishStatus(resilience.Outcome{Class: resilience.Available})
 }

@@ -47,7 +47,7 @@ func (s *Session) replyError(id []byte, code int, message string) {
 
 // replyErrorData sends the client an error response with data.
 func (s *Session) replyErrorData(id []byte, code int, message string, data json.RawMessage) {
-	if err := s.Client.WriteMessage(errorResponse(id, code, message, data)); err != nil {
+	if err := s.Client.WriteMessage(s.life, errorResponse(id, code, message, data)); err != nil {
 		s.log.Debug("cannot answer the client", "error", err)
 	}
 }

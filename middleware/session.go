@@ -158,6 +158,11 @@ type Session struct {
 	ownID string            // this Session's own-id prefix: ownIDPrefix, its nonce and "-"
 	own   *rpcclient.Client // the sidecar's own requests to the upstream, in the ownID space
 	kick  chan struct{}     // wakes the supervisor for a reconnect on use
+	// life is done when Run returns: the context of the Session's writes
+	// that no request's context bounds (answers and notifications to the
+	// client among them, which the drain and Run's end still send).
+	life    context.Context
+	endLife context.CancelFunc
 
 	// What Retrier, CrashBudget and Reconnect stand for. The Session never
 	// writes its caller's values (several Sessions may share them): it
@@ -204,8 +209,10 @@ type Session struct {
 	merges       int                 // catalog updates from the client's tools/list pages (notePage) and changes the upstream announced
 	loading      *catalogLoading     // the catalog load under way, nil when none (see catalogLoad)
 	reevaluating sync.Mutex          // serialises reevaluate; taken before mu
-	refreshing   bool
-	stale        bool // a refresh was asked for while one was running
+	// refreshing is set while a catalog refresh runs; written under mu,
+	// read without it on the call path (catalogStale).
+	refreshing atomic.Bool
+	stale      bool // a refresh was asked for while one was running
 	// keptMerges is merges as of the pages of the catalog a load last
 	// kept: a refresh that joined a load ending as the upstream announced a
 	// change sees it below merges, and loads again.
@@ -280,6 +287,7 @@ func (s *Session) init() {
 	s.restartChanged = make(chan struct{})
 	s.identities.limit = s.maxCatalogBytes()
 	s.kick = make(chan struct{}, 1)
+	s.life, s.endLife = context.WithCancel(context.Background())
 	s.ctx = context.Background()
 	s.status = resilience.Outcome{Server: s.Name, Class: resilience.Transient}
 	if s.Retrier != nil {
@@ -308,6 +316,7 @@ func (s *Session) init() {
 // does not end a blocked read is waited for up to DrainTimeout, then left).
 func (s *Session) Run(ctx context.Context) error {
 	s.once.Do(s.init)
+	defer s.endLife()
 	done := ctx.Done()
 	// The relay's own context outlives ctx by the drain: cancelling ctx
 	// (SIGTERM, SIGINT) must not stop the upstream before its in-flight
@@ -671,7 +680,7 @@ func (s *Session) takeServerRequest(env framing.Envelope) *link {
 
 // writeUpstream writes msg to link l, logging a failure: l may have died.
 func (s *Session) writeUpstream(l *link, msg []byte) {
-	if err := l.conn.WriteMessage(msg); err != nil {
+	if err := l.conn.WriteMessage(s.life, msg); err != nil {
 		s.log.Debug("cannot write to upstream", "error", err)
 	}
 }
@@ -763,7 +772,7 @@ func (s *Session) clientBatch(msg []byte) {
 					s.takeServerRequest(env)
 				}
 			}
-			if err := l.conn.WriteMessage(msg); err != nil {
+			if err := l.conn.WriteMessage(s.life, msg); err != nil {
 				s.log.Warn("cannot write to upstream", "error", err)
 				for _, env := range reqs {
 					if s.untrack(env.ID) != "" {
@@ -785,7 +794,7 @@ func (s *Session) clientBatch(msg []byte) {
 	}
 	b.WriteByte(']')
 	if len(reqs) > 0 {
-		if err := s.Client.WriteMessage(b.Bytes()); err != nil {
+		if err := s.Client.WriteMessage(s.life, b.Bytes()); err != nil {
 			s.log.Debug("cannot answer the client", "error", err)
 		}
 	}
@@ -922,12 +931,14 @@ func (s *Session) pumpUpstream(l *link) {
 				s.progressed(env.Params)
 			}
 		}
-		write := s.Client.WriteMessage
+		var werr error
 		if more != nil && more.Buffered() {
-			write = hold.HoldMessage
+			werr = hold.HoldMessage(msg)
+		} else {
+			werr = s.Client.WriteMessage(s.life, msg)
 		}
-		if err := write(msg); err != nil {
-			s.log.Debug("cannot write to the client", "error", err)
+		if werr != nil {
+			s.log.Debug("cannot write to the client", "error", werr)
 		}
 	}
 }
@@ -952,19 +963,19 @@ func (s *Session) refreshLater() {
 	}
 	s.mu.Lock()
 	s.merges++
-	if s.refreshing {
+	if s.refreshing.Load() {
 		s.stale = true
 		s.mu.Unlock()
 		return
 	}
-	s.refreshing = true
+	s.refreshing.Store(true)
 	s.mu.Unlock()
 	started := s.background.Go(func() {
 		for {
 			err := s.refreshCatalog(s.runCtx())
 			s.mu.Lock()
 			if !s.stale && (err != nil || s.keptMerges == s.merges) {
-				s.refreshing = false
+				s.refreshing.Store(false)
 				s.mu.Unlock()
 				return
 			}
@@ -974,7 +985,8 @@ func (s *Session) refreshLater() {
 	})
 	if !started { // Run is returning
 		s.mu.Lock()
-		s.refreshing, s.stale = false, false
+		s.refreshing.Store(false)
+		s.stale = false
 		s.mu.Unlock()
 	}
 }
@@ -1046,7 +1058,7 @@ func (s *Session) orphanServerRequests(l *link) {
 			"method":  "notifications/cancelled",
 			"params":  map[string]any{"requestId": json.RawMessage(id), "reason": "the server restarted; its request will not be completed"},
 		})
-		if err := s.Client.WriteMessage(msg); err != nil {
+		if err := s.Client.WriteMessage(s.life, msg); err != nil {
 			s.log.Debug("cannot write to the client", "error", err)
 		}
 	}

@@ -205,7 +205,7 @@ func newStuckWriter(stuck func([]byte) bool) *stuckWriter {
 	return &stuckWriter{stuck: stuck, blocked: make(chan struct{}), closed: make(chan struct{})}
 }
 
-func (c *stuckWriter) WriteMessage(msg []byte) error {
+func (c *stuckWriter) WriteMessage(ctx context.Context, msg []byte) error {
 	if c.stuck(msg) {
 		select {
 		case <-c.blocked:
@@ -215,7 +215,7 @@ func (c *stuckWriter) WriteMessage(msg []byte) error {
 		<-c.closed
 		return io.ErrClosedPipe
 	}
-	return c.Conn.WriteMessage(msg)
+	return c.Conn.WriteMessage(ctx, msg)
 }
 
 func (c *stuckWriter) Close() error {

@@ -87,21 +87,46 @@ func (s *Session) view() catalogView {
 	if snap == nil {
 		return catalogView{index: new(tooldef.Index)}
 	}
-	v := catalogView{tools: snap.tools, index: snap.index}
+	return catalogView{tools: snap.tools, index: snap.index, avail: s.evaluate(snap)}
+}
+
+// evaluate asks the policy for its verdicts on the catalog snap holds, as
+// the sidecar applies them (see untrusted), and with a VersionedPolicy
+// publishes them unless the catalog changed meanwhile. The caller may
+// modify what it returns.
+func (s *Session) evaluate(snap *verdicts) []Availability {
 	var version uint64
 	if s.versioned != nil {
 		version = s.versioned.Version() // before Evaluate: a change during it leaves the verdicts stale, never wrong
 	}
-	v.avail = s.policy().Evaluate(v.tools)
-	for i := range v.avail {
-		if v.index.Name(i) == "" {
-			v.avail[i] = untrusted
+	avail := s.policy().Evaluate(snap.tools)
+	for i := range avail {
+		if snap.names[i] == "" {
+			avail[i] = untrusted
 		}
 	}
 	if s.versioned != nil {
-		s.verdicts.CompareAndSwap(snap, &verdicts{tools: snap.tools, index: snap.index, avail: slices.Clone(v.avail), version: version})
+		s.verdicts.CompareAndSwap(snap, &verdicts{tools: snap.tools, index: snap.index, names: snap.names, known: snap.known, avail: slices.Clone(avail), version: version})
 	}
-	return v
+	return avail
+}
+
+// catalogVerdicts returns the verdicts on the catalog snap holds as of the
+// policy's current version, to be read only: those published when they are
+// current, else evaluated (and published) now. It returns nil when the
+// policy is not a VersionedPolicy, whose verdicts are asked of it for each
+// definition judged.
+func (s *Session) catalogVerdicts(snap *verdicts) []Availability {
+	if s.versioned == nil {
+		return nil
+	}
+	if cur := s.verdicts.Load(); cur.index == snap.index {
+		snap = cur // the same catalog, maybe evaluated since
+	}
+	if snap.avail != nil && snap.version == s.versioned.Version() {
+		return snap.avail
+	}
+	return s.evaluate(snap)
 }
 
 // verdicts is the catalog as last loaded, immutable once published (see
@@ -110,9 +135,31 @@ func (s *Session) view() catalogView {
 // the verdict on each definition as of the policy's version.
 type verdicts struct {
 	tools   []json.RawMessage
-	index   *tooldef.Index // never nil
+	index   *tooldef.Index // never nil; identifies the catalog
+	names   []string       // the trusted name of each definition (see tooldef.Index.Name)
+	known   *knownDefinitions
 	avail   []Availability
 	version uint64
+}
+
+// knownDefinitions are the definitions of a catalog as framing recognises
+// them in a tools/list page, checked on first use rather than under the
+// lock that sets the catalog.
+type knownDefinitions struct {
+	once  sync.Once
+	tools []json.RawMessage
+	known *framing.Known
+}
+
+// knownDefinitions returns the definitions of the catalog for
+// framing.MembersSplitKnown; nil when no catalog is loaded.
+func (v *verdicts) knownDefinitions() *framing.Known {
+	if v == nil {
+		return nil
+	}
+	k := v.known
+	k.once.Do(func() { k.known = framing.NewKnown(k.tools) })
+	return k.known
 }
 
 // callVerdict returns the policy's verdict on a call to the named tool, a
@@ -165,7 +212,8 @@ func (s *Session) showDiscovery(locked int) bool {
 // shown. When there is nothing to change it returns msg itself, so the
 // client gets the upstream's bytes.
 func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
-	members, err := framing.MembersSplit(env.Result, func(name string) bool { return strings.EqualFold(name, "tools") })
+	guide := pageGuide{snap: s.verdicts.Load()}
+	members, err := framing.MembersSplitKnown(env.Result, func(name string) bool { return strings.EqualFold(name, "tools") }, guide.snap.knownDefinitions())
 	if err != nil {
 		s.log.Warn("malformed tools/list result; passed through", "error", err)
 		return msg
@@ -182,7 +230,7 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 		case err != nil:
 			ambiguous = true
 		case key == "tools" && toolsVal == nil:
-			toolsVal, page = m.Value, m.Elements
+			toolsVal, page, guide.at = m.Value, m.Elements, m.Known
 		case strings.EqualFold(key, "tools"):
 			ambiguous = true
 		case key == "nextCursor":
@@ -202,19 +250,12 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 		s.log.Warn("tools/list result whose tools is not an array; passed through")
 		return msg
 	}
-	trusted := s.notePage(page)
-	avail := s.Tools.Evaluate(rawList(page))
-	for i, ok := range trusted {
-		if !ok {
-			avail[i] = untrusted
-		}
-	}
-	kept := make([][]byte, 0, len(page))
-	locked := 0
-	for i, a := range avail {
-		switch {
+	v := s.pageVerdicts(page, guide)
+	kept, locked := 0, 0
+	for k := range page {
+		switch a := v.at(k); {
 		case a.Callable():
-			kept = append(kept, page[i])
+			kept++
 		case a.InScope:
 			locked++
 		}
@@ -229,7 +270,7 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 	}
 	s.mu.Unlock()
 	discovery := lastPage && s.showDiscovery(locked)
-	if len(kept) == len(page) && !discovery {
+	if kept == len(page) && !discovery {
 		return msg
 	}
 	var discoveryDef []byte
@@ -238,14 +279,18 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 	}
 	out := framing.SpliceFunc(msg, toolsVal, len(toolsVal)+len(discoveryDef)+1, func(b []byte) []byte {
 		b = append(b, '[')
-		for i, t := range kept {
-			if i > 0 {
+		first := true
+		for k, t := range page {
+			if !v.at(k).Callable() {
+				continue
+			}
+			if !first {
 				b = append(b, ',')
 			}
-			b = append(b, t...)
+			b, first = append(b, t...), false
 		}
 		if discovery {
-			if len(kept) > 0 {
+			if kept > 0 {
 				b = append(b, ',')
 			}
 			b = append(b, discoveryDef...)
@@ -504,9 +549,7 @@ func (s *Session) catalogTool(name string) (tool json.RawMessage, known, claimed
 // catalogStale reports whether the upstream announced a change of its
 // tools that the catalog does not hold yet.
 func (s *Session) catalogStale() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refreshing
+	return s.refreshing.Load() // no lock on the call path
 }
 
 // toolError is a tools/call result with isError set.
@@ -688,9 +731,13 @@ func (s *Session) setCatalogLocked(all []json.RawMessage) {
 		sums[sum] = i
 		size += len(t)
 	}
+	names := make([]string, len(all))
+	for i := range names {
+		names[i] = index.Name(i)
+	}
 	s.catalog, s.catalogIndex, s.catalogSums, s.catalogKnown = all, index, sums, true
 	s.catalogBytes = size
-	s.verdicts.Store(&verdicts{tools: all, index: index}) // evaluated by the reevaluate that follows
+	s.verdicts.Store(&verdicts{tools: all, index: index, names: names, known: &knownDefinitions{tools: all}}) // evaluated by the reevaluate that follows
 }
 
 // identities caches what tooldef read from tool definitions, by their hash
@@ -750,30 +797,114 @@ type definitionPositions map[uint64]int
 // catalogSeed keys the hashes that spot a changed definition.
 var catalogSeed = maphash.MakeSeed()
 
+// pageView is the verdict on each definition of a tools/list page.
+type pageView struct {
+	avail   []Availability // by definition of the page, when catalog is nil
+	catalog []Availability // by position in the catalog
+	pos     []int32        // each definition's position in the catalog, -1 for one without a trusted name
+}
+
+// at returns the verdict on definition k of the page.
+func (v pageView) at(k int) Availability {
+	switch {
+	case v.catalog == nil:
+		return v.avail[k]
+	case v.pos[k] < 0:
+		return untrusted
+	}
+	return v.catalog[v.pos[k]]
+}
+
+// pageGuide is where the splitter found the definitions of a tools/list
+// page in a catalog (see framing.MembersSplitKnown): at holds, for each,
+// its position in snap's catalog, or -1.
+type pageGuide struct {
+	snap *verdicts
+	at   []int
+}
+
+// pageVerdicts merges a tools/list page the client is about to see into
+// the catalog (see notePage) and returns the verdict on each of its
+// definitions. Once a catalog is loaded, a definition is judged as the
+// catalog's own, which the one tool-definition parser read once when it
+// joined the catalog: under a VersionedPolicy by the verdicts kept for the
+// catalog, without asking the policy again.
+func (s *Session) pageVerdicts(page [][]byte, guide pageGuide) pageView {
+	snap, pos := s.notePage(page, guide)
+	if snap == nil {
+		avail := s.Tools.Evaluate(rawList(page))
+		for i, ok := range s.pageTrust(page) {
+			if !ok {
+				avail[i] = untrusted
+			}
+		}
+		return pageView{avail: avail}
+	}
+	distrust(snap, page, pos)
+	if catalog := s.catalogVerdicts(snap); catalog != nil {
+		return pageView{catalog: catalog, pos: pos}
+	}
+	avail := s.Tools.Evaluate(rawList(page))
+	for k, p := range pos {
+		if p < 0 {
+			avail[k] = untrusted
+		}
+	}
+	return pageView{avail: avail}
+}
+
+// distrust sets to -1 the position of each definition of a page merged
+// into the catalog snap holds, at positions pos (-1 for one the catalog
+// could not take), that has no trusted name: the catalog does not trust
+// it, or another definition of the page claims its name. Two definitions
+// of the page that the catalog holds under one name are one definition
+// spelled twice (distinct definitions claiming a name make it untrusted in
+// the catalog); one it does not hold may claim any name.
+func distrust(snap *verdicts, page [][]byte, pos []int32) {
+	seen := make([]uint8, len(snap.tools)) // page definitions at each position, up to 2
+	var claimed map[string]bool            // by definitions the catalog does not hold
+	for k, p := range pos {
+		switch {
+		case p < 0:
+			if claimed == nil {
+				claimed = make(map[string]bool)
+			}
+			for _, name := range tooldef.Claims(page[k]) {
+				claimed[name] = true
+			}
+		case seen[p] < 2:
+			seen[p]++
+		}
+	}
+	for k, p := range pos {
+		if p >= 0 && (seen[p] > 1 || snap.names[p] == "" || claimed[snap.names[p]]) {
+			pos[k] = -1
+		}
+	}
+}
+
 // notePage merges the tool definitions of a tools/list page the client is
 // about to see into the loaded catalog, so that a call is judged by the
 // definition the client saw, even when the upstream changed it without
 // notifications/tools/list_changed. A change also reloads the whole
-// catalog, to record it and announce what it changes. It returns, for each
-// definition of the page, whether a name is trusted for it (see untrusted):
-// by the catalog once one is loaded, else by the page alone.
-func (s *Session) notePage(page [][]byte) (trusted []bool) {
-	all, trusted, changed := s.mergePage(page)
-	if trusted == nil {
-		return s.pageTrust(page)
-	}
+// catalog, to record it and announce what it changes. It returns the
+// catalog merged into and the position in it of each definition of the
+// page (-1 for one it could not take), or nil when no catalog is loaded.
+func (s *Session) notePage(page [][]byte, guide pageGuide) (*verdicts, []int32) {
+	all, snap, pos, changed := s.mergePage(page, guide)
 	if !changed {
-		return trusted
+		return snap, pos
 	}
 	s.log.Info("tools/list shows tool definitions the catalog lacked; catalog updated")
 	if s.CatalogSeen != nil {
 		s.CatalogSeen(all)
 	}
 	s.reevaluate(false) // the client is being shown the change right now
-	return trusted
+	return snap, pos
 }
 
-// pageTrust is notePage's verdict on a page when no catalog is loaded.
+// pageTrust is pageVerdicts' verdict on a page when no catalog is loaded:
+// for each definition, whether a name is trusted for it.
 func (s *Session) pageTrust(page [][]byte) []bool {
 	var index tooldef.Index
 	index.Grow(len(page))
@@ -788,64 +919,92 @@ func (s *Session) pageTrust(page [][]byte) []bool {
 	return trusted
 }
 
-// mergePage is notePage's merge; it returns the catalog, the page's trust
-// (nil when no catalog is loaded) and whether the catalog changed.
-func (s *Session) mergePage(page [][]byte) ([]json.RawMessage, []bool, bool) {
+// mergePage is notePage's merge; it returns the catalog when it changed,
+// the catalog as published after the merge (nil when no catalog is
+// loaded), the positions of the page's definitions in it and whether it
+// changed. It takes the positions guide found in the catalog, when that is
+// still the catalog, and looks up the others by their hash.
+func (s *Session) mergePage(page [][]byte, guide pageGuide) ([]json.RawMessage, *verdicts, []int32, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.catalogKnown {
-		return nil, nil, false // the first load is under way
+		return nil, nil, nil, false // the first load is under way
 	}
-	sums := make([]uint64, len(page))
-	over := make([]bool, len(page)) // not merged: the catalog would pass MaxCatalogBytes
+	const over = -2 // not merged: the catalog would pass MaxCatalogBytes
+	pos := make([]int32, len(page))
 	var all []json.RawMessage
+	var replaced map[int]bool // positions whose definition this page replaced
 	size, changed := s.catalogBytes, false
+	at := guide.at
+	if guide.snap == nil || guide.snap.index != s.catalogIndex {
+		at = nil // the catalog changed since
+	}
 	for k, t := range page {
-		sums[k] = maphash.Bytes(catalogSeed, t)
-		if _, ok := s.catalogSums[sums[k]]; ok {
+		if at != nil && at[k] >= 0 {
+			pos[k] = int32(at[k])
 			continue
 		}
+		sum := maphash.Bytes(catalogSeed, t)
+		if p, ok := s.catalogSums[sum]; ok {
+			pos[k] = int32(p)
+			continue
+		}
+		pos[k] = -1
 		if all == nil {
 			all = slices.Clone(s.catalog)
 		}
 		// A changed definition replaces the one trusted under its name;
 		// anything else, refused definitions included, is added, so that
-		// every name it claims is refused. One the catalog cannot take is
-		// neither: it is not shown, and a call is judged by the catalog.
+		// every name it claims is refused. A second changed definition of
+		// one name is added too: the page claims the name twice. One the
+		// catalog cannot take is neither: it is not shown, and a call is
+		// judged by the catalog.
 		i, replace := -1, false
-		if d, err := s.identities.read(sums[k], t); err == nil {
+		if d, err := s.identities.read(sum, t); err == nil {
 			i, replace, _ = s.catalogIndex.Lookup(d.Name)
+			replace = replace && !replaced[i]
 		}
 		grown := size + len(t)
 		if replace {
 			grown -= len(all[i])
 		}
 		if grown > s.maxCatalogBytes() {
-			over[k] = true
+			pos[k] = over
 			continue
 		}
 		size, changed = grown, true
 		if replace {
 			all[i] = bytes.Clone(t)
+			if replaced == nil {
+				replaced = make(map[int]bool)
+			}
+			replaced[i] = true
 		} else {
 			all = append(all, bytes.Clone(t))
 		}
 	}
-	if slices.Contains(over, true) {
+	if slices.Contains(pos, over) {
 		s.log.Warn("tools/list shows tool definitions past the catalog's size limit; not shown", "limit", s.maxCatalogBytes())
 	}
 	if changed {
 		s.setCatalogLocked(all)
 		s.merges++
 	}
-	trusted := make([]bool, len(page))
-	for k, sum := range sums {
-		trusted[k] = !over[k] && s.catalogIndex.Name(s.catalogSums[sum]) != ""
+	for k, t := range page {
+		if pos[k] == over {
+			pos[k] = -1
+		} else if changed { // a definition found before the merge may have been replaced
+			p, ok := s.catalogSums[maphash.Bytes(catalogSeed, t)]
+			pos[k] = int32(p)
+			if !ok {
+				pos[k] = -1
+			}
+		}
 	}
 	if !changed {
 		all = nil
 	}
-	return all, trusted, changed
+	return all, s.verdicts.Load(), pos, changed
 }
 
 // ReevaluateTools recomputes which tools the client can see and, when that
@@ -900,7 +1059,7 @@ func (s *Session) reply(id []byte, result json.RawMessage) {
 		ID      json.RawMessage `json:"id"`
 		Result  json.RawMessage `json:"result"`
 	}{"2.0", id, result})
-	if err := s.Client.WriteMessage(b); err != nil {
+	if err := s.Client.WriteMessage(s.life, b); err != nil {
 		s.log.Debug("cannot answer the client", "error", err)
 	}
 }

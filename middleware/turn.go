@@ -33,14 +33,14 @@ func (s *Session) writeRequest(ctx context.Context, l *link, msg []byte) error {
 	t, _ := ctx.Value(turnKey{}).(*pumpTurn)
 	hw, ok := l.conn.(holdingWriter)
 	if t == nil || !ok {
-		return l.conn.WriteMessage(msg)
+		return l.conn.WriteMessage(ctx, msg)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.more {
 		return hw.HoldMessage(msg)
 	}
-	return l.conn.WriteMessage(msg)
+	return l.conn.WriteMessage(ctx, msg)
 }
 
 // endTurn clears the turn's more and writes what the ready upstream's Conn

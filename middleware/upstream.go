@@ -245,7 +245,10 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 			return r.Err
 		}
 		if hs.Method == "initialize" {
-			if err := l.conn.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
+			if err := l.conn.WriteMessage(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
+				if ctx.Err() != nil {
+					return handshakeCtxErr(ctx)
+				}
 				return err
 			}
 		}
@@ -348,7 +351,7 @@ func (s *Session) resolveWaiters(method string, msg []byte) {
 				s.clientView = viewAvailable
 				s.mu.Unlock()
 			}
-			if err := s.Client.WriteMessage(framing.Splice(msg, env.ID, w.id)); err != nil {
+			if err := s.Client.WriteMessage(s.life, framing.Splice(msg, env.ID, w.id)); err != nil {
 				s.log.Debug("cannot answer the client", "error", err)
 			}
 		})
@@ -542,7 +545,7 @@ func (s *Session) publishStatus(o resilience.Outcome) (tell bool) {
 // notifyToolsChanged tells the client its tool list changed.
 func (s *Session) notifyToolsChanged() {
 	s.log.Info("tools changed; notifying the client")
-	if err := s.Client.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)); err != nil {
+	if err := s.Client.WriteMessage(s.life, []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)); err != nil {
 		s.log.Debug("cannot notify the client", "error", err)
 	}
 }

@@ -155,3 +155,47 @@ func TestCallIsJudgedByTheDefinitionTheClientSaw(t *testing.T) {
 	assert.Equal(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, string(h.up.next()),
 		"the hidden, changed tool must not be callable")
 }
+
+// TestToolsListFollowsThePolicy: a tools/list page is judged by the policy
+// as it is now. With a VersionedPolicy the page takes the verdicts kept for
+// the catalog while the policy's version has not moved, without asking the
+// policy about any definition again; a move, even before ReevaluateTools
+// runs, has the catalog evaluated anew.
+func TestToolsListFollowsThePolicy(t *testing.T) {
+	tests := []struct {
+		name      string
+		versioned bool
+		perList   int64 // definitions the policy evaluates for one tools/list once the catalog is evaluated
+	}{
+		{name: "versioned policy", versioned: true, perList: 0},
+		{name: "plain policy", versioned: false, perList: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startToolsWith(t, tt.versioned, [][]string{{tool("a", "x"), tool("b", "y")}}, nil)
+			require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
+			id := 0
+			list := func() []string {
+				t.Helper()
+				id++
+				raw := h.call(id, "tools/list", `{}`)
+				for strings.Contains(string(raw), `"notifications/tools/list_changed"`) {
+					raw = h.client.next() // the change is announced
+				}
+				var resp listResponse
+				require.NoError(t, json.Unmarshal(raw, &resp))
+				return resp.names()
+			}
+
+			assert.Equal(t, []string{"a", "b"}, list())
+			evaluated := h.policy.evaluated.Load()
+			assert.Equal(t, []string{"a", "b"}, list())
+			assert.Equal(t, tt.perList, h.policy.evaluated.Load()-evaluated, "definitions evaluated for one tools/list")
+
+			h.policy.set("a", "disabled_by_user") // no ReevaluateTools yet
+			assert.Equal(t, []string{"b", DefaultDiscoveryTool}, list(), "judged by the policy as it is now")
+			h.policy.set("a", "")
+			assert.Equal(t, []string{"a", "b"}, list(), "callable again")
+		})
+	}
+}

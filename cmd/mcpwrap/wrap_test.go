@@ -49,7 +49,7 @@ func TestDialerExpandsURLFromEntryEnv(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 
-	require.NoError(t, conn.WriteMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)))
+	require.NoError(t, conn.WriteMessage(t.Context(), []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)))
 	got := <-requests
 	assert.Equal(t, seen{query: "token=s3cret", auth: "Bearer x"}, got)
 }

@@ -81,7 +81,8 @@ func (c *rpcClient) read() {
 			// check has nothing to offer.
 			reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(env.ID),
 				"error": middleware.RPCError{Code: -32601, Message: "not supported by mcpwrap doctor"}})
-			_ = c.conn.WriteMessage(reply)
+			// Not bounded by a call's context: close ends a blocked write.
+			_ = c.conn.WriteMessage(context.Background(), reply)
 		case framing.Response:
 			c.calls.Deliver(msg, env, err)
 		}
@@ -103,8 +104,8 @@ func (c *rpcClient) call(ctx context.Context, method string, params any) (json.R
 	return r.Result, r.Err
 }
 
-// notify sends a notification.
-func (c *rpcClient) notify(method string) error {
+// notify sends a notification, unless ctx is done.
+func (c *rpcClient) notify(ctx context.Context, method string) error {
 	msg, _ := json.Marshal(map[string]string{"jsonrpc": "2.0", "method": method})
-	return c.conn.WriteMessage(msg)
+	return c.conn.WriteMessage(ctx, msg)
 }

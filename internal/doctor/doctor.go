@@ -177,7 +177,7 @@ func Check(ctx context.Context, t Target) Result {
 		res.Hint = fmt.Sprintf("Loaded in %s, after ready_timeout (%s): clients see it starting up at first; raise ready_timeout for it",
 			res.LoadTime.Round(time.Millisecond), readyTimeout)
 	}
-	if err := client.notify("notifications/initialized"); err != nil {
+	if err := client.notify(ctx, "notifications/initialized"); err != nil {
 		res.fail(resilience.Outcome{Class: resilience.Permanent, Err: resilience.Classify(err), Attempts: st.Attempts})
 		return res
 	}

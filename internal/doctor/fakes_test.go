@@ -81,7 +81,7 @@ func (f fakeServer) serve(c middleware.Conn) {
 			reply["result"] = result
 		}
 		out, _ := json.Marshal(reply)
-		if c.WriteMessage(out) != nil {
+		if c.WriteMessage(context.Background(), out) != nil {
 			return
 		}
 	}
@@ -90,9 +90,9 @@ func (f fakeServer) serve(c middleware.Conn) {
 // exitedConn is a child that exited before saying anything.
 type exitedConn struct{ err error }
 
-func (c exitedConn) ReadMessage() ([]byte, error) { return nil, c.err }
-func (exitedConn) WriteMessage([]byte) error      { return nil }
-func (exitedConn) Close() error                   { return nil }
+func (c exitedConn) ReadMessage() ([]byte, error)             { return nil, c.err }
+func (exitedConn) WriteMessage(context.Context, []byte) error { return nil }
+func (exitedConn) Close() error                               { return nil }
 
 // exits returns a dialer whose child exits at once with code and stderr.
 func exits(code int, stderr ...string) middleware.Dialer {

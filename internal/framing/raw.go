@@ -1,12 +1,17 @@
 package framing
 
+import (
+	"bytes"
+	"hash/maphash"
+)
+
 // Elements returns the raw elements of the JSON array arr, aliasing it.
 func Elements(arr []byte) ([][]byte, error) {
 	i := skipSpace(arr, 0)
 	if i >= len(arr) || arr[i] != '[' {
 		return nil, syntaxError(i, "'['")
 	}
-	out, end, err := splitArray(arr, i)
+	out, _, end, err := splitArray(arr, i, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -17,29 +22,104 @@ func Elements(arr []byte) ([][]byte, error) {
 }
 
 // splitArray returns the elements of the array starting at b[i]=='[' (a
-// non-nil slice, empty for []) and the offset just past it.
-func splitArray(b []byte, i int) ([][]byte, int, error) {
+// non-nil slice, empty for []) and the offset just past it. With a non-nil
+// known it also returns, for each element, the index of a known value
+// with its bytes (-1 for none), and skips without scanning each element
+// that is the known value after the one before it.
+func splitArray(b []byte, i int, known *Known) ([][]byte, []int, int, error) {
 	out := [][]byte{}
+	var at []int
+	if known != nil {
+		// As many elements as known values of their size fit in b.
+		n := min(len(known.vals), (len(b)-i)/known.size+1)
+		out, at = make([][]byte, 0, n), make([]int, 0, n)
+	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
-		return out, i + 1, nil
+		return out, at, i + 1, nil
 	}
+	next := 0 // the known value expected next
 	for {
-		end, err := skipValue(b, i)
-		if err != nil {
-			return nil, 0, err
+		j, end := known.match(b, i, next)
+		if j < 0 {
+			var err error
+			if end, err = skipValue(b, i); err != nil {
+				return nil, nil, 0, err
+			}
+			j = known.find(b[i:end])
 		}
 		out = append(out, b[i:end])
+		if known != nil {
+			at = append(at, j)
+			next = j + 1 // after an unknown element, the first value again
+		}
 		i = skipSpace(b, end)
 		if i < len(b) && b[i] == ',' {
 			i = skipSpace(b, i+1)
 			continue
 		}
 		if i < len(b) && b[i] == ']' {
-			return out, i + 1, nil
+			return out, at, i + 1, nil
 		}
-		return nil, 0, syntaxError(i, "',' or ']'")
+		return nil, nil, 0, syntaxError(i, "',' or ']'")
 	}
+}
+
+// Known is a list of JSON values that [MembersSplitKnown] recognises by
+// their bytes in the arrays it splits, rather than scanning them again,
+// such as the tool definitions of a catalog in a tools/list page that
+// repeats it. NewKnown checks each value once to be one whole value as
+// the splitter reads it; one that is not is never recognised. A Known is
+// immutable and safe for concurrent use; a nil *Known recognises nothing.
+type Known struct {
+	vals [][]byte       // nil for a value that is not whole
+	at   map[uint64]int // hash of a value -> its index, to find one out of sequence
+	size int            // the mean size of the values, at least 1
+}
+
+var knownSeed = maphash.MakeSeed()
+
+// NewKnown returns the Known of vals, which it keeps (not to be modified).
+func NewKnown[V ~[]byte](vals []V) *Known {
+	k := &Known{vals: make([][]byte, len(vals)), at: make(map[uint64]int, len(vals))}
+	total := 0
+	for i, v := range vals {
+		if end, err := skipValue(v, 0); err == nil && end == len(v) {
+			k.vals[i] = v
+			k.at[maphash.Bytes(knownSeed, v)] = i
+		}
+		total += len(v)
+	}
+	k.size = max(1, total/max(1, len(vals)))
+	return k
+}
+
+// match returns the index of value next and the offset just past it when
+// b[i:] starts with it as skipValue would read it; -1 otherwise.
+func (k *Known) match(b []byte, i, next int) (int, int) {
+	if k == nil || next >= len(k.vals) {
+		return -1, 0
+	}
+	v := k.vals[next]
+	if v == nil || !bytes.HasPrefix(b[i:], v) {
+		return -1, 0
+	}
+	end := i + len(v)
+	if end < len(b) && isScalarByte(v[len(v)-1]) && isScalarByte(b[end]) {
+		return -1, 0 // a number or literal that goes on
+	}
+	return next, end
+}
+
+// find returns the index of a value with v's bytes, or -1.
+func (k *Known) find(v []byte) int {
+	if k == nil {
+		return -1
+	}
+	if j, ok := k.at[maphash.Bytes(knownSeed, v)]; ok && bytes.Equal(k.vals[j], v) {
+		return j
+	}
+	return -1
 }
 
 // Member is one member of a JSON object, both parts raw and aliasing the
@@ -50,6 +130,9 @@ type Member struct {
 	// Elements are Value's elements when MembersSplit was asked to split
 	// it and it is an array (empty, not nil, for []); nil otherwise.
 	Elements [][]byte
+	// Known holds, for each of Elements split by MembersSplitKnown, the
+	// index of a known value with its bytes, or -1; nil otherwise.
+	Known []int
 }
 
 // Members returns the members of the JSON object obj in order.
@@ -62,6 +145,14 @@ func Members(obj []byte) ([]Member, error) {
 // Member.Elements: a large array is scanned once, not once to find its end
 // and again for its elements. A nil split splits nothing.
 func MembersSplit(obj []byte, split func(name string) bool) ([]Member, error) {
+	return MembersSplitKnown(obj, split, nil)
+}
+
+// MembersSplitKnown is [MembersSplit] that recognises the values of known
+// among the elements it splits (see Member.Known). A value that follows
+// the one recognised before it is taken by comparing its bytes, without
+// scanning it; the result is the same as MembersSplit's.
+func MembersSplitKnown(obj []byte, split func(name string) bool, known *Known) ([]Member, error) {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return nil, syntaxError(i, "'{'")
@@ -86,15 +177,16 @@ func MembersSplit(obj []byte, split func(name string) bool) ([]Member, error) {
 		}
 		start := skipSpace(obj, i+1)
 		var elems [][]byte
+		var at []int
 		if start < len(obj) && obj[start] == '[' && accepts(split, name) {
-			elems, end, err = splitArray(obj, start)
+			elems, at, end, err = splitArray(obj, start, known)
 		} else {
 			end, err = skipValue(obj, start)
 		}
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Member{Name: name, Value: obj[start:end], Elements: elems})
+		out = append(out, Member{Name: name, Value: obj[start:end], Elements: elems, Known: at})
 		i = skipSpace(obj, end)
 		if i < len(obj) && obj[i] == ',' {
 			i = skipSpace(obj, i+1)

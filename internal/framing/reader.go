@@ -55,9 +55,8 @@ const minBuffer = 64 << 10
 //
 // It reads into one buffer of its own, which starts at 64 KiB, doubles
 // when a line does not fit (up to just past the limit) and is given back
-// once eight lines in a row have fitted the usual size: a run of large
-// messages reuses one buffer, and a large message costs about twice its
-// size while it is read, and nothing once the run is over.
+// once a line that needed more has been consumed: a large message costs
+// about twice its size while it is read, and nothing after.
 //
 // A Reader is not safe for concurrent use.
 type Reader struct {
@@ -67,9 +66,6 @@ type Reader struct {
 	start   int
 	end     int
 	scanned int        // bytes at buf[start:] known to hold no newline
-	// sinceLarge counts the lines read since the last that needed a grown
-	// buffer (see release).
-	sinceLarge int
 	err     error      // the read error to report once buf is used up
 	scan    envScanner // reads the id of an oversized line as it is skipped
 
@@ -130,9 +126,6 @@ func (r *Reader) readLine() ([]byte, error) {
 			r.scanned = 0
 			if len(line) > r.max {
 				return nil, r.tooLong(line, int64(len(line)))
-			}
-			if len(line) >= minBuffer {
-				r.sinceLarge = 0
 			}
 			return line, nil
 		}
@@ -228,21 +221,10 @@ func (r *Reader) read() {
 	r.err = io.ErrNoProgress
 }
 
-// keepLarge is how many lines in a row must fit the usual buffer before a
-// grown one is given back: large messages tend to come in runs (a client
-// sending files, a benchmark), and each fresh buffer costs a page fault
-// per 4 KiB of it, about as much as reading the message.
-const keepLarge = 8
-
 // release gives back a buffer grown for a line that has been consumed,
-// once what is left of it fits in a buffer of the usual size and
-// keepLarge lines in a row have not needed it.
+// once what is left of it fits in a buffer of the usual size.
 func (r *Reader) release() {
 	if len(r.buf) <= minBuffer || r.end-r.start > minBuffer/2 {
-		return
-	}
-	if r.sinceLarge < keepLarge {
-		r.sinceLarge++
 		return
 	}
 	small := make([]byte, minBuffer)

@@ -210,8 +210,12 @@ func (ss *session) ReadMessage() ([]byte, error) {
 // else to a POST stream still open (the one whose request a progress
 // notification names, else the oldest), else the GET stream, else a
 // bounded queue that the next GET stream receives first. It blocks while
-// the chosen stream's client is not reading.
-func (ss *session) WriteMessage(msg []byte) error {
+// the chosen stream's client is not reading, until Close aborts the
+// streams; ctx is checked before anything is routed.
+func (ss *session) WriteMessage(ctx context.Context, msg []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	env, err := framing.Peek(msg)
 	if err != nil && !errors.Is(err, framing.ErrAmbiguous) { // an ambiguous one is routed as far as it reads
 		ss.log.Warn("dropping an unreadable message from the relay", "error", err)

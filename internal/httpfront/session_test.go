@@ -33,11 +33,11 @@ func TestQueuedUntilGETStream(t *testing.T) {
 	t.Parallel()
 	ss := bareSession(t)
 	for i := range queueLimit + 2 {
-		require.NoError(t, ss.WriteMessage(notification(fmt.Sprintf("m%d", i))))
+		require.NoError(t, ss.WriteMessage(t.Context(), notification(fmt.Sprintf("m%d", i))))
 	}
 	rec := httptest.NewRecorder()
 	assert.Nil(t, ss.attach(newStream(rec)), "no stream replaced")
-	require.NoError(t, ss.WriteMessage(notification("live")))
+	require.NoError(t, ss.WriteMessage(t.Context(), notification("live")))
 
 	got := events(t, rec.Body)
 	require.Len(t, got, queueLimit+1)
@@ -68,7 +68,7 @@ func TestQueueBoundedInBytes(t *testing.T) {
 			t.Parallel()
 			ss := bareSession(t)
 			for _, m := range tt.msgs {
-				require.NoError(t, ss.WriteMessage(m))
+				require.NoError(t, ss.WriteMessage(t.Context(), m))
 			}
 			var got []string
 			for _, m := range ss.queue {
@@ -104,7 +104,7 @@ func TestRouting(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,                                 // no POST left: GET
 	}
 	for _, m := range msgs {
-		require.NoError(t, ss.WriteMessage([]byte(m)))
+		require.NoError(t, ss.WriteMessage(t.Context(), []byte(m)))
 	}
 	select {
 	case <-first.done:
@@ -142,7 +142,7 @@ func TestStreamOfAGoneClientIsSkipped(t *testing.T) {
 	require.Nil(t, ss.register(ex))
 
 	msg := `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`
-	require.NoError(t, ss.WriteMessage([]byte(msg)))
+	require.NoError(t, ss.WriteMessage(t.Context(), []byte(msg)))
 	assert.Equal(t, []string{msg}, events(t, getRec.Body), "rerouted to the GET stream")
 	select {
 	case <-ex.stream.ended:
@@ -160,7 +160,7 @@ func TestBatchFromRelayIsSplit(t *testing.T) {
 	t.Parallel()
 	ss := bareSession(t)
 	ex, rec := sseExchange(t, ss, `[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"b"}]`)
-	require.NoError(t, ss.WriteMessage([]byte(`[{"jsonrpc":"2.0","id":2,"result":{}},{"jsonrpc":"2.0","id":1,"result":{}}]`)))
+	require.NoError(t, ss.WriteMessage(t.Context(), []byte(`[{"jsonrpc":"2.0","id":2,"result":{}},{"jsonrpc":"2.0","id":1,"result":{}}]`)))
 	<-ex.done
 	assert.Equal(t, []string{`{"jsonrpc":"2.0","id":2,"result":{}}`, `{"jsonrpc":"2.0","id":1,"result":{}}`}, events(t, rec.Body))
 }

@@ -347,7 +347,7 @@ func TestStatelessRouting(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"httpfront-3","result":{}}`,                                                                         // c's, with its own id
 	}
 	for _, m := range msgs {
-		require.NoError(t, ss.WriteMessage([]byte(m)))
+		require.NoError(t, ss.WriteMessage(t.Context(), []byte(m)))
 	}
 	assert.Empty(t, events(t, aRec.Body))
 	assert.Empty(t, events(t, bRec.Body))

@@ -95,7 +95,7 @@ func TestBlockedWriteEndsWithItsStream(t *testing.T) {
 			st := newStream(client)
 			ss.attach(st)
 			written := make(chan error, 1)
-			go func() { written <- ss.WriteMessage(notification("stuck")) }()
+			go func() { written <- ss.WriteMessage(t.Context(), notification("stuck")) }()
 			<-client.writing
 
 			stopped := make(chan struct{})
@@ -134,9 +134,9 @@ func TestPOSTWaitsForResponsesBeingWritten(t *testing.T) {
 
 	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`
 	answer := `{"jsonrpc":"2.0","id":1,"result":{}}`
-	go func() { assert.NoError(t, ss.WriteMessage([]byte(note))) }()
+	go func() { assert.NoError(t, ss.WriteMessage(t.Context(), []byte(note))) }()
 	<-client.writing // the client reads slowly
-	go func() { assert.NoError(t, ss.WriteMessage([]byte(answer))) }()
+	go func() { assert.NoError(t, ss.WriteMessage(t.Context(), []byte(answer))) }()
 	waitFor(t, ss, func() bool { return ss.calls[idKey([]byte("1"))] == nil }) // taken, waiting for the stream
 	ss.cancelled([]byte(`{"requestId":2}`))
 	select {

@@ -60,10 +60,10 @@ func (c *Client) Owns(id []byte) bool {
 	return len(key) > len(c.prefix) && key[0] == 's' && string(key[1:1+len(c.prefix)]) == c.prefix
 }
 
-// Call sends a request of method with params (omitted when nil), by write,
-// and waits for its response, for closed to be closed (the connection
-// ended: the Reply's Err is ErrClosed) or for ctx.
-func (c *Client) Call(ctx context.Context, write func(msg []byte) error, closed <-chan struct{}, method string, params json.RawMessage) Reply {
+// Call sends a request of method with params (omitted when nil), by write
+// (given ctx), and waits for its response, for closed to be closed (the
+// connection ended: the Reply's Err is ErrClosed) or for ctx.
+func (c *Client) Call(ctx context.Context, write func(ctx context.Context, msg []byte) error, closed <-chan struct{}, method string, params json.RawMessage) Reply {
 	id := strconv.Quote(c.prefix + strconv.FormatUint(c.seq.Add(1), 10))
 	msg, err := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
@@ -84,7 +84,7 @@ func (c *Client) Call(ctx context.Context, write func(msg []byte) error, closed 
 		delete(c.pending, key)
 		c.mu.Unlock()
 	}()
-	if err := write(msg); err != nil {
+	if err := write(ctx, msg); err != nil {
 		return Reply{Err: err}
 	}
 	select {

@@ -39,7 +39,7 @@ func newPeer() *peer {
 	return &peer{sent: make(chan []byte, 1), closed: make(chan struct{})}
 }
 
-func (p *peer) write(msg []byte) error {
+func (p *peer) write(_ context.Context, msg []byte) error {
 	p.sent <- msg
 	return nil
 }
@@ -122,7 +122,7 @@ func TestCallEnds(t *testing.T) {
 	t.Run("the write fails", func(t *testing.T) {
 		c := New("own-x-", decode)
 		broken := errors.New("broken pipe")
-		r := c.Call(context.Background(), func([]byte) error { return broken }, nil, "ping", nil)
+		r := c.Call(context.Background(), func(context.Context, []byte) error { return broken }, nil, "ping", nil)
 		assert.ErrorIs(t, r.Err, broken)
 	})
 	t.Run("failed by its reader", func(t *testing.T) {

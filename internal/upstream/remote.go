@@ -128,9 +128,11 @@ type RemoteConn struct {
 	failOnce  sync.Once
 	failErr   error
 
-	// sendMu serialises sends up to the point where the server has the
-	// message, so the server receives messages in the client's order.
-	sendMu sync.Mutex
+	// sending serialises sends up to the point where the server has the
+	// message, so the server receives messages in the client's order: a
+	// send holds its one slot. A channel, so that a writer waiting for it
+	// can give up when its context is done.
+	sending chan struct{}
 
 	mu        sync.Mutex
 	wg        sync.WaitGroup // background goroutines; Add only under mu
@@ -206,6 +208,7 @@ func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
 		delay:    reconnectDelay,
 		incoming: make(chan inbound),
 		slots:    make(chan struct{}, maxInflightPosts),
+		sending:  make(chan struct{}, 1),
 		closed:   make(chan struct{}),
 		failed:   make(chan struct{}),
 		postURL:  u,
@@ -286,22 +289,82 @@ func (c *RemoteConn) ReadMessage() ([]byte, error) {
 // response, accepted); answers arrive through ReadMessage, and a request
 // the transport cannot deliver is answered there with a JSON-RPC error.
 // WriteMessage blocks while 64 responses are still being read.
-func (c *RemoteConn) WriteMessage(msg []byte) error {
+//
+// When ctx is done before the server has the message, WriteMessage gives
+// up: it cancels the HTTP request and returns ctx.Err(), and the
+// connection stays usable. Nothing is delivered through ReadMessage for a
+// message given up (though a server that read it in the meantime may still
+// answer it on another stream).
+func (c *RemoteConn) WriteMessage(ctx context.Context, msg []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	out := newOutbound(msg)
-	c.sendMu.Lock()
-	defer c.sendMu.Unlock()
+	select {
+	case c.sending <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.closed:
+		return ErrRemoteClosed
+	}
+	defer func() { <-c.sending }()
 	if err := c.usable(); err != nil {
 		return err
 	}
 	c.noteOutgoing(out)
 	switch c.Transport() {
 	case "":
-		return c.firstContact(out)
+		return c.firstContact(ctx, out)
 	case TransportSSE:
-		return c.postLegacy(out)
+		return c.postLegacy(ctx, out)
 	default:
-		return c.postStreamable(out)
+		return c.postStreamable(ctx, out)
 	}
+}
+
+// gaveUp forgets what noteOutgoing recorded of out, a message whose writer
+// gave up on it as ctx ended, and returns ctx's error.
+func (c *RemoteConn) gaveUp(ctx context.Context, out *outbound) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range out.calls {
+		key := idKey(id)
+		delete(c.unanswered, key)
+		delete(c.toolLists, key)
+		if key == c.initID {
+			c.initID = ""
+		}
+	}
+	return ctx.Err()
+}
+
+// A waited is the context, ctx, of an HTTP request that a WriteMessage
+// waits for: it is cancelled when the writer's context is done before the
+// wait ends, when the connection closes, or by end, which the request's
+// owner calls once done with its response.
+type waited struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   func() bool
+}
+
+// waitFor returns a waited bound to writer, the writer's context. It
+// registers a context.AfterFunc: it is for the first contact and the
+// legacy transport, not for the streamable HTTP POST of every message.
+func (c *RemoteConn) waitFor(writer context.Context) waited {
+	ctx, cancel := context.WithCancel(c.ctx)
+	return waited{ctx: ctx, cancel: cancel, stop: context.AfterFunc(writer, cancel)}
+}
+
+// waitEnded unbinds w from the writer's context, and reports false when
+// that context ended the wait first: the request was cancelled. It is
+// called once, when the wait ends.
+func (w waited) waitEnded() bool { return w.stop() }
+
+// end cancels the request.
+func (w waited) end() {
+	w.stop()
+	w.cancel()
 }
 
 // Close ends the session (DELETE, for a streamable HTTP session with an
@@ -473,13 +536,14 @@ func (c *RemoteConn) noteOutgoing(out *outbound) {
 }
 
 // newRequest builds a request to u with the configured headers and the
-// protocol headers of the session. out is the message POSTed, or nil.
-func (c *RemoteConn) newRequest(method string, u *url.URL, out *outbound) (*http.Request, error) {
+// protocol headers of the session, bound to ctx (c.ctx or one derived from
+// it). out is the message POSTed, or nil.
+func (c *RemoteConn) newRequest(ctx context.Context, method string, u *url.URL, out *outbound) (*http.Request, error) {
 	var body io.Reader
 	if out != nil {
 		body = bytes.NewReader(out.body)
 	}
-	req, err := http.NewRequestWithContext(c.ctx, method, u.String(), body)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return nil, err
 	}

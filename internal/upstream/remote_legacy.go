@@ -1,10 +1,12 @@
 package upstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -14,27 +16,57 @@ import (
 
 // connectLegacy opens the legacy SSE stream and waits for its endpoint
 // event. original is the refused first POST's error: when the URL turns out
-// to serve no SSE stream either, that is the more telling answer.
-func (c *RemoteConn) connectLegacy(original error) error {
-	req, err := c.newRequest(http.MethodGet, c.endpoint, nil)
+// to serve no SSE stream either, that is the more telling answer. When ctx
+// is done first, it gives up the stream and returns ctx.Err().
+func (c *RemoteConn) connectLegacy(ctx context.Context, original error) error {
+	w := c.waitFor(ctx)
+	resp, sc, endpoint, err := c.openLegacy(w.ctx, original)
+	if !w.waitEnded() {
+		if err == nil {
+			resp.Body.Close()
+		}
+		w.end()
+		return ctx.Err()
+	}
 	if err != nil {
+		w.end()
 		return err
+	}
+	c.established(TransportSSE, endpoint)
+	c.log.Info("using the legacy HTTP+SSE transport", "url", c.logURL)
+	if !c.goAsync(func() {
+		defer w.end()
+		c.readLegacy(resp, sc)
+	}) {
+		resp.Body.Close()
+		w.end()
+		return ErrRemoteClosed
+	}
+	return nil
+}
+
+// openLegacy opens the legacy SSE stream with a GET bound to ctx and reads
+// it up to its endpoint event. On success the caller owns resp.Body.
+func (c *RemoteConn) openLegacy(ctx context.Context, original error) (*http.Response, *sseScanner, *url.URL, error) {
+	req, err := c.newRequest(ctx, http.MethodGet, c.endpoint, nil)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	resp, err := c.do(req)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	if !success(resp) {
 		status, _ := readErrorBody(resp)
 		resp.Body.Close()
 		if fallbackStatus(resp.StatusCode) {
-			return original // no SSE endpoint here either
+			return nil, nil, nil, original // no SSE endpoint here either
 		}
-		return c.statusError(http.MethodGet, status)
+		return nil, nil, nil, c.statusError(http.MethodGet, status)
 	}
 	if mediaType(resp) != "text/event-stream" {
 		resp.Body.Close()
-		return original
+		return nil, nil, nil, original
 	}
 	sc := newSSEScanner(resp.Body, c.max)
 	for {
@@ -44,7 +76,7 @@ func (c *RemoteConn) connectLegacy(original error) error {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return fmt.Errorf("the legacy SSE stream ended before naming its endpoint: %w", err)
+			return nil, nil, nil, fmt.Errorf("the legacy SSE stream ended before naming its endpoint: %w", err)
 		}
 		if ev.name != "endpoint" {
 			continue
@@ -53,15 +85,9 @@ func (c *RemoteConn) connectLegacy(original error) error {
 		if err != nil || endpoint.Scheme != c.endpoint.Scheme || endpoint.Host != c.endpoint.Host {
 			// Messages carry the configured headers: never to another origin.
 			resp.Body.Close()
-			return fmt.Errorf("%w: the legacy SSE endpoint event names no URL on the server's origin", ErrRemoteProtocol)
+			return nil, nil, nil, fmt.Errorf("%w: the legacy SSE endpoint event names no URL on the server's origin", ErrRemoteProtocol)
 		}
-		c.established(TransportSSE, endpoint)
-		c.log.Info("using the legacy HTTP+SSE transport", "url", c.logURL)
-		if !c.goAsync(func() { c.readLegacy(resp, sc) }) {
-			resp.Body.Close()
-			return ErrRemoteClosed
-		}
-		return nil
+		return resp, sc, endpoint, nil
 	}
 }
 
@@ -80,16 +106,30 @@ func (c *RemoteConn) readLegacy(resp *http.Response, sc *sseScanner) {
 }
 
 // postLegacy POSTs a message to the session endpoint. The server accepts
-// it at once (202); the answer comes on the SSE stream.
-func (c *RemoteConn) postLegacy(out *outbound) error {
+// it at once (202); the answer comes on the SSE stream. When ctx is done
+// first, the POST is given up.
+func (c *RemoteConn) postLegacy(ctx context.Context, out *outbound) error {
 	c.mu.Lock()
 	endpoint := c.postURL
 	c.mu.Unlock()
-	req, err := c.newRequest(http.MethodPost, endpoint, out)
+	w := c.waitFor(ctx)
+	refusing := false // the refusal is read in the background, which ends w
+	defer func() {
+		if !refusing {
+			w.end()
+		}
+	}()
+	req, err := c.newRequest(w.ctx, http.MethodPost, endpoint, out)
 	if err != nil {
 		return err
 	}
 	resp, err := c.do(req)
+	if !w.waitEnded() {
+		if err == nil {
+			resp.Body.Close()
+		}
+		return c.gaveUp(ctx, out)
+	}
 	if err != nil {
 		if c.usable() != nil {
 			return ErrRemoteClosed
@@ -107,10 +147,12 @@ func (c *RemoteConn) postLegacy(out *outbound) error {
 		c.fail(sessionMissing(resp.StatusCode))
 		return c.failErrIfFailed()
 	}
-	if !c.goAsync(func() {
+	refusing = c.goAsync(func() {
+		defer w.end()
 		defer resp.Body.Close()
 		c.refused(out, resp)
-	}) {
+	})
+	if !refusing {
 		resp.Body.Close()
 		return ErrRemoteClosed
 	}

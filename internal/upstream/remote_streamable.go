@@ -10,6 +10,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,13 +24,33 @@ import (
 // or an SSE stream; a GET opens a stream for server-initiated messages.
 
 // firstContact POSTs the first message and decides the transport from the
-// answer. Its failure ends the connection and is returned.
-func (c *RemoteConn) firstContact(out *outbound) error {
-	req, err := c.newRequest(http.MethodPost, c.endpoint, out)
+// answer. Its failure ends the connection and is returned. When ctx is done
+// first, the POST is given up and the transport stays undecided.
+func (c *RemoteConn) firstContact(ctx context.Context, out *outbound) error {
+	w := c.waitFor(ctx)
+	answering := false // the answer is read in the background, which ends w
+	defer func() {
+		if !answering {
+			w.end()
+		}
+	}()
+	req, err := c.newRequest(w.ctx, http.MethodPost, c.endpoint, out)
 	if err != nil {
 		return c.contactFailed(err)
 	}
 	resp, err := c.do(req)
+	var status *resilience.HTTPStatusError
+	var body []byte
+	if err == nil && !success(resp) {
+		status, body = readErrorBody(resp) // given up too when ctx ends
+		resp.Body.Close()
+	}
+	if !w.waitEnded() {
+		if err == nil && success(resp) {
+			resp.Body.Close()
+		}
+		return c.gaveUp(ctx, out)
+	}
 	if err != nil {
 		return c.contactFailed(err)
 	}
@@ -37,14 +58,16 @@ func (c *RemoteConn) firstContact(out *outbound) error {
 		c.established(TransportStreamableHTTP, c.endpoint)
 		c.noteSession(resp)
 		c.log.Debug("connected", "url", c.logURL, "transport", TransportStreamableHTTP)
-		if !c.goAsync(func() { c.accepted(out, resp, func() {}) }) {
+		answering = c.goAsync(func() {
+			defer w.end()
+			c.accepted(out, resp, func() {})
+		})
+		if !answering {
 			resp.Body.Close()
 			return ErrRemoteClosed
 		}
 		return nil
 	}
-	status, body := readErrorBody(resp)
-	resp.Body.Close()
 	switch {
 	case fallbackStatus(resp.StatusCode) && answersCall(body, out):
 		// A streamable HTTP server answering in MCP terms, such as a
@@ -68,10 +91,13 @@ func (c *RemoteConn) firstContact(out *outbound) error {
 		return nil
 	case fallbackStatus(resp.StatusCode):
 		c.log.Debug("first POST refused; trying the legacy HTTP+SSE transport", "url", c.logURL, "status", resp.StatusCode)
-		if err := c.connectLegacy(c.statusError(http.MethodPost, status)); err != nil {
+		if err := c.connectLegacy(ctx, c.statusError(http.MethodPost, status)); err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				return c.gaveUp(ctx, out)
+			}
 			return c.contactFailed(err)
 		}
-		return c.postLegacy(out)
+		return c.postLegacy(ctx, out)
 	default:
 		return c.contactFailed(c.statusError(http.MethodPost, status))
 	}
@@ -140,21 +166,42 @@ func sessionMissing(status int) error {
 	return fmt.Errorf("the remote server ended the session (HTTP %d): %w", status, mcp.ErrSessionMissing)
 }
 
+// The states of a streamable HTTP POST, as its writer and its goroutine
+// see it: the first to move it from postPending decides whether the writer
+// returns nil (the server has the message, or its failure is the
+// connection's) or gave up on it (the POST is cancelled and its answer, if
+// any, dropped).
+const (
+	postPending int32 = iota
+	postCommitted
+	postAbandoned
+)
+
 // postStreamable POSTs a message once the transport is established. It
 // returns when the server has the message; its answer is read in the
-// background.
-func (c *RemoteConn) postStreamable(out *outbound) error {
+// background. When ctx is done first, the POST is given up.
+func (c *RemoteConn) postStreamable(ctx context.Context, out *outbound) error {
 	select {
 	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return c.gaveUp(ctx, out)
 	case <-c.closed:
 		return ErrRemoteClosed
 	case <-c.failed:
 		return c.failErr
 	}
-	req, err := c.newRequest(http.MethodPost, c.endpoint, out)
+	// A context of the POST's own, which the writer cancels if it gives up
+	// (no context.AfterFunc: the writer waits in a select below anyway).
+	reqCtx, cancel := context.WithCancel(c.ctx)
+	req, err := c.newRequest(reqCtx, http.MethodPost, c.endpoint, out)
 	if err != nil {
+		cancel()
 		<-c.slots
 		return err
+	}
+	var state atomic.Int32
+	commit := func() bool {
+		return state.CompareAndSwap(postPending, postCommitted) || state.Load() == postCommitted
 	}
 	sent := make(chan struct{})
 	var once sync.Once
@@ -164,13 +211,23 @@ func (c *RemoteConn) postStreamable(out *outbound) error {
 		// client may have to answer the server meanwhile (sampling): do not
 		// wait for it, only until the request is on the wire.
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-			WroteRequest: func(httptrace.WroteRequestInfo) { markSent() },
+			WroteRequest: func(httptrace.WroteRequestInfo) {
+				commit()
+				markSent()
+			},
 		}))
 	}
 	started := c.goAsync(func() {
 		defer func() { <-c.slots }()
+		defer cancel()
 		defer markSent()
 		resp, err := c.do(req)
+		if !commit() { // given up: nothing is delivered for it
+			if err == nil {
+				resp.Body.Close()
+			}
+			return
+		}
 		if err != nil {
 			if c.usable() == nil {
 				c.fail(fmt.Errorf("POST %s: %w", c.logURL, err))
@@ -187,10 +244,22 @@ func (c *RemoteConn) postStreamable(out *outbound) error {
 		c.accepted(out, resp, markSent)
 	})
 	if !started {
+		cancel()
 		<-c.slots
 		return ErrRemoteClosed
 	}
 	select {
+	case <-sent:
+		return nil
+	case <-c.closed:
+		return ErrRemoteClosed
+	case <-ctx.Done():
+	}
+	if state.CompareAndSwap(postPending, postAbandoned) {
+		cancel()
+		return c.gaveUp(ctx, out)
+	}
+	select { // the server has it: sent follows at once
 	case <-sent:
 		return nil
 	case <-c.closed:
@@ -349,7 +418,7 @@ func (c *RemoteConn) consume(sc *sseScanner, pending pendingCalls) error {
 // streamGET opens an SSE stream with a GET: the standalone stream, or with
 // lastID a resumed one.
 func (c *RemoteConn) streamGET(lastID string) (*http.Response, error) {
-	req, err := c.newRequest(http.MethodGet, c.endpoint, nil)
+	req, err := c.newRequest(c.ctx, http.MethodGet, c.endpoint, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -452,11 +521,10 @@ func (c *RemoteConn) endSession() {
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, closeDeleteTimeout)
 	defer cancel()
-	req, err := c.newRequest(http.MethodDelete, c.endpoint, nil)
+	req, err := c.newRequest(ctx, http.MethodDelete, c.endpoint, nil)
 	if err != nil {
 		return
 	}
-	req = req.WithContext(ctx)
 	req.Header.Del("Accept")
 	resp, err := c.do(req)
 	if err != nil {

@@ -147,7 +147,7 @@ func dial(t *testing.T, url string) *RemoteConn {
 
 func (p *peer) send(msg string) {
 	p.t.Helper()
-	require.NoError(p.t, p.conn.WriteMessage([]byte(msg)))
+	require.NoError(p.t, p.conn.WriteMessage(p.t.Context(), []byte(msg)))
 }
 
 // next returns the next message from the server.
@@ -410,14 +410,14 @@ func TestRemoteFirstContactHTTPStatus(t *testing.T) {
 			conn := dial(t, ts.URL)
 			p := newPeer(t, conn)
 
-			err := conn.WriteMessage([]byte(initializeRequest))
+			err := conn.WriteMessage(t.Context(), []byte(initializeRequest))
 			status, ok := errors.AsType[*resilience.HTTPStatusError](err)
 			require.True(t, ok, "want an HTTPStatusError, got %v", err)
 			assert.Equal(t, tt.status, status.StatusCode)
 			assert.Equal(t, tt.class, resilience.Classify(err).Class)
 			assert.NotContains(t, err.Error(), "s3cret")
 			assert.ErrorIs(t, p.readErr(), status, "the reader sees the same failure")
-			assert.ErrorIs(t, conn.WriteMessage([]byte(initializeRequest)), status, "and so do later writes")
+			assert.ErrorIs(t, conn.WriteMessage(t.Context(), []byte(initializeRequest)), status, "and so do later writes")
 			if tt.class == resilience.Transient {
 				assert.Equal(t, 7*time.Second, status.RetryAfter)
 			}
@@ -479,7 +479,7 @@ func TestRemoteConnectionRefusedIsPermanent(t *testing.T) {
 
 	conn := dial(t, "http://"+addr+"/mcp")
 	p := newPeer(t, conn)
-	err = conn.WriteMessage([]byte(initializeRequest))
+	err = conn.WriteMessage(t.Context(), []byte(initializeRequest))
 	require.ErrorIs(t, err, syscall.ECONNREFUSED)
 	assert.Equal(t, resilience.Permanent, resilience.Classify(err).Class)
 	assert.ErrorIs(t, p.readErr(), syscall.ECONNREFUSED)
@@ -497,7 +497,7 @@ func TestRemoteDNSFailureIsPermanent(t *testing.T) {
 	require.NoError(t, err)
 	newPeer(t, conn)
 
-	err = conn.WriteMessage([]byte(initializeRequest))
+	err = conn.WriteMessage(t.Context(), []byte(initializeRequest))
 	dnsErr, ok := errors.AsType[*net.DNSError](err)
 	require.True(t, ok, "want a DNSError, got %v", err)
 	assert.Equal(t, "mcp.invalid", dnsErr.Name)
@@ -652,6 +652,9 @@ func TestRemoteOversizedAnswerNamesItsRequest(t *testing.T) {
 
 func TestRemoteCloseUnblocksAndIsIdempotent(t *testing.T) {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Read whole, so that the server notices the client leave: else a
+		// POST that reached it before Close holds ts.Close forever.
+		io.Copy(io.Discard, r.Body)
 		<-r.Context().Done() // never answers
 	}))
 	t.Cleanup(ts.Close)
@@ -659,7 +662,7 @@ func TestRemoteCloseUnblocksAndIsIdempotent(t *testing.T) {
 	p := newPeer(t, conn)
 
 	written := make(chan error, 1)
-	go func() { written <- conn.WriteMessage([]byte(initializeRequest)) }()
+	go func() { written <- conn.WriteMessage(t.Context(), []byte(initializeRequest)) }()
 	require.NoError(t, conn.Close())
 	require.NoError(t, conn.Close())
 
@@ -672,7 +675,7 @@ func TestRemoteCloseUnblocksAndIsIdempotent(t *testing.T) {
 		t.Fatal("Close did not unblock WriteMessage")
 	}
 	assert.ErrorIs(t, p.readErr(), ErrRemoteClosed)
-	assert.ErrorIs(t, conn.WriteMessage([]byte(initializeRequest)), net.ErrClosed)
+	assert.ErrorIs(t, conn.WriteMessage(t.Context(), []byte(initializeRequest)), net.ErrClosed)
 }
 
 func TestDialRemoteRejectsBadURLs(t *testing.T) {
@@ -719,7 +722,7 @@ func relay(t *testing.T, conn *RemoteConn) mcp.Transport {
 			if err != nil {
 				return
 			}
-			if err := conn.WriteMessage(msg); err != nil {
+			if err := conn.WriteMessage(t.Context(), msg); err != nil {
 				fromClient.CloseWithError(err)
 				return
 			}
@@ -866,7 +869,7 @@ func TestRemoteNeverLogsSecrets(t *testing.T) {
 	}))
 	t.Cleanup(refusing.Close)
 	conn = dialLogged(refusing.URL + "/?token=qtok")
-	assert.Error(t, conn.WriteMessage([]byte(initializeRequest)))
+	assert.Error(t, conn.WriteMessage(t.Context(), []byte(initializeRequest)))
 	require.NoError(t, conn.Close())
 
 	session := rec.requests()[1].Header.Get("Mcp-Session-Id")
@@ -890,7 +893,7 @@ func TestRemoteRefusesRedirectsToAnotherOrigin(t *testing.T) {
 
 	conn := dial(t, ts.URL)
 	newPeer(t, conn)
-	err := conn.WriteMessage([]byte(initializeRequest))
+	err := conn.WriteMessage(t.Context(), []byte(initializeRequest))
 	require.ErrorIs(t, err, ErrRemoteProtocol)
 	assert.Equal(t, resilience.Permanent, resilience.Classify(err).Class)
 }
@@ -943,7 +946,7 @@ func TestRemoteKeepsAPathTokenOutOfLogsAndErrors(t *testing.T) {
 			require.NoError(t, err)
 			p := newPeer(t, conn)
 			if tt.wantErr {
-				err := conn.WriteMessage([]byte(initializeRequest))
+				err := conn.WriteMessage(t.Context(), []byte(initializeRequest))
 				require.Error(t, err)
 				assert.NotContains(t, err.Error(), token)
 				assert.NotContains(t, resilience.Classify(err).Reason, token)
@@ -1005,4 +1008,147 @@ func TestRemoteStandaloneStreamBacksOffWhenIdle(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []int{1, 2, 0, 1}, got, "the backoff streak before each reconnect")
+}
+
+// A write whose context ends while the server holds its POST gives up: it
+// returns the context's error, the POST is cancelled (the server sees its
+// request end), and the connection stays usable.
+func TestRemoteWriteMessageGivesUpWhenItsContextEnds(t *testing.T) {
+	legacy := func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet:
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "event: endpoint\ndata: /messages\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		case r.URL.Path == "/messages":
+			w.WriteHeader(http.StatusAccepted) // answers would come on the stream
+		default:
+			w.WriteHeader(http.StatusNotFound) // no streamable HTTP here
+		}
+	}
+	tests := []struct {
+		name   string
+		serve  http.HandlerFunc // every request but the held one
+		before string           // sent first, if not empty
+		held   string           // the message whose POST the server holds
+		after  string           // sent once the held one was given up
+		// transport is the one in use after: the first contact given up
+		// left it to the next message to decide.
+		transport string
+	}{
+		{
+			name:      "the first contact",
+			serve:     answerInitializeOnly,
+			held:      `{"jsonrpc":"2.0","id":"hold","method":"initialize","params":{}}`,
+			after:     initializeRequest,
+			transport: TransportStreamableHTTP,
+		},
+		{
+			name:      "a notification on a streamable HTTP session",
+			serve:     answerInitializeOnly,
+			before:    initializeRequest,
+			held:      `{"jsonrpc":"2.0","method":"notifications/hold"}`,
+			after:     `{"jsonrpc":"2.0","method":"notifications/other"}`,
+			transport: TransportStreamableHTTP,
+		},
+		{
+			name:      "a notification on the legacy transport",
+			serve:     legacy,
+			before:    initializeRequest,
+			held:      `{"jsonrpc":"2.0","method":"notifications/hold"}`,
+			after:     `{"jsonrpc":"2.0","method":"notifications/other"}`,
+			transport: TransportSSE,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			arrived, stopped := make(chan struct{}), make(chan struct{})
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				if bytes.Contains(body, []byte(`hold"`)) {
+					close(arrived)
+					<-r.Context().Done()
+					close(stopped)
+					return
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				tt.serve(w, r)
+			}))
+			t.Cleanup(ts.Close)
+			conn := dial(t, ts.URL)
+			newPeer(t, conn)
+			if tt.before != "" {
+				require.NoError(t, conn.WriteMessage(t.Context(), []byte(tt.before)))
+			}
+
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			written := make(chan error, 1)
+			go func() { written <- conn.WriteMessage(ctx, []byte(tt.held)) }()
+			waitFor(t, arrived, "the held POST")
+			cancel()
+			select {
+			case err := <-written:
+				require.ErrorIs(t, err, context.Canceled)
+			case <-time.After(waitLimit):
+				t.Fatal("WriteMessage did not give up when its context ended")
+			}
+			waitFor(t, stopped, "the held POST to be cancelled")
+
+			require.NoError(t, conn.WriteMessage(t.Context(), []byte(tt.after)), "the connection is still usable")
+			assert.Equal(t, tt.transport, conn.Transport())
+		})
+	}
+}
+
+// A write waiting for its turn behind a send the server holds gives up
+// when its context ends, without reaching the server.
+func TestRemoteWriteMessageWaitingForItsTurnGivesUp(t *testing.T) {
+	arrived := make(chan struct{})
+	var posts atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // so that the server notices the client leave
+		if posts.Add(1) == 1 {
+			close(arrived)
+		}
+		<-r.Context().Done() // never answers
+	}))
+	t.Cleanup(ts.Close)
+	conn := dial(t, ts.URL)
+	newPeer(t, conn)
+	first := make(chan error, 1)
+	go func() { first <- conn.WriteMessage(t.Context(), []byte(initializeRequest)) }()
+	waitFor(t, arrived, "the first POST")
+
+	inner, cancel := context.WithCancel(t.Context())
+	ctx := &watchedContext{Context: inner, waiting: make(chan struct{})}
+	written := make(chan error, 1)
+	go func() {
+		written <- conn.WriteMessage(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	}()
+	waitFor(t, ctx.waiting, "the second write to wait")
+	cancel()
+	select {
+	case err := <-written:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(waitLimit):
+		t.Fatal("WriteMessage did not give up its wait for the send in progress")
+	}
+	require.NoError(t, conn.Close())
+	<-first
+	assert.Equal(t, int32(1), posts.Load(), "the given-up message never reached the server")
+}
+
+// watchedContext tells when a context's Done is first asked for: when a
+// write begins to wait on it.
+type watchedContext struct {
+	context.Context
+	waiting chan struct{}
+	once    sync.Once
+}
+
+func (c *watchedContext) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.waiting) })
+	return c.Context.Done()
 }

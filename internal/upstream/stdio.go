@@ -119,9 +119,14 @@ func (s *Stdio) readErr(err error) error {
 // buffered, so that the next ReadMessage returns it without waiting.
 func (s *Stdio) Buffered() bool { return s.r.Buffered() }
 
-// WriteMessage writes one message to the child's stdin. A failed write
-// (the child closed its stdin) stops the child, as a closed stdout does.
-func (s *Stdio) WriteMessage(msg []byte) error {
+// WriteMessage writes one message to the child's stdin, unless ctx is
+// already done. A failed write (the child closed its stdin) stops the
+// child, as a closed stdout does. A write blocked on a child that is not
+// reading ends when Close closes the pipe.
+func (s *Stdio) WriteMessage(ctx context.Context, msg []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	err := s.w.Write(msg)
 	if err != nil && !errors.Is(err, os.ErrClosed) { // ErrClosed: Close closed it
 		s.pipeBroken("stdin")

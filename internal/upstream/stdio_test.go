@@ -26,8 +26,8 @@ func TestStdioOversizedMessageIsDropped(t *testing.T) {
 	defer s.Close()
 
 	big := `{"jsonrpc":"2.0","method":"ping","id":1,"params":{"pad":"` + strings.Repeat("x", 300) + `"}}`
-	require.NoError(t, s.WriteMessage([]byte(big)))
-	require.NoError(t, s.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"ping","id":2}`)))
+	require.NoError(t, s.WriteMessage(t.Context(), []byte(big)))
+	require.NoError(t, s.WriteMessage(t.Context(), []byte(`{"jsonrpc":"2.0","method":"ping","id":2}`)))
 	_, err = s.ReadMessage()
 	require.ErrorIs(t, err, middleware.ErrMessageTooLarge)
 	tooLong, ok := errors.AsType[*middleware.MessageTooLargeError](err)
@@ -52,7 +52,7 @@ func TestStdioCloseReleasesPipes(t *testing.T) {
 	s, err := StartStdio(ctx, fixtureCommand(t, "echo"), 0)
 	require.NoError(t, err)
 
-	require.NoError(t, s.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"ping","id":1}`)))
+	require.NoError(t, s.WriteMessage(t.Context(), []byte(`{"jsonrpc":"2.0","method":"ping","id":1}`)))
 	msg, err := s.ReadMessage()
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"ping","id":1}`, string(msg))

@@ -86,7 +86,7 @@ func TestStdioDeadPipeIsACrash(t *testing.T) {
 			var exit *resilience.ExitError
 			require.ErrorAs(t, err, &exit)
 			assert.Equal(t, "SIGTERM", exit.Signal, "stopped by mcpwrap, not exited: %v", err)
-			assert.Error(t, s.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"ping","id":1}`)), "a write to the dead child")
+			assert.Error(t, s.WriteMessage(t.Context(), []byte(`{"jsonrpc":"2.0","method":"ping","id":1}`)), "a write to the dead child")
 		})
 	}
 }
@@ -104,7 +104,7 @@ func TestStdioWriteToClosedStdin(t *testing.T) {
 	_, err = s.ReadMessage()
 	require.NoError(t, err)
 
-	err = s.WriteMessage([]byte(`{"jsonrpc":"2.0","method":"ping","id":1}`))
+	err = s.WriteMessage(t.Context(), []byte(`{"jsonrpc":"2.0","method":"ping","id":1}`))
 	require.ErrorIs(t, err, syscall.EPIPE, "the child closed its stdin before its first line")
 
 	select {
