@@ -111,7 +111,7 @@ func benchArgv(b *testing.B, mode string) []string {
 
 // writeBenchConfig writes an empty config file, so that the user's own
 // config plays no part in the benchmark.
-func writeBenchConfig(b *testing.B) string {
+func writeBenchConfig(b testing.TB) string {
 	path := b.TempDir() + "/config.json"
 	require.NoError(b, os.WriteFile(path, []byte("{}\n"), 0o600))
 	return path
@@ -126,7 +126,7 @@ type rawClient struct {
 }
 
 // startRawClient starts argv and performs the MCP handshake and a tools/list.
-func startRawClient(b *testing.B, argv []string) *rawClient {
+func startRawClient(b testing.TB, argv []string) *rawClient {
 	b.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
@@ -162,7 +162,7 @@ func (c *rawClient) request(method, params string) []byte {
 // idPrefix is what every request line starts with, up to its id.
 var idPrefix = []byte(`{"jsonrpc":"2.0","id":`)
 
-func (c *rawClient) send(b *testing.B, line []byte) {
+func (c *rawClient) send(b testing.TB, line []byte) {
 	if _, err := c.in.Write(line); err != nil {
 		b.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func (c *rawClient) send(b *testing.B, line []byte) {
 
 // receive returns the next response, skipping notifications (a response's
 // "id" is in its head; a notification has none).
-func (c *rawClient) receive(b *testing.B) []byte {
+func (c *rawClient) receive(b testing.TB) []byte {
 	for {
 		line, err := c.out.ReadBytes('\n')
 		if err != nil {
@@ -189,7 +189,7 @@ func (c *rawClient) receive(b *testing.B) []byte {
 	}
 }
 
-func (c *rawClient) roundTrip(b *testing.B, req []byte) {
+func (c *rawClient) roundTrip(b testing.TB, req []byte) {
 	c.send(b, req)
 	c.receive(b)
 }

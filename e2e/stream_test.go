@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"bufio"
-	"io"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -23,53 +20,24 @@ func TestStreamedGiBResponseThroughASlowClient(t *testing.T) {
 	}
 	self, err := os.Executable()
 	require.NoError(t, err)
-	config := t.TempDir() + "/config.json"
-	require.NoError(t, os.WriteFile(config, []byte("{}\n"), 0o600))
-	cmd := exec.Command(mcpwrapPath, "--name", "huge", "--log-level", "warn",
-		"--state-dir", t.TempDir(), "--config", config, "--", self, rawServerArg)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		stdin.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	out := bufio.NewReaderSize(stdout, 64<<10)
-	send := func(line string) {
-		_, err := io.WriteString(stdin, line+"\n")
-		require.NoError(t, err)
-	}
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"slow","version":"1"}}}`)
-	initialized, err := out.ReadBytes('\n')
-	require.NoError(t, err)
-	require.Contains(t, string(initialized), `"result"`)
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c := startRawClient(t, []string{mcpwrapPath, "--name", "huge", "--log-level", "warn",
+		"--state-dir", t.TempDir(), "--config", writeBenchConfig(t), "--", self, rawServerArg})
 
 	const size = 1 << 30
-	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"huge","arguments":{"bytes":1073741824}}}`)
+	c.send(t, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"huge","arguments":{"bytes":1073741824}}}`+"\n"))
 	prefix := []byte(`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"`)
 	suffix := []byte(`"}]}}` + "\n")
 
 	// Read at about 256 MiB/s: 4 MiB per 16 ms tick.
 	pace := time.NewTicker(16 * time.Millisecond)
 	defer pace.Stop()
-	pid := cmd.Process.Pid
+	pid := c.pid
 	peak := 0
 	var head, tail []byte
 	total := 0
 	buf := make([]byte, 64<<10)
 	for n := 0; ; {
-		m, err := out.Read(buf)
+		m, err := c.out.Read(buf)
 		if total < len(prefix) {
 			head = append(head, buf[:min(m, len(prefix)-total)]...)
 		}

@@ -86,27 +86,39 @@ func TestReusedIDOfATimedOutCallIsNotAnsweredTwice(t *testing.T) {
 // locked is listed": the client cancels a tools/list and sends another
 // method under the same id; the upstream's late answer to the tools/list,
 // matched to the other method, reached the client unfiltered, showing a
-// locked tool's definition.
+// locked tool's definition. A long answer, which could be relayed as it
+// arrives, is held and filtered all the same.
 func TestReusedIDOfACancelledListDoesNotUnfilterIt(t *testing.T) {
-	policy := &fakePolicy{status: map[string]string{"secret": "pending_approval"}}
-	h := start(t, 0, func(s *Session) { s.Tools = policy })
-	h.client.send(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}` + "\n")
-	h.client.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}` + "\n")
-	h.client.send(`{"jsonrpc":"2.0","id":9,"method":"resources/list"}` + "\n")
-	h.client.send(`{"jsonrpc":"2.0","id":"marker","method":"ping"}` + "\n")
-	reached := upstreamReceived(t, h, `"marker"`)
+	tests := []struct {
+		name string
+		desc string // the open tool's description
+	}{
+		{name: "short", desc: "fine"},
+		{name: "long", desc: long},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			policy := &fakePolicy{status: map[string]string{"secret": "pending_approval"}}
+			h := start(t, 0, func(s *Session) { s.Tools = policy })
+			h.client.send(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}` + "\n")
+			h.client.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}` + "\n")
+			h.client.send(`{"jsonrpc":"2.0","id":9,"method":"resources/list"}` + "\n")
+			h.client.send(`{"jsonrpc":"2.0","id":"marker","method":"ping"}` + "\n")
+			reached := upstreamReceived(t, h, `"marker"`)
 
-	h.up.send(`{"jsonrpc":"2.0","id":9,"result":{"tools":[` + tool("open", "fine") + `,` + tool("secret", "UNAPPROVED TEXT") + `]}}` + "\n")
-	for _, msg := range reached {
-		if env, _ := framing.Peek(msg); env.Method == "resources/list" {
-			h.up.send(`{"jsonrpc":"2.0","id":9,"result":{"resources":[]}}` + "\n")
-		}
+			h.up.send(`{"jsonrpc":"2.0","id":9,"result":{"tools":[` + tool("open", tt.desc) + `,` + tool("secret", "UNAPPROVED TEXT") + `]}}` + "\n")
+			for _, msg := range reached {
+				if env, _ := framing.Peek(msg); env.Method == "resources/list" {
+					h.up.send(`{"jsonrpc":"2.0","id":9,"result":{"resources":[]}}` + "\n")
+				}
+			}
+			got := untilMarker(t, h)
+			for _, msg := range got {
+				assert.NotContains(t, string(msg), "UNAPPROVED TEXT", "a locked tool's definition reached the client")
+			}
+			assert.Len(t, withID(got, "9"), 2, "the late list, filtered, and the refusal or answer of the second request")
+		})
 	}
-	got := untilMarker(t, h)
-	for _, msg := range got {
-		assert.NotContains(t, string(msg), "UNAPPROVED TEXT", "a locked tool's definition reached the client")
-	}
-	assert.Len(t, withID(got, "9"), 2, "the late list, filtered, and the refusal or answer of the second request")
 }
 
 // TestAmbiguousIDNeverUnfiltersAList is an attack on "nothing locked is

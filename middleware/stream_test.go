@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -66,45 +65,18 @@ func TestUpstreamStoppingInsideALongResponse(t *testing.T) {
 	h.up.closeSend()
 
 	assert.Equal(t, head, string(h.client.next()), "the line cut off, ended")
-	var resp struct {
-		ID    json.RawMessage `json:"id"`
-		Error *RPCError       `json:"error"`
-	}
-	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
-	assert.Equal(t, "6", string(resp.ID))
-	require.NotNil(t, resp.Error)
-	assert.Equal(t, codeInternalError, resp.Error.Code)
-	assert.Contains(t, resp.Error.Message, "stopped in the middle of its response")
+	rpcErr := errorAnswer(t, h.client.next(), "6")
+	assert.Equal(t, codeInternalError, rpcErr.Code)
+	assert.Contains(t, rpcErr.Message, "stopped in the middle of its response")
 }
 
 // TestLongMessagesTheSidecarJudgesAreHeldWhole: what the sidecar must
-// judge is held whole and judged as before, however long: a tools/list
-// result is filtered (here the late answer to a cancelled one, whose id
-// the client reused), a late answer to a call that timed out is dropped,
-// and a message whose head does not show what it is (its id last) is
-// bound by the limit.
+// judge is held whole and judged as before, however long: a late answer
+// to a call that timed out is dropped, and a message whose head does not
+// show what it is (its id last) is bound by the limit. (A long tools/list
+// result is filtered: see TestReusedIDOfACancelledListDoesNotUnfilterIt
+// and TestAmbiguousIDNeverUnfiltersAList.)
 func TestLongMessagesTheSidecarJudgesAreHeldWhole(t *testing.T) {
-	t.Run("a tools/list result is filtered", func(t *testing.T) {
-		policy := &fakePolicy{status: map[string]string{"secret": "pending_approval"}}
-		h := start(t, 0, func(s *Session) { s.Tools = policy })
-		h.client.send(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}` + "\n")
-		h.client.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}` + "\n")
-		h.client.send(`{"jsonrpc":"2.0","id":9,"method":"resources/list"}` + "\n")
-		h.client.send(`{"jsonrpc":"2.0","id":"marker","method":"ping"}` + "\n")
-		reached := upstreamReceived(t, h, `"marker"`)
-
-		h.up.send(`{"jsonrpc":"2.0","id":9,"result":{"tools":[` + tool("open", long) + `,` + tool("secret", "UNAPPROVED TEXT") + `]}}` + "\n")
-		for _, msg := range reached {
-			env, err := framing.Peek(msg)
-			require.NoError(t, err)
-			if env.ID != nil && env.Method != "tools/list" && env.Method != "notifications/cancelled" {
-				h.up.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":{}}` + "\n")
-			}
-		}
-		for _, msg := range untilMarker(t, h) {
-			assert.NotContains(t, string(msg), "UNAPPROVED TEXT", "a locked tool's definition never reaches the client")
-		}
-	})
 	t.Run("a late answer to a call that timed out is dropped", func(t *testing.T) {
 		clock := &fakeClock{}
 		h := start(t, 0, withCallTimeout(clock))
@@ -123,14 +95,8 @@ func TestLongMessagesTheSidecarJudgesAreHeldWhole(t *testing.T) {
 		h.client.send(`{"jsonrpc":"2.0","id":6,"method":"resources/read"}` + "\n")
 		h.up.next()
 		h.up.send(`{"jsonrpc":"2.0","result":{"x":"` + long + `"},"id":6}` + "\n")
-		var resp struct {
-			ID    json.RawMessage `json:"id"`
-			Error *RPCError       `json:"error"`
-		}
-		require.NoError(t, json.Unmarshal(h.client.next(), &resp))
-		assert.Equal(t, "6", string(resp.ID))
-		require.NotNil(t, resp.Error)
-		assert.Contains(t, resp.Error.Message, "exceeds the 1024-byte message limit")
+		rpcErr := errorAnswer(t, h.client.next(), "6")
+		assert.Contains(t, rpcErr.Message, "exceeds the 1024-byte message limit")
 	})
 }
 
@@ -154,19 +120,12 @@ func TestStalledLongResponseIsEndedAndAnswered(t *testing.T) {
 	require.Eventually(t, func() bool { return clock.fire() > 0 }, timeout, tick, "the watchdog is armed while the upstream is silent")
 
 	assert.Equal(t, head, string(h.client.next()), "the line, ended where the upstream stalled")
-	var resp struct {
-		ID    json.RawMessage `json:"id"`
-		Error *RPCError       `json:"error"`
-	}
-	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
-	assert.Equal(t, "6", string(resp.ID))
-	require.NotNil(t, resp.Error)
-	assert.Contains(t, resp.Error.Message, "stalled in the middle of its response")
+	rpcErr := errorAnswer(t, h.client.next(), "6")
+	assert.Contains(t, rpcErr.Message, "stalled in the middle of its response")
 
 	// The sidecar's own answers reach the client again.
 	h.client.send("{\n")
-	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
-	assert.Equal(t, codeParseError, resp.Error.Code)
+	assert.Equal(t, codeParseError, errorAnswer(t, h.client.next(), "null").Code)
 
 	// The rest of the stalled message is dropped; what follows it is relayed.
 	h.client.send(`{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n")
@@ -227,14 +186,8 @@ func TestLongClientMessagesAreRelayedAsTheyArrive(t *testing.T) {
 func TestLongClientMessagesTheSidecarJudgesAreHeldWhole(t *testing.T) {
 	h := start(t, 1024, func(s *Session) { s.Tools = lockedSecret })
 	h.client.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"secret","arguments":{"x":"` + long + `"}}}` + "\n")
-	var resp struct {
-		ID    json.RawMessage `json:"id"`
-		Error *RPCError       `json:"error"`
-	}
-	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
-	assert.Equal(t, "5", string(resp.ID))
-	require.NotNil(t, resp.Error)
-	assert.Contains(t, resp.Error.Message, "exceeds the 1024-byte limit")
+	rpcErr := errorAnswer(t, h.client.next(), "5")
+	assert.Contains(t, rpcErr.Message, "exceeds the 1024-byte limit")
 }
 
 // TestStalledLongClientRequestIsEndedAndAnswered: a client that stalls in
@@ -251,16 +204,24 @@ func TestStalledLongClientRequestIsEndedAndAnswered(t *testing.T) {
 	require.Eventually(t, func() bool { return clock.fire() > 0 }, timeout, tick, "the watchdog is armed while the client is silent")
 
 	assert.Equal(t, head, string(h.up.next()), "the line, ended where the client stalled")
-	var resp struct {
-		ID    json.RawMessage `json:"id"`
-		Error *RPCError       `json:"error"`
-	}
-	require.NoError(t, json.Unmarshal(h.client.next(), &resp))
-	assert.Equal(t, "6", string(resp.ID))
-	require.NotNil(t, resp.Error)
-	assert.Contains(t, resp.Error.Message, "stalled in the middle of its message")
+	rpcErr := errorAnswer(t, h.client.next(), "6")
+	assert.Contains(t, rpcErr.Message, "stalled in the middle of its message")
 	assert.Zero(t, h.session.inflight(), "no longer in flight")
 
 	h.client.send(`"}}` + "\n" + `{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n")
 	assert.Equal(t, `{"jsonrpc":"2.0","id":7,"method":"ping"}`, string(h.up.next()), "the rest is dropped; what follows is relayed")
+}
+
+// errorAnswer returns the error msg carries, which must be an error
+// response with id.
+func errorAnswer(t *testing.T, msg []byte, id string) *RPCError {
+	t.Helper()
+	var resp struct {
+		ID    json.RawMessage `json:"id"`
+		Error *RPCError       `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(msg, &resp), "%.200s", msg)
+	require.Equal(t, id, string(resp.ID), "%.200s", msg)
+	require.NotNil(t, resp.Error, "an error response: %.200s", msg)
+	return resp.Error
 }
