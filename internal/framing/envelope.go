@@ -143,27 +143,11 @@ func peek(line []byte, valid bool) (env Envelope, err error) {
 		i++
 	} else {
 		for {
-			if i >= len(line) || line[i] != '"' {
-				return env, syntaxError(i, "member name")
+			key, start, err := memberKey(line, i, valid)
+			if err != nil {
+				return env, err
 			}
 			var end int
-			if valid {
-				end, err = validString(line, i)
-			} else {
-				end, err = skipString(line, i)
-			}
-			if err != nil {
-				return env, err
-			}
-			key, err := memberName(line[i:end])
-			if err != nil {
-				return env, err
-			}
-			i = skipSpace(line, end)
-			if i >= len(line) || line[i] != ':' {
-				return env, syntaxError(i, "':'")
-			}
-			start := skipSpace(line, i+1)
 			switch {
 			case string(key) == "params" && env.Params == nil && start < len(line) && line[start] == '{':
 				var w paramsWalk
@@ -455,6 +439,33 @@ func routingVariant(key []byte) string {
 		}
 	}
 	return ""
+}
+
+// memberKey reads the name of the object member at b[i], and the colon
+// after it, and returns the name (decoded; see memberName) and the offset
+// of its value. The name is validated as json.Valid would when valid is
+// set, else only delimited.
+func memberKey(b []byte, i int, valid bool) (key []byte, value int, err error) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, syntaxError(i, "member name")
+	}
+	var end int
+	if valid {
+		end, err = validString(b, i)
+	} else {
+		end, err = skipString(b, i)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if key, err = memberName(b[i:end]); err != nil {
+		return nil, 0, err
+	}
+	i = skipSpace(b, end)
+	if i >= len(b) || b[i] != ':' {
+		return nil, 0, syntaxError(i, "':'")
+	}
+	return key, skipSpace(b, i+1), nil
 }
 
 // memberName returns the name of a member given its quoted, raw JSON. It

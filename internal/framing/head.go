@@ -23,23 +23,11 @@ func PeekHead(head []byte) (env Envelope, ok bool) {
 	}
 	var method []byte
 	for i = skipSpace(head, i+1); ; {
-		if i >= len(head) || head[i] != '"' {
-			return env, false
-		}
-		end, err := validString(head, i)
+		key, start, err := memberKey(head, i, true)
 		if err != nil {
 			return env, false
 		}
-		key, err := memberName(head[i:end])
-		if err != nil {
-			return env, false
-		}
-		i = skipSpace(head, end)
-		if i >= len(head) || head[i] != ':' {
-			return env, false
-		}
-		start := skipSpace(head, i+1)
-		end, err = validNested(head, start, 1)
+		end, err := validNested(head, start, 1)
 		next := len(head)
 		if err == nil {
 			next = skipSpace(head, end)
