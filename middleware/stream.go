@@ -124,10 +124,7 @@ func (s *Session) streamClient(heads headReader, head []byte) bool {
 		if tracked == nil || refused != "" {
 			return false // not ready, or refused: the held path answers it
 		}
-		if l, parts = tracked, nil; l.conn != nil {
-			parts, _ = l.conn.(partsWriter)
-		}
-		if parts == nil {
+		if tracked != l { // the upstream was replaced since readyLink
 			s.untrack(env.ID)
 			return false
 		}
@@ -151,14 +148,10 @@ const (
 // relayParts writes the rest of the message whose head heads.ReadHead
 // returned to line as it arrives, and ends line. When the message ends
 // early (its sender, who, stopped or stalled inside it), the line is ended
-// there and early is called with how, unless it is nil; for a stall, from
-// the watchdog's goroutine, as soon as the line is ended. relayParts
-// returns once the sender has reached the message's end, or its stream
-// has ended.
+// there and early is called with how; for a stall, from the watchdog's
+// goroutine, as soon as the line is ended. relayParts returns once the
+// sender has reached the message's end, or its stream has ended.
 func (s *Session) relayParts(heads headReader, line MessageWriter, who string, kind framing.Kind, early func(how string)) {
-	if early == nil {
-		early = func(string) {}
-	}
 	var cut error // why the message ended early
 	for {
 		// A watchdog ends the line when the sender stalls inside it, for
