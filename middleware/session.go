@@ -218,6 +218,7 @@ type Session struct {
 	// change sees it below merges, and loads again.
 	keptMerges int
 	stats      Stats
+	calls      atomic.Int64 // Stats.Calls, counted without s.mu on the call path
 	// verdictRead, when set (by tests), is called by gateCall right after
 	// it reads the verdict on a call to the named tool.
 	verdictRead func(name string)
@@ -587,9 +588,7 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 		}
 	}
 	if env.Method == "tools/call" {
-		s.mu.Lock()
-		s.stats.Calls++
-		s.mu.Unlock()
+		s.calls.Add(1)
 	}
 	if s.readyLink() == nil {
 		s.awaitUpstream(ctx, msg, env, false)
