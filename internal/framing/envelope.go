@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -473,18 +474,12 @@ func memberKey(b []byte, i int, valid bool) (key []byte, value int, err error) {
 
 // nameString returns the offset just past the member name, a string,
 // starting at b[i] ('"'), as validString (valid) or skipString would, and
-// whether it holds a backslash: names are short and seldom escaped, so one
-// byte loop finds their end without the long-run machinery of those two,
-// and no second scan looks for escapes.
+// whether it holds a backslash, so that no second scan looks for escapes.
 func nameString(b []byte, i int, valid bool) (end int, escaped bool, err error) {
-	for j := i + 1; j < len(b); j++ {
-		if c := b[j]; stringStop[c] {
-			if c == '"' {
-				return j + 1, false, nil
-			}
-			break // an escape or a control character: the full scanner decides
-		}
+	if j := nextStop(b, i+1); j < len(b) && b[j] == '"' {
+		return j + 1, false, nil
 	}
+	// An escape or a control character: the full scanner decides.
 	if valid {
 		end, err = validString(b, i)
 	} else {
@@ -533,20 +528,13 @@ func skipSpace(b []byte, i int) int {
 
 // skipString returns the offset just past the string starting at b[i]=='"'.
 func skipString(b []byte, i int) (int, error) {
-	start, run := i, i+1 // run: where the current run of plain bytes began
-	for i++; i < len(b); i++ {
-		if !stringStop[b[i]] {
-			if i-run >= 8 { // a long run: eight bytes at a time
-				i = plainRun(b, i)
-			}
-			continue // most bytes: one table load instead of three comparisons
-		}
-		switch c := b[i]; {
-		case c == '"':
+	start := i
+	for i = nextStop(b, i+1); i < len(b); i = afterEscape(b, i+1) {
+		switch b[i] {
+		case '"':
 			return i + 1, nil
-		case c == '\\':
-			run = i + 2
-			i++
+		case '\\':
+			i++ // the escaped byte, whatever it is
 		default:
 			return 0, syntaxError(i, "no control character in a string")
 		}
@@ -554,24 +542,49 @@ func skipString(b []byte, i int) (int, error) {
 	return 0, syntaxError(start, "closing '\"'")
 }
 
-// plainRun returns the offset of the last of the plain bytes that start
-// at b[i], which is one (stringStop does not mark it), up to a multiple of
-// eight of them: past a short run the caller's byte loop goes on, and a
-// long one (a file's text, base64 data) is read eight bytes at a time.
-func plainRun(b []byte, i int) int {
-	for i+17 <= len(b) && stopBytes(binary.LittleEndian.Uint64(b[i+1:]))|stopBytes(binary.LittleEndian.Uint64(b[i+9:])) == 0 {
-		i += 16
+// afterEscape is nextStop for the bytes after an escape: escapes come
+// close together when they come at all (text of quotes, a language
+// written as \u escapes), so it looks at the first few bytes one at a time.
+func afterEscape(b []byte, i int) int {
+	for end := min(i+8, len(b)); i < end; i++ {
+		if stringStop[b[i]] {
+			return i
+		}
 	}
-	for i+9 <= len(b) && stopBytes(binary.LittleEndian.Uint64(b[i+1:])) == 0 {
+	return nextStop(b, i)
+}
+
+// nextStop returns the offset of the first byte from b[i] on that
+// stringStop marks, or len(b) (or i, when i is past it) when there is
+// none. It reads eight bytes at a time, sixteen while it finds none: most
+// strings are plain text, and some (a file's text, base64 data) are long.
+func nextStop(b []byte, i int) int {
+	for ; i+16 <= len(b); i += 16 {
+		x, y := stopBytes(binary.LittleEndian.Uint64(b[i:])), stopBytes(binary.LittleEndian.Uint64(b[i+8:]))
+		if x|y != 0 {
+			if x != 0 {
+				return i + bits.TrailingZeros64(x)/8
+			}
+			return i + 8 + bits.TrailingZeros64(y)/8
+		}
+	}
+	if i+8 <= len(b) {
+		if x := stopBytes(binary.LittleEndian.Uint64(b[i:])); x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
 		i += 8
+	}
+	for i < len(b) && !stringStop[b[i]] {
+		i++
 	}
 	return i
 }
 
 // stopBytes returns x, eight bytes of a string, with the high bit of a
 // byte set where stringStop marks one (a quote, a backslash or a control
-// character): zero when it marks none. (A borrow may set the bits above a
-// marked byte; only zero is read.)
+// character): zero when it marks none. A borrow may set the bits above a
+// marked byte, never below the first, so the lowest bit set is the first
+// marked byte.
 func stopBytes(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	// x^0x02 puts '"' at 0x20 and keeps control bytes below it, so one

@@ -78,19 +78,12 @@ func validContainer(b []byte, i, depth int) (int, error) {
 
 // validString is skipString that also checks every escape.
 func validString(b []byte, i int) (int, error) {
-	start, run := i, i+1 // run: where the current run of plain bytes began
-	for i++; i < len(b); i++ {
-		if !stringStop[b[i]] {
-			if i-run >= 8 { // a long run: eight bytes at a time
-				i = plainRun(b, i)
-			}
-			continue
-		}
-		switch c := b[i]; {
-		case c == '"':
+	start := i
+	for i = nextStop(b, i+1); i < len(b); i = afterEscape(b, i+1) {
+		switch b[i] {
+		case '"':
 			return i + 1, nil
-		case c == '\\':
-			run = i + 2
+		case '\\':
 			if i+1 >= len(b) {
 				return 0, syntaxError(start, "closing '\"'")
 			}
