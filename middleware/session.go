@@ -16,7 +16,6 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/rpcclient"
-	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -175,6 +174,13 @@ type Session struct {
 	// tracker is the one owner of where each request id in flight is, in
 	// either direction; it has its own lock.
 	tracker *tracker
+	// cat is the tool catalog; it has its own locks, never held with mu
+	// (see catalogState).
+	cat       catalogState
+	versioned VersionedPolicy // Tools, when it is one; set by init
+	// verdictRead, when set (by tests), is called by gateCall right after
+	// it reads the verdict on a call to the named tool.
+	verdictRead func(name string)
 	// ready is up when its handshake is done, else nil: set with up and
 	// its ready under mu, read without it by every client request.
 	ready atomic.Pointer[link]
@@ -190,37 +196,7 @@ type Session struct {
 	clientView int                 // what the client last learned of availability (view*)
 	logLevel   json.RawMessage     // the client's last logging/setLevel params
 	subs       map[string]struct{} // URIs the client subscribed to
-
-	// Tool catalog state.
-	catalog      []json.RawMessage
-	catalogIndex *tooldef.Index // the catalog's names, read by the one tool-definition parser
-	identities   identities     // definitions as tooldef read them; has its own lock
-	catalogKnown bool
-	// verdicts publishes the catalog, and the policy's verdicts on it, to
-	// the calls judged without s.mu (see callVerdict).
-	verdicts     atomic.Pointer[verdicts]
-	versioned    VersionedPolicy // Tools, when it is one; set by init
-	visible      string          // the visible tool set the client last learned
-	visibleKnown bool
-	locked       int                 // locked tools in the catalog
-	walkLocked   int                 // locked tools on the pages of the client's current tools/list walk
-	catalogSums  definitionPositions // hashes of the catalog's definitions, to spot changed ones cheaply
-	catalogBytes int                 // the size of the catalog's definitions
-	merges       int                 // catalog updates from the client's tools/list pages (notePage) and changes the upstream announced
-	loading      *catalogLoading     // the catalog load under way, nil when none (see catalogLoad)
-	reevaluating sync.Mutex          // serialises reevaluate; taken before mu
-	// refreshing is set while a catalog refresh runs; written under mu,
-	// read without it on the call path (catalogStale).
-	refreshing atomic.Bool
-	stale      bool // a refresh was asked for while one was running
-	// keptMerges is merges as of the pages of the catalog a load last
-	// kept: a refresh that joined a load ending as the upstream announced a
-	// change sees it below merges, and loads again.
-	keptMerges int
-	stats      Stats
-	// verdictRead, when set (by tests), is called by gateCall right after
-	// it reads the verdict on a call to the named tool.
-	verdictRead func(name string)
+	stats      Stats               // the counters Stats returns
 
 	gating     int           // calls being judged off the client pump
 	gatingIdle chan struct{} // closed while gating is zero
@@ -285,7 +261,7 @@ func (s *Session) init() {
 	s.gatingIdle = make(chan struct{})
 	close(s.gatingIdle)
 	s.restartChanged = make(chan struct{})
-	s.identities.limit = s.maxCatalogBytes()
+	s.cat.identities.limit = s.maxCatalogBytes()
 	s.kick = make(chan struct{}, 1)
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.ctx = context.Background()
@@ -961,33 +937,19 @@ func (s *Session) refreshLater() {
 	if s.Tools == nil {
 		return
 	}
-	s.mu.Lock()
-	s.merges++
-	if s.refreshing.Load() {
-		s.stale = true
-		s.mu.Unlock()
+	if !s.cat.startRefresh() {
 		return
 	}
-	s.refreshing.Store(true)
-	s.mu.Unlock()
 	started := s.background.Go(func() {
 		for {
 			err := s.refreshCatalog(s.runCtx())
-			s.mu.Lock()
-			if !s.stale && (err != nil || s.keptMerges == s.merges) {
-				s.refreshing.Store(false)
-				s.mu.Unlock()
+			if s.cat.refreshed(err) {
 				return
 			}
-			s.stale = false
-			s.mu.Unlock()
 		}
 	})
 	if !started { // Run is returning
-		s.mu.Lock()
-		s.refreshing.Store(false)
-		s.stale = false
-		s.mu.Unlock()
+		s.cat.abandonRefresh()
 	}
 }
 

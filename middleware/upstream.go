@@ -460,10 +460,7 @@ func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
 		s.reply(env.ID, json.RawMessage(`{}`)) // the state is replayed once the upstream is ready
 	case "tools/list":
-		s.mu.Lock()
-		locked := s.locked
-		s.mu.Unlock()
-		res, _ := json.Marshal(map[string]any{"tools": []json.RawMessage{s.discoveryDefinition(locked)}})
+		res, _ := json.Marshal(map[string]any{"tools": []json.RawMessage{s.discoveryDefinition(s.cat.lockedTools())}})
 		s.reply(env.ID, res)
 	case "tools/call":
 		if p, err := parseCall(env); err == nil && p.Name == s.discoveryName() {
