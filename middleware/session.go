@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,7 +175,10 @@ type Session struct {
 	tracker *tracker
 	// cat is the tool catalog; it has its own locks, never held with mu
 	// (see catalogState).
-	cat       catalogState
+	cat catalogState
+	// hs is the client's handshake, logging level and subscriptions, and
+	// its handshakes waiting; it has its own lock, never held with mu.
+	hs        handshakeState
 	versioned VersionedPolicy // Tools, when it is one; set by init
 	// verdictRead, when set (by tests), is called by gateCall right after
 	// it reads the verdict on a call to the named tool.
@@ -189,14 +191,8 @@ type Session struct {
 	ctx        context.Context // Run's, for the sidecar's own background requests
 	up         *link           // the current upstream connection, nil between connections
 	status     resilience.Outcome
-	hs         Handshake
-	hsVer      int                 // counts the client's handshake requests
-	hsChanged  chan struct{}       // closed and replaced on each client handshake
-	waiters    []*hsWaiter         // client handshakes awaiting an answer
-	clientView int                 // what the client last learned of availability (view*)
-	logLevel   json.RawMessage     // the client's last logging/setLevel params
-	subs       map[string]struct{} // URIs the client subscribed to
-	stats      Stats               // the counters Stats returns
+	clientView int   // what the client last learned of status: availability (view*)
+	stats      Stats // the counters Stats returns
 
 	gating     int           // calls being judged off the client pump
 	gatingIdle chan struct{} // closed while gating is zero
@@ -207,7 +203,6 @@ type Session struct {
 	heldBytes      int           // their size
 	restarting     bool          // the upstream is being restarted after a crash: requests wait for it
 	restartChanged chan struct{} // closed and replaced when restarting changes
-	subsBytes      int           // the size of the URIs in subs
 }
 
 // link is one connection to the upstream, from dial to death.
@@ -219,24 +214,9 @@ type link struct {
 	calls linkCalls     // what the Session's tracker keeps of it (guarded by the tracker's lock)
 }
 
-// hsWaiter is a client handshake request waiting for the upstream.
-type hsWaiter struct {
-	id     []byte
-	method string
-	done   chan struct{}
-	once   sync.Once
-	held   int // bytes counted by hold
-
-	timerMu sync.Mutex
-	timer   interface{ Stop() bool } // the ready timer, stopped when the waiter ends
-	ended   bool
-}
-
 // Handshake returns a copy of the handshake captured so far.
 func (s *Session) Handshake() Handshake {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.hs
+	return s.hs.handshake()
 }
 
 // Status returns the upstream's current load status: transient until the
@@ -256,8 +236,6 @@ func (s *Session) init() {
 	s.ownID = newOwnIDPrefix()
 	s.own = rpcclient.New(s.ownID, decodeRPCError)
 	s.versioned, _ = s.Tools.(VersionedPolicy)
-	s.subs = make(map[string]struct{})
-	s.hsChanged = make(chan struct{})
 	s.gatingIdle = make(chan struct{})
 	close(s.gatingIdle)
 	s.restartChanged = make(chan struct{})
@@ -337,7 +315,7 @@ func (s *Session) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	s.awaitWriters(gating)
 	s.awaitWriters(s.stopCallTimers())
-	for _, w := range s.takeWaiters("") { // stop their ready timers
+	for _, w := range s.hs.takeWaiters("") { // stop their ready timers
 		w.once.Do(func() { s.endWaiter(w) })
 	}
 	s.awaitWriters(s.background.stop())
@@ -398,8 +376,9 @@ func (s *Session) awaitWriters(done <-chan struct{}) {
 func (s *Session) drain() {
 	t := time.NewTimer(s.drainTimeout())
 	defer t.Stop()
+	waiters := s.hs.waiting()
 	s.mu.Lock()
-	gating, l, waiters := s.gatingIdle, s.up, slices.Clone(s.waiters)
+	gating, l := s.gatingIdle, s.up
 	s.mu.Unlock()
 	var dead <-chan struct{}
 	if l != nil {
@@ -545,21 +524,17 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 		s.clientHandshake(env)
 		return
 	case "logging/setLevel":
-		s.mu.Lock()
-		s.logLevel = bytes.Clone(env.Params)
-		s.mu.Unlock()
+		s.hs.setLogLevel(env.Params)
 	case "resources/subscribe", "resources/unsubscribe":
 		var p struct {
 			URI string `json:"uri"`
 		}
 		if json.Unmarshal(env.Params, &p) == nil {
-			s.mu.Lock()
 			if env.Method == "resources/subscribe" {
-				s.rememberSubscriptionLocked(p.URI)
+				s.rememberSubscription(p.URI)
 			} else {
-				s.forgetSubscriptionLocked(p.URI)
+				s.hs.unsubscribe(p.URI)
 			}
-			s.mu.Unlock()
 		}
 	}
 	if env.Method == "tools/call" {
@@ -620,9 +595,7 @@ func (s *Session) clientNotification(msg []byte, env framing.Envelope) {
 	if env.Method == "notifications/initialized" {
 		// The sidecar sends its own after every successful initialize, so
 		// that a restarted upstream gets one too; the client's is not needed.
-		s.mu.Lock()
-		s.hs.Initialized = true
-		s.mu.Unlock()
+		s.hs.setInitialized()
 		return
 	}
 	if env.Method == "tools/call" && s.Tools != nil {
