@@ -16,38 +16,28 @@ func newWaiter(method string) *hsWaiter {
 	return &hsWaiter{method: method, done: make(chan struct{})}
 }
 
-// closed reports whether ch is closed.
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 func TestHandshakeStateCapture(t *testing.T) {
 	var h handshakeState // the zero value is ready to use
 	hs, ver, changed := h.current()
 	assert.Equal(t, Handshake{}, hs)
 	assert.Zero(t, ver)
 	require.NotNil(t, changed)
-	assert.False(t, closed(changed))
+	assert.False(t, isClosed(changed))
 
 	h.setInitialized()
 	h.capture("initialize", json.RawMessage(`{"a":1}`), newWaiter("initialize"))
-	assert.True(t, closed(changed), "a handshake wakes those waiting for one")
+	assert.True(t, isClosed(changed), "a handshake wakes those waiting for one")
 	hs, ver, next := h.current()
 	assert.Equal(t, Handshake{Method: "initialize", Params: json.RawMessage(`{"a":1}`), Initialized: true}, hs, "Initialized outlives a new handshake")
 	assert.Equal(t, 1, ver)
-	assert.False(t, closed(next), "a new channel for the next change")
+	assert.False(t, isClosed(next), "a new channel for the next change")
 
 	h.setResult(json.RawMessage(`{"r":1}`))
 	assert.Equal(t, json.RawMessage(`{"r":1}`), h.handshake().Result)
 
 	h.capture("initialize", json.RawMessage(`{"a":2}`), newWaiter("initialize"))
 	h.capture("server/discover", json.RawMessage(`{"a":3}`), newWaiter("server/discover"))
-	assert.True(t, closed(next))
+	assert.True(t, isClosed(next))
 	hs, ver, _ = h.current()
 	assert.Equal(t, 3, ver, "counts every handshake")
 	assert.Equal(t, Handshake{Method: "server/discover", Params: json.RawMessage(`{"a":3}`), Initialized: true}, hs, "a new handshake has no result yet")
