@@ -146,7 +146,7 @@ func (c *StreamConn) BeginMessage() MessageWriter { return c.w.Stream() }
 func (c *StreamConn) Buffered() bool { return c.r.Buffered() }
 
 // HoldMessage is WriteMessage for a message that another will follow at
-// once: it is kept back (up to 64 KiB of messages) to be written together
+// once: it is kept back (up to 1 KiB of messages) to be written together
 // with the next WriteMessage or Flush. The caller must call WriteMessage
 // or Flush before it waits for anything.
 func (c *StreamConn) HoldMessage(msg []byte) error { return c.w.Hold(msg) }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 )
@@ -97,10 +98,24 @@ type inflight struct {
 	// armed, so that a superseded one that fires anyway does nothing.
 	timer interface{ Stop() bool }
 	armed int
-	// idBuf holds id when it fits, as the numbers and short strings
-	// clients use do: the record then needs no second allocation, and at
-	// 128 bytes it stays in one size class.
-	idBuf [24]byte
+	// buf holds id, then key, when they fit, as those of the numbers and
+	// short strings clients use do: the record is then the one allocation
+	// a tracked request costs.
+	buf [48]byte
+}
+
+// newInflight returns the record of the client request env, with the key
+// its id has in the tracker's tables.
+func newInflight(env framing.Envelope, l *link, progress string) *inflight {
+	r := &inflight{method: env.Method, link: l, progress: progress}
+	b := framing.AppendIDKey(append(r.buf[:0], env.ID...), env.ID)
+	// b is r.buf, or an array of its own when the two do not fit there;
+	// either way nothing writes its bytes again, so the key may be a
+	// string aliasing them (which keeps them alive with it).
+	r.id = b[:len(env.ID):len(env.ID)]
+	key := b[len(env.ID):]
+	r.key = unsafe.String(unsafe.SliceData(key), len(key))
+	return r
 }
 
 // ended is a request that left the in-flight table before the upstream
@@ -146,38 +161,40 @@ const (
 // that check are one step, so a request is either tracked before its
 // connection is given up, and fail hands it back, or not tracked at all.
 func (t *tracker) track(l *link, envs []framing.Envelope, limit int) (refused refusal, gone bool) {
-	// Keys for up to a few requests (one but in a batch) on the stack.
-	var keyBuf, tokenBuf [4]string
-	keys, tokens := keyBuf[:0], tokenBuf[:0]
-	if len(envs) > len(keyBuf) {
-		keys, tokens = make([]string, 0, len(envs)), make([]string, 0, len(envs))
-	}
 	for _, env := range envs {
 		if len(env.ID) > maxIDBytes {
 			return refusedIDTooLong, false
 		}
-		key := framing.IDKey(env.ID)
-		if slices.Contains(keys, key) {
-			refused = refusedIDInUse
-		}
-		keys = append(keys, key)
+	}
+	if l == nil {
+		return "", true
+	}
+	// The records are made before the lock is taken. Up to a few (one but
+	// in a batch) are listed on the stack.
+	var recBuf [4]*inflight
+	recs := recBuf[:0]
+	if len(envs) > len(recBuf) {
+		recs = make([]*inflight, 0, len(envs))
+	}
+	for _, env := range envs {
 		token := ""
 		if t.timeout > 0 {
 			token = progressKey(env.ProgressToken)
 		}
-		tokens = append(tokens, token)
-	}
-	if l == nil {
-		return "", true
+		r := newInflight(env, l, token)
+		if slices.ContainsFunc(recs, func(o *inflight) bool { return o.key == r.key }) {
+			refused = refusedIDInUse
+		}
+		recs = append(recs, r)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed || l.calls.retired {
 		return "", true
 	}
-	for _, k := range keys {
-		_, live := t.reqs[k]
-		_, ended := t.ended[k]
+	for _, r := range recs {
+		_, live := t.reqs[r.key]
+		_, ended := t.ended[r.key]
 		if live || ended {
 			refused = refusedIDInUse
 		}
@@ -188,10 +205,8 @@ func (t *tracker) track(l *link, envs []framing.Envelope, limit int) (refused re
 	if refused != "" {
 		return refused, false
 	}
-	for i, env := range envs {
-		r := &inflight{key: keys[i], method: env.Method, link: l, progress: tokens[i]}
-		r.id = append(r.idBuf[:0], env.ID...) // no allocation of its own for a usual id
-		t.reqs[keys[i]] = r
+	for _, r := range recs {
+		t.reqs[r.key] = r
 		if r.progress != "" {
 			t.progress[r.progress] = r.key
 		}

@@ -417,3 +417,38 @@ func TestTrackerTimerLosesToAnAnswer(t *testing.T) {
 	assert.Empty(t, method, "the timer ended nothing")
 	assert.True(t, isClosed(tr.stopTimers()), "its run is counted done")
 }
+
+// TestTrackedRequestCostsOneAllocation holds the hot path to its budget: a
+// request tracked and answered costs the record of it and nothing else,
+// whether its id is short (the key kept in the record) or long.
+func TestTrackedRequestCostsOneAllocation(t *testing.T) {
+	tests := []struct {
+		name       string
+		id         string
+		wantAllocs float64
+	}{
+		{name: "an integer", id: "123456789", wantAllocs: 1},
+		{name: "a short string", id: `"call-123456789"`, wantAllocs: 1},
+		{name: "a long string: and an array for the id and its key", id: `"` + strings.Repeat("x", 40) + `"`, wantAllocs: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, l := newTracker(0, nil, nil), &link{}
+			envs, id := []framing.Envelope{req(tt.id, "tools/call")}, []byte(tt.id)
+			var refused refusal
+			var gone, late bool
+			var method string
+			var clientID []byte
+			allocs := testing.AllocsPerRun(100, func() {
+				refused, gone = tr.track(l, envs, DefaultMaxInFlight)
+				method, clientID, late = tr.answered(id)
+			})
+			assert.Equal(t, tt.wantAllocs, allocs)
+			assert.Empty(t, refused)
+			assert.False(t, gone)
+			assert.Equal(t, "tools/call", method)
+			assert.Equal(t, tt.id, string(clientID))
+			assert.False(t, late)
+		})
+	}
+}

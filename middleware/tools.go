@@ -388,11 +388,19 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 		s.unhold(msg, held)
 		return
 	}
+	s.gateCallLater(ctx, msg, env, held)
+}
+
+// gateCallLater is gateCall for a call that waits for the catalog: it keeps
+// msg and judges it off the client pump. It is a function of its own so
+// that what its goroutine captures escapes to the heap here only, not on
+// gateCall's path for a tool the catalog knows.
+func (s *Session) gateCallLater(ctx context.Context, msg []byte, env framing.Envelope, held bool) {
 	msg, env, ok := s.keep(msg, env, held)
 	if !ok {
 		return
 	}
-	p, _ = parseCall(env) // its Arguments alias the kept copy
+	p, _ := parseCall(env) // its Arguments alias the kept copy
 	if !s.startGating() {
 		s.answerUnready(ctx, env)
 		s.unhold(msg, true)

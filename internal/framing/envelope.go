@@ -307,17 +307,14 @@ func (w *paramsWalk) object(b []byte, i int, valid bool, depth int, meta bool) (
 			return 0, syntaxError(i, "member name")
 		}
 		keyStart := i
+		var escaped bool
 		var err error
-		if valid {
-			i, err = validString(b, i)
-		} else {
-			i, err = skipString(b, i)
-		}
+		i, escaped, err = nameString(b, i, valid)
 		if err != nil {
 			return 0, err
 		}
 		key := b[keyStart+1 : i-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
+		if escaped {
 			var bad error
 			switch {
 			case len(key) <= maxParamsName:
@@ -430,7 +427,15 @@ var routingKeys = [...]string{"id", "method", "params", "result", "error"}
 // routingVariant returns the routing member that key spells in another
 // letter case (as a case-insensitive parser would match it), or "".
 func routingVariant(key []byte) string {
-	if len(key) > 24 { // no case variant of a routing key is longer
+	// A fast refusal of most names: a variant is 2 to 7 bytes long ("ſ",
+	// U+017F, folds to "s" in two), and begins with the ASCII letter its
+	// key begins with, since none of i, m, p, r and e folds to another rune.
+	if len(key) < len("id") || len(key) > len("paramſ") {
+		return ""
+	}
+	switch key[0] | 0x20 {
+	case 'i', 'm', 'p', 'r', 'e':
+	default:
 		return ""
 	}
 	for _, r := range routingKeys {
@@ -449,23 +454,43 @@ func memberKey(b []byte, i int, valid bool) (key []byte, value int, err error) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, 0, syntaxError(i, "member name")
 	}
-	var end int
-	if valid {
-		end, err = validString(b, i)
-	} else {
-		end, err = skipString(b, i)
-	}
+	end, escaped, err := nameString(b, i, valid)
 	if err != nil {
 		return nil, 0, err
 	}
-	if key, err = memberName(b[i:end]); err != nil {
-		return nil, 0, err
+	key = b[i+1 : end-1]
+	if escaped {
+		if key, err = memberName(b[i:end]); err != nil {
+			return nil, 0, err
+		}
 	}
 	i = skipSpace(b, end)
 	if i >= len(b) || b[i] != ':' {
 		return nil, 0, syntaxError(i, "':'")
 	}
 	return key, skipSpace(b, i+1), nil
+}
+
+// nameString returns the offset just past the member name, a string,
+// starting at b[i] ('"'), as validString (valid) or skipString would, and
+// whether it holds a backslash: names are short and seldom escaped, so one
+// byte loop finds their end without the long-run machinery of those two,
+// and no second scan looks for escapes.
+func nameString(b []byte, i int, valid bool) (end int, escaped bool, err error) {
+	for j := i + 1; j < len(b); j++ {
+		if c := b[j]; stringStop[c] {
+			if c == '"' {
+				return j + 1, false, nil
+			}
+			break // an escape or a control character: the full scanner decides
+		}
+	}
+	if valid {
+		end, err = validString(b, i)
+	} else {
+		end, err = skipString(b, i)
+	}
+	return end, true, err
 }
 
 // memberName returns the name of a member given its quoted, raw JSON. It

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
@@ -468,4 +469,25 @@ func FuzzEnvScanner(f *testing.F) {
 		require.Equal(t, string(env.ID), string(id))
 		require.Equal(t, env.Method, method)
 	})
+}
+
+// TestRoutingVariantFastRefusal holds routingVariant's fast refusal to
+// Unicode's case folding: every spelling a case-insensitive parser matches
+// to a routing key begins with that key's ASCII letter in either case, and
+// is no longer than the bound the refusal uses.
+func TestRoutingVariantFastRefusal(t *testing.T) {
+	for _, key := range routingKeys {
+		longest := 0
+		for i, r := range key {
+			widest := utf8.RuneLen(r)
+			for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+				widest = max(widest, utf8.RuneLen(f))
+				if i == 0 {
+					assert.Less(t, f, rune(utf8.RuneSelf), "%q begins with %q, which folds to %q", key, r, f)
+				}
+			}
+			longest += widest
+		}
+		assert.LessOrEqual(t, longest, len("paramſ"), "the longest variant of %q", key)
+	}
 }

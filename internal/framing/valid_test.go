@@ -300,3 +300,15 @@ func skipStringByByte(b []byte) (end int, bad bool) {
 	}
 	return 0, true
 }
+
+// BenchmarkPeekResponse is Peek of the small answer the relay reads most.
+func BenchmarkPeekResponse(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","id":12345,"result":{"content":[{"type":"text","text":"ok"}]}}`)
+	b.SetBytes(int64(len(msg)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Peek(msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -9,6 +9,13 @@ import (
 // writeBuffer is how many bytes of lines a Writer gathers into one write.
 const writeBuffer = 64 << 10
 
+// holdBytes is how many bytes of lines Hold keeps back before it writes
+// them: about ten small messages. Past it, the reader at the other end
+// starts on them while the writer's caller reads and judges the rest of a
+// burst, rather than waiting for the whole burst; ten messages a write
+// keep the write calls few.
+const holdBytes = 1 << 10
+
 // A Writer writes newline-terminated lines.
 //
 // A Writer is safe for concurrent use: each line is written whole, never
@@ -32,9 +39,9 @@ func (w *Writer) Write(line []byte) error {
 }
 
 // Hold is Write for a line that another will follow at once: it is kept
-// back to be written with the next Write or Flush, or as soon as the lines
-// kept back would exceed 64 KiB. A caller that holds a line must call
-// Write or Flush before it waits for anything.
+// back to be written with the next Write or Flush, or with the lines kept
+// back before it once they come to 1 KiB. A caller that holds a line must
+// call Write or Flush before it waits for anything.
 func (w *Writer) Hold(line []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -63,7 +70,7 @@ func (w *Writer) add(line []byte, hold bool) error {
 		}
 	}
 	w.buf = append(append(w.buf, line...), '\n')
-	if hold {
+	if hold && len(w.buf) < holdBytes {
 		return nil
 	}
 	return w.flush()

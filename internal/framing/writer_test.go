@@ -2,6 +2,7 @@ package framing
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,13 +36,22 @@ func TestWriterCoalescesHeldLines(t *testing.T) {
 func TestWriterHoldsNoMoreThanItsBuffer(t *testing.T) {
 	var dst countingWriter
 	w := NewWriter(&dst)
+	small := bytes.Repeat([]byte("s"), holdBytes/4)
+	for range 3 {
+		require.NoError(t, w.Hold(small))
+	}
+	assert.Empty(t, dst.writes, "lines under holdBytes are kept back")
+	require.NoError(t, w.Hold(small))
+	held := strings.Repeat(string(small)+"\n", 4)
+	assert.Equal(t, []string{held}, dst.writes, "once they come to holdBytes they go out, in one write")
+
 	line := bytes.Repeat([]byte("x"), writeBuffer/2)
 	require.NoError(t, w.Hold(line))
-	require.NoError(t, w.Hold(line))
-	assert.Equal(t, []string{string(line) + "\n"}, dst.writes, "the first goes out when the second would not fit")
+	assert.Equal(t, []string{held, string(line) + "\n"}, dst.writes, "a line of holdBytes or more goes out at once")
 
+	require.NoError(t, w.Hold(small))
 	big := bytes.Repeat([]byte("y"), writeBuffer)
 	require.NoError(t, w.Hold(big))
-	assert.Equal(t, []string{string(line) + "\n", string(line) + "\n", string(big), "\n"}, dst.writes,
-		"a line too large to copy is written at once, after what was held")
+	assert.Equal(t, []string{held, string(line) + "\n", string(small) + "\n", string(big), "\n"}, dst.writes,
+		"a line too large to copy is written where it is, after what was held")
 }

@@ -161,7 +161,7 @@ func (m stdioMessage) End() (bool, error) {
 }
 
 // HoldMessage is WriteMessage for a message that another will follow at
-// once: it is kept back (up to 64 KiB of messages) to be written with the
+// once: it is kept back (up to 1 KiB of messages) to be written with the
 // next WriteMessage or Flush.
 func (s *Stdio) HoldMessage(msg []byte) error { return s.wrote(s.w.Hold(msg)) }
 
