@@ -62,8 +62,10 @@ type Stats struct {
 func (s *Session) Stats() Stats {
 	s.once.Do(s.init)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stats
+	st := s.stats
+	s.mu.Unlock()
+	st.Calls = int(s.calls.Load())
+	return st
 }
 
 // discover answers a call to the discovery tool. Nothing in its arguments

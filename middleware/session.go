@@ -191,8 +191,9 @@ type Session struct {
 	ctx        context.Context // Run's, for the sidecar's own background requests
 	up         *link           // the current upstream connection, nil between connections
 	status     resilience.Outcome
-	clientView int   // what the client last learned of status: availability (view*)
-	stats      Stats // the counters Stats returns
+	clientView int          // what the client last learned of status: availability (view*)
+	stats      Stats        // the counters Stats returns, but Calls
+	calls      atomic.Int64 // Stats.Calls, counted without s.mu on the call path
 
 	gating     int           // calls being judged off the client pump
 	gatingIdle chan struct{} // closed while gating is zero
@@ -538,9 +539,7 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 		}
 	}
 	if env.Method == "tools/call" {
-		s.mu.Lock()
-		s.stats.Calls++
-		s.mu.Unlock()
+		s.calls.Add(1)
 	}
 	if s.readyLink() == nil {
 		s.awaitUpstream(ctx, msg, env, false)

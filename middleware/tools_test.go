@@ -279,7 +279,9 @@ func TestLockedCallsAreAnsweredAndNeverForwarded(t *testing.T) {
 
 	assert.Contains(t, string(h.call(201, "tools/call", `{"name":"open"}`)), "called open")
 	assert.Equal(t, 1, h.up.calls("tools/call"), "only the callable tool reached the upstream")
-	assert.Equal(t, len(statuses), h.session.Stats().Rejections)
+	stats := h.session.Stats()
+	assert.Equal(t, len(statuses), stats.Rejections)
+	assert.Equal(t, len(statuses)+2, stats.Calls, "every tools/call is counted, answered by the sidecar or not")
 }
 
 func TestReevaluateToolsNotifiesOnlyWhenTheVisibleSetChanges(t *testing.T) {
