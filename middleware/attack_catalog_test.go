@@ -48,16 +48,16 @@ func (h *toolsHarness) answer(id int, method, params string) string {
 // catalogSize returns the bytes of the Session's catalog and of what its
 // definition cache keeps.
 func catalogSize(s *Session) (catalog, cached int) {
-	s.mu.Lock()
-	for _, t := range s.catalog {
+	s.cat.mu.Lock()
+	for _, t := range s.cat.tools {
 		catalog += len(t)
 	}
-	s.mu.Unlock()
-	s.identities.mu.Lock()
-	for _, id := range s.identities.m {
+	s.cat.mu.Unlock()
+	s.cat.identities.mu.Lock()
+	for _, id := range s.cat.identities.m {
 		cached += len(id.def.Name) + len(id.def.Description)
 	}
-	s.identities.mu.Unlock()
+	s.cat.identities.mu.Unlock()
 	return catalog, cached
 }
 

@@ -88,10 +88,7 @@ func (s *Session) discover(ctx context.Context, rawArgs json.RawMessage) json.Ra
 		s.log.Info("discovery with include_disabled", "count", n)
 	}
 	up := s.upstreamState()
-	s.mu.Lock()
-	known := s.catalogKnown
-	s.mu.Unlock()
-	if !known && up.Available() {
+	if !s.cat.loaded() && up.Available() {
 		s.refreshCatalog(ctx)
 	}
 

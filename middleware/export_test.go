@@ -20,18 +20,14 @@ func (s *Session) RewriteToolsList(msg []byte) []byte {
 // way and no refresh is pending: a refresh's load ends a moment before the
 // refresh does, and a call in between would start a load of its own.
 func (s *Session) catalogLoadIdle() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.catalogKnown && s.loading == nil && !s.refreshing.Load()
+	return s.cat.idle()
 }
 
 // LoadCatalog sets the catalog as a load does and evaluates it, for the
 // external benchmarks.
 func (s *Session) LoadCatalog(tools []json.RawMessage) {
 	s.once.Do(s.init)
-	s.mu.Lock()
-	s.setCatalogLocked(tools)
-	s.mu.Unlock()
+	s.cat.set(tools)
 	s.view()
 }
 

@@ -245,21 +245,15 @@ func (s *Session) readyTimeout() time.Duration {
 	return DefaultReadyTimeout
 }
 
-// rememberSubscriptionLocked records a URI the client subscribed to, for
+// rememberSubscription records a URI the client subscribed to, for
 // replay to a restarted upstream, within the held bounds: past them the
 // subscription is still relayed but not remembered, so the client cannot
-// make the session keep an unbounded number of URIs. s.mu must be held.
-func (s *Session) rememberSubscriptionLocked(uri string) {
-	if _, ok := s.subs[uri]; ok {
-		return
-	}
+// make the session keep an unbounded number of URIs.
+func (s *Session) rememberSubscription(uri string) {
 	maxCount, maxBytes := s.heldBounds()
-	if len(s.subs)+1 > maxCount || s.subsBytes+len(uri) > maxBytes {
-		s.log.Warn("too many resource subscriptions to remember; this one will not be replayed after a restart", "subscriptions", len(s.subs))
-		return
+	if ok, n := s.hs.subscribe(uri, maxCount, maxBytes); !ok {
+		s.log.Warn("too many resource subscriptions to remember; this one will not be replayed after a restart", "subscriptions", n)
 	}
-	s.subs[uri] = struct{}{}
-	s.subsBytes += len(uri)
 }
 
 // rememberListen records msg, the client's subscriptions/listen request
@@ -271,14 +265,5 @@ func (s *Session) rememberListen(id, msg []byte) {
 	maxCount, maxBytes := s.heldBounds()
 	if !s.tracker.keepListen(id, msg, maxCount, maxBytes) {
 		s.log.Warn("too many subscriptions/listen requests to remember; this one will not be re-opened after a restart")
-	}
-}
-
-// forgetSubscriptionLocked ends what rememberSubscriptionLocked began;
-// s.mu must be held.
-func (s *Session) forgetSubscriptionLocked(uri string) {
-	if _, ok := s.subs[uri]; ok {
-		delete(s.subs, uri)
-		s.subsBytes -= len(uri)
 	}
 }

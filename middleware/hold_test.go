@@ -437,10 +437,10 @@ func TestRememberedSubscriptionsAreBounded(t *testing.T) {
 	}
 	h.client.send(`{"jsonrpc":"2.0","id":9,"method":"resources/unsubscribe","params":{"uri":"x://b"}}` + "\n")
 	h.ups[0].next()
-	h.session.mu.Lock()
-	defer h.session.mu.Unlock()
-	assert.Equal(t, map[string]struct{}{"x://a": {}}, h.session.subs)
-	assert.Equal(t, len("x://a"), h.session.subsBytes)
+	h.session.hs.mu.Lock()
+	defer h.session.hs.mu.Unlock()
+	assert.Equal(t, map[string]struct{}{"x://a": {}}, h.session.hs.subs)
+	assert.Equal(t, len("x://a"), h.session.hs.subsBytes)
 }
 
 // TestRelayedHandshakeOwnsItsParams: a second handshake relayed

@@ -9,14 +9,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/rpcclient"
-	"github.com/mcpwrap/mcpwrap/internal/tooldef"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -175,6 +173,16 @@ type Session struct {
 	// tracker is the one owner of where each request id in flight is, in
 	// either direction; it has its own lock.
 	tracker *tracker
+	// cat is the tool catalog; it has its own locks, never held with mu
+	// (see catalogState).
+	cat catalogState
+	// hs is the client's handshake, logging level and subscriptions, and
+	// its handshakes waiting; it has its own lock, never held with mu.
+	hs        handshakeState
+	versioned VersionedPolicy // Tools, when it is one; set by init
+	// verdictRead, when set (by tests), is called by gateCall right after
+	// it reads the verdict on a call to the named tool.
+	verdictRead func(name string)
 	// ready is up when its handshake is done, else nil: set with up and
 	// its ready under mu, read without it by every client request.
 	ready atomic.Pointer[link]
@@ -183,45 +191,9 @@ type Session struct {
 	ctx        context.Context // Run's, for the sidecar's own background requests
 	up         *link           // the current upstream connection, nil between connections
 	status     resilience.Outcome
-	hs         Handshake
-	hsVer      int                 // counts the client's handshake requests
-	hsChanged  chan struct{}       // closed and replaced on each client handshake
-	waiters    []*hsWaiter         // client handshakes awaiting an answer
-	clientView int                 // what the client last learned of availability (view*)
-	logLevel   json.RawMessage     // the client's last logging/setLevel params
-	subs       map[string]struct{} // URIs the client subscribed to
-
-	// Tool catalog state.
-	catalog      []json.RawMessage
-	catalogIndex *tooldef.Index // the catalog's names, read by the one tool-definition parser
-	identities   identities     // definitions as tooldef read them; has its own lock
-	catalogKnown bool
-	// verdicts publishes the catalog, and the policy's verdicts on it, to
-	// the calls judged without s.mu (see callVerdict).
-	verdicts     atomic.Pointer[verdicts]
-	versioned    VersionedPolicy // Tools, when it is one; set by init
-	visible      string          // the visible tool set the client last learned
-	visibleKnown bool
-	locked       int                 // locked tools in the catalog
-	walkLocked   int                 // locked tools on the pages of the client's current tools/list walk
-	catalogSums  definitionPositions // hashes of the catalog's definitions, to spot changed ones cheaply
-	catalogBytes int                 // the size of the catalog's definitions
-	merges       int                 // catalog updates from the client's tools/list pages (notePage) and changes the upstream announced
-	loading      *catalogLoading     // the catalog load under way, nil when none (see catalogLoad)
-	reevaluating sync.Mutex          // serialises reevaluate; taken before mu
-	// refreshing is set while a catalog refresh runs; written under mu,
-	// read without it on the call path (catalogStale).
-	refreshing atomic.Bool
-	stale      bool // a refresh was asked for while one was running
-	// keptMerges is merges as of the pages of the catalog a load last
-	// kept: a refresh that joined a load ending as the upstream announced a
-	// change sees it below merges, and loads again.
-	keptMerges int
-	stats      Stats
+	clientView int          // what the client last learned of status: availability (view*)
+	stats      Stats        // the counters Stats returns, but Calls
 	calls      atomic.Int64 // Stats.Calls, counted without s.mu on the call path
-	// verdictRead, when set (by tests), is called by gateCall right after
-	// it reads the verdict on a call to the named tool.
-	verdictRead func(name string)
 
 	gating     int           // calls being judged off the client pump
 	gatingIdle chan struct{} // closed while gating is zero
@@ -232,7 +204,6 @@ type Session struct {
 	heldBytes      int           // their size
 	restarting     bool          // the upstream is being restarted after a crash: requests wait for it
 	restartChanged chan struct{} // closed and replaced when restarting changes
-	subsBytes      int           // the size of the URIs in subs
 }
 
 // link is one connection to the upstream, from dial to death.
@@ -244,24 +215,9 @@ type link struct {
 	calls linkCalls     // what the Session's tracker keeps of it (guarded by the tracker's lock)
 }
 
-// hsWaiter is a client handshake request waiting for the upstream.
-type hsWaiter struct {
-	id     []byte
-	method string
-	done   chan struct{}
-	once   sync.Once
-	held   int // bytes counted by hold
-
-	timerMu sync.Mutex
-	timer   interface{ Stop() bool } // the ready timer, stopped when the waiter ends
-	ended   bool
-}
-
 // Handshake returns a copy of the handshake captured so far.
 func (s *Session) Handshake() Handshake {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.hs
+	return s.hs.handshake()
 }
 
 // Status returns the upstream's current load status: transient until the
@@ -281,12 +237,10 @@ func (s *Session) init() {
 	s.ownID = newOwnIDPrefix()
 	s.own = rpcclient.New(s.ownID, decodeRPCError)
 	s.versioned, _ = s.Tools.(VersionedPolicy)
-	s.subs = make(map[string]struct{})
-	s.hsChanged = make(chan struct{})
 	s.gatingIdle = make(chan struct{})
 	close(s.gatingIdle)
 	s.restartChanged = make(chan struct{})
-	s.identities.limit = s.maxCatalogBytes()
+	s.cat.identities.limit = s.maxCatalogBytes()
 	s.kick = make(chan struct{}, 1)
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.ctx = context.Background()
@@ -362,7 +316,7 @@ func (s *Session) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	s.awaitWriters(gating)
 	s.awaitWriters(s.stopCallTimers())
-	for _, w := range s.takeWaiters("") { // stop their ready timers
+	for _, w := range s.hs.takeWaiters("") { // stop their ready timers
 		w.once.Do(func() { s.endWaiter(w) })
 	}
 	s.awaitWriters(s.background.stop())
@@ -423,8 +377,9 @@ func (s *Session) awaitWriters(done <-chan struct{}) {
 func (s *Session) drain() {
 	t := time.NewTimer(s.drainTimeout())
 	defer t.Stop()
+	waiters := s.hs.waiting()
 	s.mu.Lock()
-	gating, l, waiters := s.gatingIdle, s.up, slices.Clone(s.waiters)
+	gating, l := s.gatingIdle, s.up
 	s.mu.Unlock()
 	var dead <-chan struct{}
 	if l != nil {
@@ -570,21 +525,17 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 		s.clientHandshake(env)
 		return
 	case "logging/setLevel":
-		s.mu.Lock()
-		s.logLevel = bytes.Clone(env.Params)
-		s.mu.Unlock()
+		s.hs.setLogLevel(env.Params)
 	case "resources/subscribe", "resources/unsubscribe":
 		var p struct {
 			URI string `json:"uri"`
 		}
 		if json.Unmarshal(env.Params, &p) == nil {
-			s.mu.Lock()
 			if env.Method == "resources/subscribe" {
-				s.rememberSubscriptionLocked(p.URI)
+				s.rememberSubscription(p.URI)
 			} else {
-				s.forgetSubscriptionLocked(p.URI)
+				s.hs.unsubscribe(p.URI)
 			}
-			s.mu.Unlock()
 		}
 	}
 	if env.Method == "tools/call" {
@@ -643,9 +594,7 @@ func (s *Session) clientNotification(msg []byte, env framing.Envelope) {
 	if env.Method == "notifications/initialized" {
 		// The sidecar sends its own after every successful initialize, so
 		// that a restarted upstream gets one too; the client's is not needed.
-		s.mu.Lock()
-		s.hs.Initialized = true
-		s.mu.Unlock()
+		s.hs.setInitialized()
 		return
 	}
 	if env.Method == "tools/call" && s.Tools != nil {
@@ -960,33 +909,19 @@ func (s *Session) refreshLater() {
 	if s.Tools == nil {
 		return
 	}
-	s.mu.Lock()
-	s.merges++
-	if s.refreshing.Load() {
-		s.stale = true
-		s.mu.Unlock()
+	if !s.cat.startRefresh() {
 		return
 	}
-	s.refreshing.Store(true)
-	s.mu.Unlock()
 	started := s.background.Go(func() {
 		for {
 			err := s.refreshCatalog(s.runCtx())
-			s.mu.Lock()
-			if !s.stale && (err != nil || s.keptMerges == s.merges) {
-				s.refreshing.Store(false)
-				s.mu.Unlock()
+			if s.cat.refreshed(err) {
 				return
 			}
-			s.stale = false
-			s.mu.Unlock()
 		}
 	})
 	if !started { // Run is returning
-		s.mu.Lock()
-		s.refreshing.Store(false)
-		s.stale = false
-		s.mu.Unlock()
+		s.cat.abandonRefresh()
 	}
 }
 

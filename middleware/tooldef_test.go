@@ -168,12 +168,10 @@ func FuzzPageTrust(f *testing.F) {
 		}
 		s := &Session{Name: "fz", Tools: policy, MaxCatalogBytes: limit}
 		s.once.Do(s.init)
-		s.mu.Lock()
-		s.setCatalogLocked(rawList(catalog))
-		s.mu.Unlock()
+		s.cat.set(rawList(catalog))
 		var guide pageGuide
 		if guided { // split as the rewrite does, recognising the catalog's definitions
-			guide.snap = s.verdicts.Load()
+			guide.snap = s.cat.verdicts.Load()
 			members, err := framing.MembersSplitKnown([]byte(`{"tools":[`+string(bytes.Join(page, []byte(",")))+`]}`), func(string) bool { return true }, guide.snap.knownDefinitions())
 			require.NoError(t, err)
 			page, guide.at = members[0].Elements, members[0].Known
@@ -185,7 +183,7 @@ func FuzzPageTrust(f *testing.F) {
 			d, err := tooldef.Identify(def)
 			pageIndex.Add(def, d, err)
 		}
-		all := s.verdicts.Load().tools
+		all := s.cat.verdicts.Load().tools
 		for _, def := range all {
 			d, err := tooldef.Identify(def)
 			merged.Add(def, d, err)

@@ -9,7 +9,6 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
@@ -83,7 +82,7 @@ func (v catalogView) locked() int {
 // VersionedPolicy it also publishes the verdicts, unless the catalog
 // changed meanwhile (its setter evaluates the new one), for callVerdict.
 func (s *Session) view() catalogView {
-	snap := s.verdicts.Load()
+	snap := s.cat.verdicts.Load()
 	if snap == nil {
 		return catalogView{index: new(tooldef.Index)}
 	}
@@ -106,7 +105,7 @@ func (s *Session) evaluate(snap *verdicts) []Availability {
 		}
 	}
 	if s.versioned != nil {
-		s.verdicts.CompareAndSwap(snap, &verdicts{tools: snap.tools, index: snap.index, names: snap.names, known: snap.known, avail: slices.Clone(avail), version: version})
+		s.cat.publish(snap, slices.Clone(avail), version)
 	}
 	return avail
 }
@@ -120,46 +119,13 @@ func (s *Session) catalogVerdicts(snap *verdicts) []Availability {
 	if s.versioned == nil {
 		return nil
 	}
-	if cur := s.verdicts.Load(); cur.index == snap.index {
+	if cur := s.cat.verdicts.Load(); cur.index == snap.index {
 		snap = cur // the same catalog, maybe evaluated since
 	}
 	if snap.avail != nil && snap.version == s.versioned.Version() {
 		return snap.avail
 	}
 	return s.evaluate(snap)
-}
-
-// verdicts is the catalog as last loaded, immutable once published (see
-// Session.verdicts): what a tools/call is judged by without a lock. avail
-// is nil until the catalog is evaluated under a VersionedPolicy, then holds
-// the verdict on each definition as of the policy's version.
-type verdicts struct {
-	tools   []json.RawMessage
-	index   *tooldef.Index // never nil; identifies the catalog
-	names   []string       // the trusted name of each definition (see tooldef.Index.Name)
-	known   *knownDefinitions
-	avail   []Availability
-	version uint64
-}
-
-// knownDefinitions are the definitions of a catalog as framing recognises
-// them in a tools/list page, checked on first use rather than under the
-// lock that sets the catalog.
-type knownDefinitions struct {
-	once  sync.Once
-	tools []json.RawMessage
-	known *framing.Known
-}
-
-// knownDefinitions returns the definitions of the catalog for
-// framing.MembersSplitKnown; nil when no catalog is loaded.
-func (v *verdicts) knownDefinitions() *framing.Known {
-	if v == nil {
-		return nil
-	}
-	k := v.known
-	k.once.Do(func() { k.known = framing.NewKnown(k.tools) })
-	return k.known
 }
 
 // callVerdict returns the policy's verdict on a call to the named tool, a
@@ -169,7 +135,7 @@ func (v *verdicts) knownDefinitions() *framing.Known {
 // version is the one the catalog was evaluated at, it takes no lock and
 // allocates nothing; otherwise it asks the policy about the definition.
 func (s *Session) callVerdict(name string) (a Availability, known, claimed bool) {
-	snap := s.verdicts.Load()
+	snap := s.cat.verdicts.Load()
 	if snap == nil {
 		return Availability{}, false, false
 	}
@@ -212,7 +178,7 @@ func (s *Session) showDiscovery(locked int) bool {
 // shown. When there is nothing to change it returns msg itself, so the
 // client gets the upstream's bytes.
 func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
-	guide := pageGuide{snap: s.verdicts.Load()}
+	guide := pageGuide{snap: s.cat.verdicts.Load()}
 	members, err := framing.MembersSplitKnown(env.Result, func(name string) bool { return strings.EqualFold(name, "tools") }, guide.snap.knownDefinitions())
 	if err != nil {
 		s.log.Warn("malformed tools/list result; passed through", "error", err)
@@ -262,13 +228,7 @@ func (s *Session) rewriteToolsList(msg []byte, env framing.Envelope) []byte {
 	}
 	// Earlier pages of this walk may have had locked tools even when the
 	// catalog has not been loaded yet.
-	s.mu.Lock()
-	s.walkLocked += locked
-	locked = max(s.walkLocked, s.locked)
-	if lastPage {
-		s.walkLocked = 0
-	}
-	s.mu.Unlock()
+	locked = s.cat.walkPage(locked, lastPage)
 	discovery := lastPage && s.showDiscovery(locked)
 	if kept == len(page) && !discovery {
 		return msg
@@ -415,7 +375,7 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 		known, claimed = false, false // wait for the catalog the upstream announced
 	}
 	switch {
-	case p.Name == s.discoveryName() && s.verdicts.Load() != nil:
+	case p.Name == s.discoveryName() && s.cat.verdicts.Load() != nil:
 		s.reply(env.ID, s.discover(ctx, p.Arguments))
 		s.unhold(msg, held)
 		return
@@ -543,7 +503,7 @@ func (s *Session) ToolDefinition(name string) (json.RawMessage, bool) {
 // is trusted under the name, and claimed then reports whether one claims
 // it nonetheless (see untrusted).
 func (s *Session) catalogTool(name string) (tool json.RawMessage, known, claimed bool) {
-	snap := s.verdicts.Load()
+	snap := s.cat.verdicts.Load()
 	if snap == nil {
 		return nil, false, false
 	}
@@ -557,7 +517,7 @@ func (s *Session) catalogTool(name string) (tool json.RawMessage, known, claimed
 // catalogStale reports whether the upstream announced a change of its
 // tools that the catalog does not hold yet.
 func (s *Session) catalogStale() bool {
-	return s.refreshing.Load() // no lock on the call path
+	return s.cat.refreshing.Load() // no lock on the call path
 }
 
 // toolError is a tools/call result with isError set.
@@ -582,13 +542,6 @@ func (s *Session) refreshCatalog(ctx context.Context) error {
 	return l.err
 }
 
-// A catalogLoading is a load of the catalog under way; err is set before
-// done is closed.
-type catalogLoading struct {
-	done chan struct{}
-	err  error
-}
-
 // catalogLoad starts a load of the catalog, or joins the one under way
 // (one at a time: each walks every page, and two finishing out of order
 // could keep the older), and returns it. A load is under way until it has
@@ -596,26 +549,13 @@ type catalogLoading struct {
 // finds none running and a catalog loaded gets a fresh load, never the
 // tail of one whose pages were read before it asked.
 func (s *Session) catalogLoad(ctx context.Context) *catalogLoading {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.loading != nil {
-		return s.loading
-	}
-	l := &catalogLoading{done: make(chan struct{})}
-	started := s.background.Go(func() {
-		err := s.loadAndKeepCatalog(ctx)
-		s.mu.Lock()
-		s.loading = nil
-		s.mu.Unlock()
-		l.err = err
-		close(l.done)
-	})
-	if !started {
-		l.err = errSessionEnded
-		close(l.done)
+	l, fresh := s.cat.startLoad()
+	if !fresh {
 		return l
 	}
-	s.loading = l
+	if !s.background.Go(func() { s.cat.endLoad(l, s.loadAndKeepCatalog(ctx)) }) {
+		s.cat.endLoad(l, errSessionEnded)
+	}
 	return l
 }
 
@@ -629,22 +569,13 @@ func (s *Session) loadAndKeepCatalog(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, catalogTimeout)
 	defer cancel()
 	for try := 1; ; try++ {
-		s.mu.Lock()
-		merges := s.merges
-		s.mu.Unlock()
+		merges := s.cat.mergeCount()
 		all, err := s.loadCatalog(ctx)
 		if err != nil {
 			return err
 		}
-		s.identities.warm(all)
-		s.mu.Lock()
-		stale := s.merges != merges
-		if !stale {
-			s.setCatalogLocked(all)
-			s.keptMerges = merges
-		}
-		s.mu.Unlock()
-		if stale {
+		s.cat.identities.warm(all)
+		if !s.cat.keep(all, merges) {
 			if try < maxCatalogTries {
 				continue
 			}
@@ -724,86 +655,6 @@ func (s *Session) loadCatalog(ctx context.Context) ([]json.RawMessage, error) {
 	}
 	return all, nil
 }
-
-// setCatalogLocked replaces the catalog; s.mu must be held. The slices it
-// replaces are never modified, as views of them may be in use.
-func (s *Session) setCatalogLocked(all []json.RawMessage) {
-	index := new(tooldef.Index)
-	index.Grow(len(all))
-	sums := make(definitionPositions, len(all))
-	size := 0
-	for i, t := range all {
-		sum := maphash.Bytes(catalogSeed, t)
-		d, err := s.identities.read(sum, t)
-		index.Add(t, d, err)
-		sums[sum] = i
-		size += len(t)
-	}
-	names := make([]string, len(all))
-	for i := range names {
-		names[i] = index.Name(i)
-	}
-	s.catalog, s.catalogIndex, s.catalogSums, s.catalogKnown = all, index, sums, true
-	s.catalogBytes = size
-	s.verdicts.Store(&verdicts{tools: all, index: index, names: names, known: &knownDefinitions{tools: all}}) // evaluated by the reevaluate that follows
-}
-
-// identities caches what tooldef read from tool definitions, by their hash
-// under catalogSeed, so that each definition is read once rather than on
-// every tools/list page. It holds at most maxIdentities entries, and names
-// and descriptions of at most limit bytes. It is safe for concurrent use;
-// its lock is never held while taking another.
-type identities struct {
-	limit int // set before use
-	mu    sync.Mutex
-	m     map[uint64]identity
-	bytes int // of the names and descriptions in m
-}
-
-type identity struct {
-	def tooldef.Def
-	err error
-}
-
-// maxIdentities bounds the identities cache; past it, it starts afresh.
-const maxIdentities = 1 << 16
-
-// read returns what tooldef.Identify reads from raw, whose hash is sum.
-func (c *identities) read(sum uint64, raw []byte) (tooldef.Def, error) {
-	c.mu.Lock()
-	id, ok := c.m[sum]
-	c.mu.Unlock()
-	if ok {
-		return id.def, id.err
-	}
-	d, err := tooldef.Identify(raw)
-	size := len(d.Name) + len(d.Description)
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxIdentities || c.bytes+size > c.limit {
-		c.m, c.bytes = make(map[uint64]identity), 0
-	}
-	if size <= c.limit {
-		c.m[sum] = identity{d, err}
-		c.bytes += size
-	}
-	c.mu.Unlock()
-	return d, err
-}
-
-// warm reads the definitions the cache lacks, so that a caller holding
-// s.mu afterwards does not read them under it.
-func (c *identities) warm(all []json.RawMessage) {
-	for _, t := range all {
-		c.read(maphash.Bytes(catalogSeed, t), t)
-	}
-}
-
-// definitionPositions maps the hash (under catalogSeed) of each definition
-// of the catalog to its position.
-type definitionPositions map[uint64]int
-
-// catalogSeed keys the hashes that spot a changed definition.
-var catalogSeed = maphash.MakeSeed()
 
 // pageView is the verdict on each definition of a tools/list page.
 type pageView struct {
@@ -899,16 +750,19 @@ func distrust(snap *verdicts, page [][]byte, pos []int32) {
 // catalog merged into and the position in it of each definition of the
 // page (-1 for one it could not take), or nil when no catalog is loaded.
 func (s *Session) notePage(page [][]byte, guide pageGuide) (*verdicts, []int32) {
-	all, snap, pos, changed := s.mergePage(page, guide)
-	if !changed {
-		return snap, pos
+	m := s.cat.mergePage(page, guide, s.maxCatalogBytes())
+	if m.dropped {
+		s.log.Warn("tools/list shows tool definitions past the catalog's size limit; not shown", "limit", s.maxCatalogBytes())
+	}
+	if m.all == nil {
+		return m.snap, m.pos
 	}
 	s.log.Info("tools/list shows tool definitions the catalog lacked; catalog updated")
 	if s.CatalogSeen != nil {
-		s.CatalogSeen(all)
+		s.CatalogSeen(m.all)
 	}
 	s.reevaluate(false) // the client is being shown the change right now
-	return snap, pos
+	return m.snap, m.pos
 }
 
 // pageTrust is pageVerdicts' verdict on a page when no catalog is loaded:
@@ -917,7 +771,7 @@ func (s *Session) pageTrust(page [][]byte) []bool {
 	var index tooldef.Index
 	index.Grow(len(page))
 	for _, t := range page {
-		d, err := s.identities.read(maphash.Bytes(catalogSeed, t), t)
+		d, err := s.cat.identities.read(maphash.Bytes(catalogSeed, t), t)
 		index.Add(t, d, err)
 	}
 	trusted := make([]bool, len(page))
@@ -925,94 +779,6 @@ func (s *Session) pageTrust(page [][]byte) []bool {
 		trusted[i] = index.Name(i) != ""
 	}
 	return trusted
-}
-
-// mergePage is notePage's merge; it returns the catalog when it changed,
-// the catalog as published after the merge (nil when no catalog is
-// loaded), the positions of the page's definitions in it and whether it
-// changed. It takes the positions guide found in the catalog, when that is
-// still the catalog, and looks up the others by their hash.
-func (s *Session) mergePage(page [][]byte, guide pageGuide) ([]json.RawMessage, *verdicts, []int32, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.catalogKnown {
-		return nil, nil, nil, false // the first load is under way
-	}
-	const over = -2 // not merged: the catalog would pass MaxCatalogBytes
-	pos := make([]int32, len(page))
-	var all []json.RawMessage
-	var replaced map[int]bool // positions whose definition this page replaced
-	size, changed := s.catalogBytes, false
-	at := guide.at
-	if guide.snap == nil || guide.snap.index != s.catalogIndex {
-		at = nil // the catalog changed since
-	}
-	for k, t := range page {
-		if at != nil && at[k] >= 0 {
-			pos[k] = int32(at[k])
-			continue
-		}
-		sum := maphash.Bytes(catalogSeed, t)
-		if p, ok := s.catalogSums[sum]; ok {
-			pos[k] = int32(p)
-			continue
-		}
-		pos[k] = -1
-		if all == nil {
-			all = slices.Clone(s.catalog)
-		}
-		// A changed definition replaces the one trusted under its name;
-		// anything else, refused definitions included, is added, so that
-		// every name it claims is refused. A second changed definition of
-		// one name is added too: the page claims the name twice. One the
-		// catalog cannot take is neither: it is not shown, and a call is
-		// judged by the catalog.
-		i, replace := -1, false
-		if d, err := s.identities.read(sum, t); err == nil {
-			i, replace, _ = s.catalogIndex.Lookup(d.Name)
-			replace = replace && !replaced[i]
-		}
-		grown := size + len(t)
-		if replace {
-			grown -= len(all[i])
-		}
-		if grown > s.maxCatalogBytes() {
-			pos[k] = over
-			continue
-		}
-		size, changed = grown, true
-		if replace {
-			all[i] = bytes.Clone(t)
-			if replaced == nil {
-				replaced = make(map[int]bool)
-			}
-			replaced[i] = true
-		} else {
-			all = append(all, bytes.Clone(t))
-		}
-	}
-	if slices.Contains(pos, over) {
-		s.log.Warn("tools/list shows tool definitions past the catalog's size limit; not shown", "limit", s.maxCatalogBytes())
-	}
-	if changed {
-		s.setCatalogLocked(all)
-		s.merges++
-	}
-	for k, t := range page {
-		if pos[k] == over {
-			pos[k] = -1
-		} else if changed { // a definition found before the merge may have been replaced
-			p, ok := s.catalogSums[maphash.Bytes(catalogSeed, t)]
-			pos[k] = int32(p)
-			if !ok {
-				pos[k] = -1
-			}
-		}
-	}
-	if !changed {
-		all = nil
-	}
-	return all, s.verdicts.Load(), pos, changed
 }
 
 // ReevaluateTools recomputes which tools the client can see and, when that
@@ -1032,12 +798,9 @@ func (s *Session) reevaluate(notify bool) {
 	// One at a time: a visible set computed from an older catalog must not
 	// be stored after one computed from a newer catalog (a list change
 	// nobody made would be announced).
-	s.reevaluating.Lock()
-	defer s.reevaluating.Unlock()
-	s.mu.Lock()
-	known := s.catalogKnown
-	s.mu.Unlock()
-	if !known {
+	s.cat.reevaluating.Lock()
+	defer s.cat.reevaluating.Unlock()
+	if !s.cat.loaded() {
 		return // nothing to compare with before the first catalog
 	}
 	v := s.view()
@@ -1051,11 +814,7 @@ func (s *Session) reevaluate(notify bool) {
 	if s.showDiscovery(v.locked()) {
 		sig.WriteString("\x01discovery")
 	}
-	s.mu.Lock()
-	prev, known := s.visible, s.visibleKnown
-	s.visible, s.visibleKnown, s.locked = sig.String(), true, v.locked()
-	s.mu.Unlock()
-	if notify && known && prev != sig.String() {
+	if changed := s.cat.setVisible(sig.String(), v.locked()); notify && changed {
 		s.notifyToolsChanged()
 	}
 }

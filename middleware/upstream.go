@@ -203,9 +203,7 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 	}
 	sent := 0 // version of the client's handshake last sent on l
 	for {
-		s.mu.Lock()
-		hs, ver, changed := s.hs, s.hsVer, s.hsChanged
-		s.mu.Unlock()
+		hs, ver, changed := s.hs.current()
 		if ver == sent || hs.Method == "" {
 			select {
 			case <-changed:
@@ -252,17 +250,16 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 				return err
 			}
 		}
+		s.hs.setResult(r.Result) // before the upstream is ready, so that whoever finds it ready finds the result
 		s.mu.Lock()
-		s.hs.Result = r.Result
 		l.ready = true
 		if s.up == l {
 			s.ready.Store(l)
 		}
-		level, subs := s.logLevel, make([]string, 0, len(s.subs))
-		for uri := range s.subs {
-			subs = append(subs, uri)
-		}
 		s.mu.Unlock()
+		// Read once the upstream is ready: what the client sets from now on
+		// is relayed, and what it set before is replayed.
+		level, subs := s.hs.replayState()
 		s.setStatus(resilience.Outcome{Class: resilience.Available, Attempts: attempt})
 		s.resolveWaiters(hs.Method, r.Msg)
 		if level != nil {
@@ -305,12 +302,10 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 	}
 	params := bytes.Clone(env.Params)
 	w := &hsWaiter{id: bytes.Clone(env.ID), method: env.Method, done: make(chan struct{}), held: size}
+	// Waiting before the upstream is looked at: one that becomes ready
+	// after the look answers w (see resolveWaiters).
+	s.hs.capture(env.Method, params, w)
 	s.mu.Lock()
-	s.hs = Handshake{Method: env.Method, Params: params, Initialized: s.hs.Initialized}
-	s.hsVer++
-	close(s.hsChanged)
-	s.hsChanged = make(chan struct{})
-	s.waiters = append(s.waiters, w)
 	l, status, degraded := s.up, s.status, s.clientView == viewUnavailable
 	ready := l != nil && l.ready
 	s.mu.Unlock()
@@ -343,7 +338,7 @@ func (s *Session) resolveWaiters(method string, msg []byte) {
 	if err != nil {
 		return
 	}
-	for _, w := range s.takeWaiters(method) {
+	for _, w := range s.hs.takeWaiters(method) {
 		w.once.Do(func() {
 			s.endWaiter(w)
 			if env.Result != nil {
@@ -358,22 +353,6 @@ func (s *Session) resolveWaiters(method string, msg []byte) {
 	}
 }
 
-// takeWaiters removes and returns the waiters for method ("" for all).
-func (s *Session) takeWaiters(method string) []*hsWaiter {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var taken, kept []*hsWaiter
-	for _, w := range s.waiters {
-		if method == "" || w.method == method {
-			taken = append(taken, w)
-		} else {
-			kept = append(kept, w)
-		}
-	}
-	s.waiters = kept
-	return taken
-}
-
 // endWaiter marks the handshake waiter w answered, stops its ready timer
 // and releases its hold; call it once, under w.once.
 func (s *Session) endWaiter(w *hsWaiter) {
@@ -382,30 +361,8 @@ func (s *Session) endWaiter(w *hsWaiter) {
 	s.release(w.held)
 }
 
-// arm keeps the ready timer t of w, to stop when w ends; t is stopped at
-// once if w has ended already.
-func (w *hsWaiter) arm(t interface{ Stop() bool }) {
-	w.timerMu.Lock()
-	defer w.timerMu.Unlock()
-	if w.ended {
-		t.Stop()
-		return
-	}
-	w.timer = t
-}
-
-// disarm stops the ready timer of w, if armed, and any armed later.
-func (w *hsWaiter) disarm() {
-	w.timerMu.Lock()
-	defer w.timerMu.Unlock()
-	w.ended = true
-	if w.timer != nil {
-		w.timer.Stop()
-	}
-}
-
 func (s *Session) answerWaitersDegraded() {
-	for _, w := range s.takeWaiters("") {
+	for _, w := range s.hs.takeWaiters("") {
 		s.answerDegraded(w)
 	}
 }
@@ -415,16 +372,10 @@ func (s *Session) answerWaitersDegraded() {
 func (s *Session) answerDegraded(w *hsWaiter) {
 	w.once.Do(func() {
 		s.endWaiter(w)
-		s.mu.Lock()
-		for i, x := range s.waiters {
-			if x == w {
-				s.waiters = append(s.waiters[:i:i], s.waiters[i+1:]...)
-				break
-			}
-		}
-		params := s.hs.Params
+		params := s.hs.dropWaiter(w)
 		// Also after a refused server/discover: the client's fallback
 		// initialize must not wait a second ready timeout.
+		s.mu.Lock()
 		s.clientView = viewUnavailable
 		s.mu.Unlock()
 		st := s.Status()
@@ -460,10 +411,7 @@ func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
 		s.reply(env.ID, json.RawMessage(`{}`)) // the state is replayed once the upstream is ready
 	case "tools/list":
-		s.mu.Lock()
-		locked := s.locked
-		s.mu.Unlock()
-		res, _ := json.Marshal(map[string]any{"tools": []json.RawMessage{s.discoveryDefinition(locked)}})
+		res, _ := json.Marshal(map[string]any{"tools": []json.RawMessage{s.discoveryDefinition(s.cat.lockedTools())}})
 		s.reply(env.ID, res)
 	case "tools/call":
 		if p, err := parseCall(env); err == nil && p.Name == s.discoveryName() {
@@ -595,9 +543,7 @@ var clientMetaKeys = []string{metaProtocolVersion, "io.modelcontextprotocol/clie
 // requests as the client's. Params of the session era are returned as
 // they are.
 func (s *Session) withClientMeta(params json.RawMessage) json.RawMessage {
-	s.mu.Lock()
-	hs := s.hs
-	s.mu.Unlock()
+	hs := s.hs.handshake()
 	if hs.Method != "server/discover" {
 		return params
 	}

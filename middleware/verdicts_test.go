@@ -105,13 +105,11 @@ func TestCallVerdictIsNeverOlderThanTheCatalog(t *testing.T) {
 	s := &Session{Name: "fx", Tools: newDescPolicy(true)}
 	s.once.Do(s.init)
 	setCatalog := func(def string) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.setCatalogLocked([]json.RawMessage{json.RawMessage(def)})
+		s.cat.set([]json.RawMessage{json.RawMessage(def)})
 	}
 	setCatalog(`{"name":"a","description":"benign"}`)
 	s.view() // evaluates and keeps the verdicts
-	require.NotNil(t, s.verdicts.Load().avail, "verdicts kept")
+	require.NotNil(t, s.cat.verdicts.Load().avail, "verdicts kept")
 	a, known, _ := s.callVerdict("a")
 	require.True(t, known)
 	assert.True(t, a.Callable())
