@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -60,12 +61,18 @@ type Stats struct {
 
 // Stats returns a snapshot of the session's counters.
 func (s *Session) Stats() Stats {
-	s.once.Do(s.init)
-	s.mu.Lock()
-	st := s.stats
-	s.mu.Unlock()
-	st.Calls = int(s.calls.Load())
-	return st
+	return Stats{
+		Calls:                  int(s.counts.calls.Load()),
+		Rejections:             int(s.counts.rejections.Load()),
+		IncludeDisabledQueries: int(s.counts.includeDisabled.Load()),
+		Restarts:               int(s.counts.restarts.Load()),
+	}
+}
+
+// counters are what Stats reports, each counted without a lock (a call
+// counts one on the call path).
+type counters struct {
+	calls, rejections, includeDisabled, restarts atomic.Int64
 }
 
 // discover answers a call to the discovery tool. Nothing in its arguments
@@ -81,10 +88,7 @@ func (s *Session) discover(ctx context.Context, rawArgs json.RawMessage) json.Ra
 		args.Limit = DefaultDiscoveryLimit
 	}
 	if args.IncludeDisabled {
-		s.mu.Lock()
-		s.stats.IncludeDisabledQueries++
-		n := s.stats.IncludeDisabledQueries
-		s.mu.Unlock()
+		n := s.counts.includeDisabled.Add(1)
 		s.log.Info("discovery with include_disabled", "count", n)
 	}
 	up := s.upstreamState()

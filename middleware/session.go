@@ -187,13 +187,13 @@ type Session struct {
 	// its ready under mu, read without it by every client request.
 	ready atomic.Pointer[link]
 
+	counts counters // what Stats reports
+
 	mu         sync.Mutex
 	ctx        context.Context // Run's, for the sidecar's own background requests
 	up         *link           // the current upstream connection, nil between connections
 	status     resilience.Outcome
-	clientView int          // what the client last learned of status: availability (view*)
-	stats      Stats        // the counters Stats returns, but Calls
-	calls      atomic.Int64 // Stats.Calls, counted without s.mu on the call path
+	clientView int // what the client last learned of status: availability (view*)
 
 	gating     int           // calls being judged off the client pump
 	gatingIdle chan struct{} // closed while gating is zero
@@ -539,7 +539,7 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 		}
 	}
 	if env.Method == "tools/call" {
-		s.calls.Add(1)
+		s.counts.calls.Add(1)
 	}
 	if s.readyLink() == nil {
 		s.awaitUpstream(ctx, msg, env, false)

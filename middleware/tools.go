@@ -475,9 +475,7 @@ func (s *Session) rejectUntrusted(id []byte, tool string) {
 
 // reject answers a call to a tool locked with status.
 func (s *Session) reject(id []byte, tool, status string) {
-	s.mu.Lock()
-	s.stats.Rejections++
-	s.mu.Unlock()
+	s.counts.rejections.Add(1)
 	s.log.Info("call to a locked tool rejected", "tool", tool, "status", status)
 	s.reply(id, toolError(s.Tools.Rejection(status, tool, s.discoveryName()), map[string]any{"status": status}))
 }

@@ -96,9 +96,7 @@ func (s *Session) supervise(ctx context.Context) {
 		if r.Sleep(ctx, delay) != nil {
 			return
 		}
-		s.mu.Lock()
-		s.stats.Restarts++
-		s.mu.Unlock()
+		s.counts.restarts.Add(1)
 	}
 }
 
