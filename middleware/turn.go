@@ -21,7 +21,13 @@ type pumpTurn struct {
 // turnKey is the context key of the client pump's *pumpTurn.
 type turnKey struct{}
 
+// set sets more. Only the client pump calls it, so it alone writes more
+// and may read it without the lock: most messages of a burst leave it as
+// it was, and cost no lock.
 func (t *pumpTurn) set(more bool) {
+	if t.more == more {
+		return
+	}
 	t.mu.Lock()
 	t.more = more
 	t.mu.Unlock()
