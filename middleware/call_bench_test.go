@@ -19,7 +19,7 @@ func BenchmarkReadCall10MiB(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p, err := parseCall(env)
+		p, err := new(Session).parseCall(env)
 		if err != nil || p.Name != "sink" || progressKey(env.ProgressToken) == "" {
 			b.Fatal(p.Name, err)
 		}

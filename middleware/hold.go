@@ -182,7 +182,7 @@ func (s *Session) answeredUnready(env framing.Envelope) bool {
 	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
 		return true // the state is replayed to the restarted upstream
 	case "tools/call":
-		p, err := parseCall(env)
+		p, err := s.parseCall(env)
 		return err == nil && p.Name == s.discoveryName()
 	}
 	return false

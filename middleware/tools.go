@@ -337,12 +337,18 @@ var errAmbiguousCall = errors.New(`params must be an object with exactly one mem
 // match) makes it ambiguous, or when params is not an object (see
 // framing.Envelope); a name that is not a string is refused too. Unknown
 // members are ignored. framing read the members in its one pass over the
-// message, so this costs no scan of params, however large.
-func parseCall(env framing.Envelope) (callParams, error) {
+// message, so this costs no scan of params, however large. The name of a
+// tool in the catalog comes back as the catalog's own string, which costs
+// no allocation.
+func (s *Session) parseCall(env framing.Envelope) (callParams, error) {
 	if env.Name == nil {
 		return callParams{}, errAmbiguousCall
 	}
-	name, err := framing.String(env.Name)
+	var known framing.Interner
+	if snap := s.cat.verdicts.Load(); snap != nil {
+		known = snap.index
+	}
+	name, err := framing.StringKnown(env.Name, known)
 	if err != nil {
 		return callParams{}, errAmbiguousCall
 	}
@@ -357,7 +363,7 @@ func parseCall(env framing.Envelope) (callParams, error) {
 // while it waits it is held (see hold), and refused past the bounds. held
 // says msg is kept already (see keep); gateCall releases it.
 func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope, held bool) {
-	p, err := parseCall(env)
+	p, err := s.parseCall(env)
 	if err != nil {
 		s.log.Warn("tools/call refused", "error", err)
 		s.replyError(env.ID, codeInvalidParams, "Invalid params: "+err.Error())
@@ -400,7 +406,7 @@ func (s *Session) gateCallLater(ctx context.Context, msg []byte, env framing.Env
 	if !ok {
 		return
 	}
-	p, _ := parseCall(env) // its Arguments alias the kept copy
+	p, _ := s.parseCall(env) // its Arguments alias the kept copy
 	if !s.startGating() {
 		s.answerUnready(ctx, env)
 		s.unhold(msg, true)

@@ -527,7 +527,7 @@ func TestParseCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := parseCall(callEnvelope(t, []byte(tt.params)))
+			p, err := new(Session).parseCall(callEnvelope(t, []byte(tt.params)))
 			if tt.wantErr {
 				assert.ErrorIs(t, err, errAmbiguousCall)
 				return
@@ -609,7 +609,7 @@ func FuzzParseCall(f *testing.F) {
 		if !json.Valid(params) {
 			return
 		}
-		p, err := parseCall(callEnvelope(t, params))
+		p, err := new(Session).parseCall(callEnvelope(t, params))
 		if err != nil {
 			return
 		}

@@ -412,7 +412,7 @@ func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 		res, _ := json.Marshal(map[string]any{"tools": []json.RawMessage{s.discoveryDefinition(s.cat.lockedTools())}})
 		s.reply(env.ID, res)
 	case "tools/call":
-		if p, err := parseCall(env); err == nil && p.Name == s.discoveryName() {
+		if p, err := s.parseCall(env); err == nil && p.Name == s.discoveryName() {
 			s.reply(env.ID, s.discover(ctx, p.Arguments))
 			return
 		}

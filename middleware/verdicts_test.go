@@ -197,3 +197,33 @@ func TestToolsListFollowsThePolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestParseCallReadsACatalogNameWithoutAllocating: the name of a call to a
+// tool in the catalog is the catalog's own string, so reading it costs the
+// call path no allocation; any other name is decoded as before.
+func TestParseCallReadsACatalogNameWithoutAllocating(t *testing.T) {
+	s := &Session{Name: "fx", Tools: newDescPolicy(true)}
+	s.once.Do(s.init)
+	s.cat.set([]json.RawMessage{json.RawMessage(`{"name":"echo"}`)})
+	tests := []struct {
+		name     string
+		params   string
+		want     string
+		wantFree bool // read without allocating
+	}{
+		{name: "a tool in the catalog", params: `{"name":"echo","arguments":{}}`, want: "echo", wantFree: true},
+		{name: "a tool in the catalog, escaped", params: `{"name":"\u0065cho"}`, want: "echo"},
+		{name: "a tool not in the catalog", params: `{"name":"other"}`, want: "other"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := callEnvelope(t, []byte(tt.params))
+			var p callParams
+			var err error
+			allocs := testing.AllocsPerRun(100, func() { p, err = s.parseCall(env) })
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, p.Name)
+			assert.Equal(t, tt.wantFree, allocs == 0, "%v allocations", allocs)
+		})
+	}
+}

@@ -388,7 +388,26 @@ func (w *paramsWalk) skip(b []byte, i int, valid bool, depth int) (int, error) {
 // String decodes raw, a JSON string with its quotes, as encoding/json
 // would. The methods of MCP come back without allocating.
 func String(raw []byte) (string, error) {
+	return StringKnown(raw, nil)
+}
+
+// An Interner keeps a set of strings, such as the names of the tools a
+// relay knows: Interned returns the set's own string equal to value, if
+// it holds one.
+type Interner interface {
+	Interned(value []byte) (string, bool)
+}
+
+// StringKnown is [String] for a string that is likely one of the set known
+// keeps (known may be nil): such a value, when it is plain (unescaped),
+// comes back as the set's own string, which costs no allocation either.
+func StringKnown(raw []byte, known Interner) (string, error) {
 	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && plainString(raw[1:len(raw)-1]) {
+		if known != nil {
+			if s, ok := known.Interned(raw[1 : len(raw)-1]); ok {
+				return s, nil
+			}
+		}
 		return knownMethod(raw[1 : len(raw)-1]), nil
 	}
 	var s string

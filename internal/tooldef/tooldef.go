@@ -403,6 +403,16 @@ func (x *Index) Add(raw []byte, d Def, err error) {
 // Len returns the number of definitions added.
 func (x *Index) Len() int { return len(x.names) }
 
+// Interned returns the Index's own string for name when it is the trusted
+// name of a definition, so that a caller holding name as bytes (read off a
+// message) gets it as a string without allocating.
+func (x *Index) Interned(name []byte) (string, bool) {
+	if i, ok := x.pos[string(name)]; ok && i >= 0 {
+		return x.names[i], true
+	}
+	return "", false
+}
+
 // Name returns the trusted name of definition i, or "" when the definition
 // is refused or another definition claims its name too.
 func (x *Index) Name(i int) string {
