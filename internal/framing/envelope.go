@@ -578,6 +578,12 @@ func afterEscape(b []byte, i int) int {
 // none. It reads eight bytes at a time, sixteen while it finds none: most
 // strings are plain text, and some (a file's text, base64 data) are long.
 func nextStop(b []byte, i int) int {
+	if i+8 <= len(b) { // most strings end within their first eight bytes
+		if x := stopBytes(binary.LittleEndian.Uint64(b[i:])); x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
+		i += 8
+	}
 	for ; i+16 <= len(b); i += 16 {
 		x, y := stopBytes(binary.LittleEndian.Uint64(b[i:])), stopBytes(binary.LittleEndian.Uint64(b[i+8:]))
 		if x|y != 0 {
