@@ -452,3 +452,26 @@ func TestTrackedRequestCostsOneAllocation(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkTrackAnswered is the tracker's share of a call relayed with 64
+// in flight: tracked when it goes out, taken when its answer comes.
+func BenchmarkTrackAnswered(b *testing.B) {
+	tr, l := newTracker(0, nil, nil), &link{}
+	ids := make([][]byte, 1<<16)
+	for i := range ids {
+		ids[i] = []byte(strconv.Itoa(i + 1))
+	}
+	envs := make([]framing.Envelope, 1)
+	for i := range 64 {
+		envs[0] = req(string(ids[i]), "tools/call")
+		tr.track(l, envs, DefaultMaxInFlight)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		envs[0] = framing.Envelope{Kind: framing.Request, ID: ids[(i+64)&(len(ids)-1)], Method: "tools/call"}
+		tr.track(l, envs, DefaultMaxInFlight)
+		tr.answered(ids[i&(len(ids)-1)])
+		i++
+	}
+}
