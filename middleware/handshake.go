@@ -48,8 +48,9 @@ func (h *handshakeState) current() (hs Handshake, ver int, changed <-chan struct
 
 // capture makes a client's handshake request of method, with params (the
 // caller's to give), the client's handshake, whose result is not known
-// yet, wakes those waiting for it to change, and adds w to the waiters.
-func (h *handshakeState) capture(method string, params json.RawMessage, w *hsWaiter) {
+// yet, wakes those waiting for it to change, and adds w to the waiters. It
+// returns the handshake's version (see current).
+func (h *handshakeState) capture(method string, params json.RawMessage, w *hsWaiter) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.cur = Handshake{Method: method, Params: params, Initialized: h.cur.Initialized}
@@ -59,6 +60,7 @@ func (h *handshakeState) capture(method string, params json.RawMessage, w *hsWai
 		h.changed = nil
 	}
 	h.waiters = append(h.waiters, w)
+	return h.ver
 }
 
 // setResult records the upstream's result to the client's handshake.

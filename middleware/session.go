@@ -183,6 +183,9 @@ type Session struct {
 	// verdictRead, when set (by tests), is called by gateCall right after
 	// it reads the verdict on a call to the named tool.
 	verdictRead func(name string)
+	// handshakeCaptured, when set (by tests), is called by clientHandshake
+	// between capturing the client's handshake and looking at the upstream.
+	handshakeCaptured func()
 	// ready is up when its handshake is done, else nil: set with up and
 	// its ready under mu, read without it by every client request.
 	ready atomic.Pointer[link]
@@ -212,6 +215,7 @@ type link struct {
 	dead  chan struct{} // closed when its reader ended
 	err   error         // why it ended; set before dead is closed
 	ready bool          // a handshake succeeded on it (guarded by Session.mu)
+	hsVer int           // the version of the client's handshake it succeeded with (see handshakeState.current; guarded by Session.mu)
 	calls linkCalls     // what the Session's tracker keeps of it (guarded by the tracker's lock)
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
@@ -618,4 +619,44 @@ func TestOversizedServerRequestExchangeIsAnswered(t *testing.T) {
 			assert.Contains(t, resp.Error.Message, "exceeds the 1024-byte")
 		})
 	}
+}
+
+// TestClientHandshakeTheUpstreamTookIsNotRelayedAgain: when the upstream's
+// handshake takes the client's and ends between its capture and the client
+// pump's look at the upstream, the upstream is initialised once and the
+// client answered once.
+func TestClientHandshakeTheUpstreamTookIsNotRelayedAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client, clientConn := newPeer(t, 0)
+		up, upConn := newPeer(t, 0)
+		look := make(chan struct{})
+		s := &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn)}
+		s.handshakeCaptured = func() { <-look } // the client pump looks once the upstream is ready
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+
+		client.send(clientInitialize + "\n")
+		env, err := framing.Peek(up.next())
+		require.NoError(t, err)
+		require.Equal(t, "initialize", env.Method)
+		up.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + initializeResult + "}\n")
+		assert.Equal(t, `{"jsonrpc":"2.0","id":0,"result":`+initializeResult+`}`, string(client.next()))
+		assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, string(up.next()))
+		close(look)
+
+		synctest.Wait()
+		select {
+		case msg := <-up.recv:
+			assert.Fail(t, "the upstream was sent more after its handshake", "%s", msg)
+		default:
+		}
+		select {
+		case msg := <-client.recv:
+			assert.Fail(t, "the client was answered twice", "%s", msg)
+		default:
+		}
+		cancel()
+		require.NoError(t, <-done)
+	})
 }

@@ -250,7 +250,7 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 		}
 		s.hs.setResult(r.Result) // before the upstream is ready, so that whoever finds it ready finds the result
 		s.mu.Lock()
-		l.ready = true
+		l.ready, l.hsVer = true, ver
 		if s.up == l {
 			s.ready.Store(l)
 		}
@@ -302,13 +302,23 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 	w := &hsWaiter{id: bytes.Clone(env.ID), method: env.Method, done: make(chan struct{}), held: size}
 	// Waiting before the upstream is looked at: one that becomes ready
 	// after the look answers w (see resolveWaiters).
-	s.hs.capture(env.Method, params, w)
+	ver := s.hs.capture(env.Method, params, w)
+	if s.handshakeCaptured != nil {
+		s.handshakeCaptured()
+	}
 	s.mu.Lock()
 	l, status, degraded := s.up, s.status, s.clientView == viewUnavailable
 	ready := l != nil && l.ready
+	taken := ready && l.hsVer >= ver
 	s.mu.Unlock()
 
 	switch {
+	case taken:
+		// The upstream's handshake took this one (or a later one) between
+		// the capture and the look: its end answers w, and the ready timer
+		// one of another method it did not answer. Relaying it as well
+		// would initialise the upstream twice.
+		w.arm(s.afterFunc(s.readyTimeout(), func() { s.answerDegraded(w) }))
 	case ready:
 		// A handshake on a ready upstream (a client starting over): relay it.
 		started := s.background.Go(func() {
