@@ -144,6 +144,20 @@ func (h *handshakeState) takeWaiters(method string) []*hsWaiter {
 	return taken
 }
 
+// claim removes w from the waiters and reports whether it was there: once
+// claimed, w is its claimer's to answer, and nothing that takes waiters
+// answers it.
+func (h *handshakeState) claim(w *hsWaiter) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := slices.Index(h.waiters, w)
+	if i < 0 {
+		return false
+	}
+	h.waiters = append(h.waiters[:i:i], h.waiters[i+1:]...)
+	return true
+}
+
 // dropWaiter removes w from the waiters, if there, and returns the params
 // of the client's handshake, which answer it.
 func (h *handshakeState) dropWaiter(w *hsWaiter) (params json.RawMessage) {

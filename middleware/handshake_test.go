@@ -95,6 +95,18 @@ func TestHandshakeStateDropWaiter(t *testing.T) {
 	assert.Equal(t, []*hsWaiter{a, c}, h.waiting(), "waiting returns a copy")
 }
 
+func TestHandshakeStateClaim(t *testing.T) {
+	var h handshakeState
+	a, b := newWaiter("initialize"), newWaiter("initialize")
+	h.capture("initialize", nil, a)
+	h.capture("initialize", nil, b)
+	assert.True(t, h.claim(b), "waiting: claimed")
+	assert.Equal(t, []*hsWaiter{a}, h.waiting())
+	assert.False(t, h.claim(b), "claimed once")
+	assert.Equal(t, []*hsWaiter{a}, h.takeWaiters("initialize"))
+	assert.False(t, h.claim(a), "taken: not claimed")
+}
+
 func TestHandshakeStateSubscriptions(t *testing.T) {
 	type op struct {
 		uri         string

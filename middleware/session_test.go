@@ -660,3 +660,53 @@ func TestClientHandshakeTheUpstreamTookIsNotRelayedAgain(t *testing.T) {
 		require.NoError(t, <-done)
 	})
 }
+
+// TestClientHandshakeTheUpstreamAnsweredIsNotRelayed: a second client
+// handshake captured while the upstream's handshake of the first is under
+// way is answered by that handshake when it ends; when it ends between the
+// second one's capture and the client pump's look at the upstream, the
+// second is not relayed as well (the upstream would be initialised again
+// for a request already answered).
+func TestClientHandshakeTheUpstreamAnsweredIsNotRelayed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client, clientConn := newPeer(t, 0)
+		up, upConn := newPeer(t, 0)
+		look := make(chan struct{})
+		var captures atomic.Int32
+		s := &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn)}
+		s.handshakeCaptured = func() {
+			if captures.Add(1) == 2 {
+				<-look // the client pump looks at the upstream once its handshake ended
+			}
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+
+		client.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}` + "\n")
+		env, err := framing.Peek(up.next())
+		require.NoError(t, err)
+		require.Equal(t, "initialize", env.Method)
+		client.send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}` + "\n")
+		synctest.Wait() // the second is captured, and waits
+		up.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + initializeResult + "}\n")
+		assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, string(up.next()))
+		assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":`+initializeResult+`}`, string(client.next()))
+		assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":`+initializeResult+`}`, string(client.next()))
+		close(look)
+
+		synctest.Wait()
+		select {
+		case msg := <-up.recv:
+			assert.Fail(t, "the upstream was sent a handshake already answered", "%s", msg)
+		default:
+		}
+		select {
+		case msg := <-client.recv:
+			assert.Fail(t, "the client was answered twice", "%s", msg)
+		default:
+		}
+		cancel()
+		require.NoError(t, <-done)
+	})
+}

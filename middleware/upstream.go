@@ -319,12 +319,18 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 		// one of another method it did not answer. Relaying it as well
 		// would initialise the upstream twice.
 		w.arm(s.afterFunc(s.readyTimeout(), func() { s.answerDegraded(w) }))
+	case ready && !s.hs.claim(w):
+		// The ready upstream's handshake answered w (or is answering it)
+		// between the capture and the look, with what it answered the
+		// client's earlier one: relaying it as well would initialise the
+		// upstream again for a request already answered.
 	case ready:
-		// A handshake on a ready upstream (a client starting over): relay it.
+		// A handshake on a ready upstream (a client starting over): relay
+		// it. Claimed, w is answered by the relay alone.
 		started := s.background.Go(func() {
 			r := s.request(s.runCtx(), l, w.method, json.RawMessage(params)) // env's bytes are the pump's
 			if r.Msg != nil {
-				s.resolveWaiters(w.method, r.Msg)
+				s.resolveWaiter(w, r.Msg)
 			} else {
 				s.answerDegraded(w)
 			}
@@ -347,18 +353,34 @@ func (s *Session) resolveWaiters(method string, msg []byte) {
 		return
 	}
 	for _, w := range s.hs.takeWaiters(method) {
-		w.once.Do(func() {
-			s.endWaiter(w)
-			if env.Result != nil {
-				s.mu.Lock()
-				s.clientView = viewAvailable
-				s.mu.Unlock()
-			}
-			if err := s.Client.WriteMessage(s.life, framing.Splice(msg, env.ID, w.id)); err != nil {
-				s.log.Debug("cannot answer the client", "error", err)
-			}
-		})
+		s.answerWaiter(w, msg, env)
 	}
+}
+
+// resolveWaiter answers the client's handshake w with the upstream's
+// response msg.
+func (s *Session) resolveWaiter(w *hsWaiter, msg []byte) {
+	if env, err := framing.Peek(msg); err == nil {
+		s.answerWaiter(w, msg, env)
+	} else {
+		s.answerDegraded(w)
+	}
+}
+
+// answerWaiter answers w, unless answered already, with msg, the
+// upstream's response whose envelope is env, given w's id.
+func (s *Session) answerWaiter(w *hsWaiter, msg []byte, env framing.Envelope) {
+	w.once.Do(func() {
+		s.endWaiter(w)
+		if env.Result != nil {
+			s.mu.Lock()
+			s.clientView = viewAvailable
+			s.mu.Unlock()
+		}
+		if err := s.Client.WriteMessage(s.life, framing.Splice(msg, env.ID, w.id)); err != nil {
+			s.log.Debug("cannot answer the client", "error", err)
+		}
+	})
 }
 
 // endWaiter marks the handshake waiter w answered, stops its ready timer
