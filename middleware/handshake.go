@@ -128,13 +128,14 @@ func (h *handshakeState) replayState() (level json.RawMessage, subs []string) {
 	return h.logLevel, subs
 }
 
-// takeWaiters removes and returns the waiters for method ("" for all).
+// takeWaiters removes and returns the waiters for method, but those a
+// relay claimed; "" takes all.
 func (h *handshakeState) takeWaiters(method string) []*hsWaiter {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var taken, kept []*hsWaiter
 	for _, w := range h.waiters {
-		if method == "" || w.method == method {
+		if method == "" || w.method == method && !w.relayed {
 			taken = append(taken, w)
 		} else {
 			kept = append(kept, w)
@@ -144,17 +145,17 @@ func (h *handshakeState) takeWaiters(method string) []*hsWaiter {
 	return taken
 }
 
-// claim removes w from the waiters and reports whether it was there: once
-// claimed, w is its claimer's to answer, and nothing that takes waiters
-// answers it.
+// claim marks w, a waiter, as answered by its relay to a ready upstream
+// and reports true; or reports false when w is no longer waiting, taken to
+// be answered otherwise. A claimed waiter still waits (the drain waits for
+// it), but takeWaiters of a method leaves it to its relay.
 func (h *handshakeState) claim(w *hsWaiter) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	i := slices.Index(h.waiters, w)
-	if i < 0 {
+	if !slices.Contains(h.waiters, w) {
 		return false
 	}
-	h.waiters = append(h.waiters[:i:i], h.waiters[i+1:]...)
+	w.relayed = true
 	return true
 }
 
@@ -183,6 +184,9 @@ type hsWaiter struct {
 	done   chan struct{}
 	once   sync.Once
 	held   int // bytes counted by hold
+	// relayed is set when a relay to a ready upstream claimed it (see
+	// handshakeState.claim; guarded by handshakeState.mu).
+	relayed bool
 
 	timerMu sync.Mutex
 	timer   interface{ Stop() bool } // the ready timer, stopped when the waiter ends

@@ -97,14 +97,16 @@ func TestHandshakeStateDropWaiter(t *testing.T) {
 
 func TestHandshakeStateClaim(t *testing.T) {
 	var h handshakeState
-	a, b := newWaiter("initialize"), newWaiter("initialize")
+	a, b, c := newWaiter("initialize"), newWaiter("initialize"), newWaiter("initialize")
 	h.capture("initialize", nil, a)
 	h.capture("initialize", nil, b)
+	h.capture("initialize", nil, c)
 	assert.True(t, h.claim(b), "waiting: claimed")
-	assert.Equal(t, []*hsWaiter{a}, h.waiting())
-	assert.False(t, h.claim(b), "claimed once")
-	assert.Equal(t, []*hsWaiter{a}, h.takeWaiters("initialize"))
+	assert.Equal(t, []*hsWaiter{a, b, c}, h.waiting(), "a claimed waiter still waits")
+	assert.Equal(t, []*hsWaiter{a, c}, h.takeWaiters("initialize"), "its relay answers it")
 	assert.False(t, h.claim(a), "taken: not claimed")
+	assert.Equal(t, []*hsWaiter{b}, h.takeWaiters(""), "all: claimed ones too")
+	assert.False(t, h.claim(b), "taken: not claimed")
 }
 
 func TestHandshakeStateSubscriptions(t *testing.T) {

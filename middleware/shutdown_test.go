@@ -315,3 +315,27 @@ func TestDrainWaitsForTheHandshake(t *testing.T) {
 	assert.Equal(t, `{"jsonrpc":"2.0","id":0,"result":`+initializeResult+`}`, string(client.next()))
 	require.NoError(t, <-done)
 }
+
+// TestDrainWaitsForARelayedHandshake: a client handshake relayed to the
+// ready upstream counts as in flight: a client that closes its side right
+// after it still gets the upstream's answer, not the sidecar's own.
+func TestDrainWaitsForARelayedHandshake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client, clientConn := newPeer(t, 0)
+		up, upConn := newPeer(t, 0)
+		s := &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), DrainTimeout: timeout}
+		done := make(chan error, 1)
+		go func() { done <- s.Run(context.Background()) }()
+		handshake(t, client, up)
+
+		client.send(`{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}` + "\n")
+		client.closeSend()
+		env, err := framing.Peek(up.next())
+		require.NoError(t, err)
+		require.Equal(t, "initialize", env.Method, "relayed to the ready upstream")
+		synctest.Wait() // the drain has begun
+		up.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + initializeResult + "}\n")
+		assert.Equal(t, `{"jsonrpc":"2.0","id":7,"result":`+initializeResult+`}`, string(client.next()))
+		require.NoError(t, <-done)
+	})
+}

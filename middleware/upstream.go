@@ -326,7 +326,8 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 		// upstream again for a request already answered.
 	case ready:
 		// A handshake on a ready upstream (a client starting over): relay
-		// it. Claimed, w is answered by the relay alone.
+		// it. Claimed, w is answered by the relay alone (and still waited for
+		// by the drain).
 		started := s.background.Go(func() {
 			r := s.request(s.runCtx(), l, w.method, json.RawMessage(params)) // env's bytes are the pump's
 			if r.Msg != nil {
@@ -357,9 +358,10 @@ func (s *Session) resolveWaiters(method string, msg []byte) {
 	}
 }
 
-// resolveWaiter answers the client's handshake w with the upstream's
-// response msg.
+// resolveWaiter answers the client's handshake w, which its relay
+// claimed, with the upstream's response msg.
 func (s *Session) resolveWaiter(w *hsWaiter, msg []byte) {
+	s.hs.dropWaiter(w)
 	if env, err := framing.Peek(msg); err == nil {
 		s.answerWaiter(w, msg, env)
 	} else {
