@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -246,4 +247,25 @@ func (h *rawHarness) expectAny() string {
 	env, err := framing.Peek(h.up.next())
 	require.NoError(h.t, err)
 	return env.Method
+}
+
+// nextInitialize returns the id of the next message the upstream peer was
+// sent, which must be an initialize.
+func nextInitialize(t *testing.T, up *peer) []byte {
+	t.Helper()
+	env, err := framing.Peek(up.next())
+	require.NoError(t, err)
+	require.Equal(t, "initialize", env.Method)
+	return env.ID
+}
+
+// assertSentNothingMore asserts that p was sent nothing it has not read;
+// in a synctest bubble, call it after synctest.Wait.
+func assertSentNothingMore(t *testing.T, p *peer, who string) {
+	t.Helper()
+	select {
+	case msg := <-p.recv:
+		assert.Fail(t, "sent more than expected: "+who, "%s", msg)
+	default:
+	}
 }

@@ -637,25 +637,15 @@ func TestClientHandshakeTheUpstreamTookIsNotRelayedAgain(t *testing.T) {
 		go func() { done <- s.Run(ctx) }()
 
 		client.send(clientInitialize + "\n")
-		env, err := framing.Peek(up.next())
-		require.NoError(t, err)
-		require.Equal(t, "initialize", env.Method)
-		up.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + initializeResult + "}\n")
+		id := nextInitialize(t, up)
+		up.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + initializeResult + "}\n")
 		assert.Equal(t, `{"jsonrpc":"2.0","id":0,"result":`+initializeResult+`}`, string(client.next()))
 		assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, string(up.next()))
 		close(look)
 
 		synctest.Wait()
-		select {
-		case msg := <-up.recv:
-			assert.Fail(t, "the upstream was sent more after its handshake", "%s", msg)
-		default:
-		}
-		select {
-		case msg := <-client.recv:
-			assert.Fail(t, "the client was answered twice", "%s", msg)
-		default:
-		}
+		assertSentNothingMore(t, up, "the upstream after its handshake")
+		assertSentNothingMore(t, client, "the client, answered once")
 		cancel()
 		require.NoError(t, <-done)
 	})
@@ -684,28 +674,18 @@ func TestClientHandshakeTheUpstreamAnsweredIsNotRelayed(t *testing.T) {
 		go func() { done <- s.Run(ctx) }()
 
 		client.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}` + "\n")
-		env, err := framing.Peek(up.next())
-		require.NoError(t, err)
-		require.Equal(t, "initialize", env.Method)
+		id := nextInitialize(t, up)
 		client.send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}` + "\n")
 		synctest.Wait() // the second is captured, and waits
-		up.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + initializeResult + "}\n")
+		up.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + initializeResult + "}\n")
 		assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, string(up.next()))
 		assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":`+initializeResult+`}`, string(client.next()))
 		assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":`+initializeResult+`}`, string(client.next()))
 		close(look)
 
 		synctest.Wait()
-		select {
-		case msg := <-up.recv:
-			assert.Fail(t, "the upstream was sent a handshake already answered", "%s", msg)
-		default:
-		}
-		select {
-		case msg := <-client.recv:
-			assert.Fail(t, "the client was answered twice", "%s", msg)
-		default:
-		}
+		assertSentNothingMore(t, up, "the upstream, whose handshake answered both")
+		assertSentNothingMore(t, client, "the client, answered once each")
 		cancel()
 		require.NoError(t, <-done)
 	})
