@@ -55,6 +55,9 @@ func (c *Client) Prefix() string { return c.prefix }
 // Owns reports whether id is in the Client's id space, however it is
 // spelled. It allocates nothing for the ids peers use in practice.
 func (c *Client) Owns(id []byte) bool {
+	if len(id) == 0 || id[0] != '"' { // own ids are strings; most peers number theirs
+		return false
+	}
 	var buf [64]byte
 	key := framing.AppendIDKey(buf[:0], id)
 	return len(key) > len(c.prefix) && key[0] == 's' && string(key[1:1+len(c.prefix)]) == c.prefix
