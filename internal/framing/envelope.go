@@ -499,11 +499,7 @@ func nameString(b []byte, i int, valid bool) (end int, escaped bool, err error) 
 		return j + 1, false, nil
 	}
 	// An escape or a control character: the full scanner decides.
-	if valid {
-		end, err = validString(b, i)
-	} else {
-		end, err = skipString(b, i)
-	}
+	end, err = scanString(b, i, valid)
 	return end, true, err
 }
 
@@ -546,14 +542,34 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipString returns the offset just past the string starting at b[i]=='"'.
-func skipString(b []byte, i int) (int, error) {
+func skipString(b []byte, i int) (int, error) { return scanString(b, i, false) }
+
+// scanString is skipString, or validString when valid is set.
+func scanString(b []byte, i int, valid bool) (int, error) {
 	start := i
 	for i = nextStop(b, i+1); i < len(b); i = afterEscape(b, i+1) {
 		switch b[i] {
 		case '"':
 			return i + 1, nil
 		case '\\':
-			i++ // the escaped byte, whatever it is
+			if !valid {
+				i++ // the escaped byte, whatever it is
+				continue
+			}
+			if i+1 >= len(b) {
+				return 0, syntaxError(start, "closing '\"'")
+			}
+			i++
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
+					return 0, syntaxError(i, "four hex digits")
+				}
+				i += 4
+			default:
+				return 0, syntaxError(i, "an escape")
+			}
 		default:
 			return 0, syntaxError(i, "no control character in a string")
 		}

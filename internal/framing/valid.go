@@ -77,33 +77,7 @@ func validContainer(b []byte, i, depth int) (int, error) {
 }
 
 // validString is skipString that also checks every escape.
-func validString(b []byte, i int) (int, error) {
-	start := i
-	for i = nextStop(b, i+1); i < len(b); i = afterEscape(b, i+1) {
-		switch b[i] {
-		case '"':
-			return i + 1, nil
-		case '\\':
-			if i+1 >= len(b) {
-				return 0, syntaxError(start, "closing '\"'")
-			}
-			i++
-			switch b[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
-					return 0, syntaxError(i, "four hex digits")
-				}
-				i += 4
-			default:
-				return 0, syntaxError(i, "an escape")
-			}
-		default:
-			return 0, syntaxError(i, "no control character in a string")
-		}
-	}
-	return 0, syntaxError(start, "closing '\"'")
-}
+func validString(b []byte, i int) (int, error) { return scanString(b, i, true) }
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
