@@ -204,7 +204,9 @@ func peek(line []byte, valid bool) (env Envelope, err error) {
 		return env, syntaxError(i, "end of message")
 	}
 	if hasMethod {
-		if env.Method, err = String(method); err != nil {
+		// An ambiguous message is reported as such even when the first
+		// spelling of its method is not a string: a peer may read another.
+		if env.Method, err = String(method); err != nil && ambiguous == "" {
 			return env, fmt.Errorf("framing: method is not a string: %w", err)
 		}
 	}
