@@ -186,6 +186,10 @@ type Session struct {
 	// handshakeCaptured, when set (by tests), is called by clientHandshake
 	// between capturing the client's handshake and looking at the upstream.
 	handshakeCaptured func()
+	// handshakeReady, when set (by tests), is called by the upstream's
+	// handshake between marking the upstream ready and answering the
+	// client's handshakes waiting.
+	handshakeReady func()
 	// ready is up when its handshake is done, else nil: set with up and
 	// its ready under mu, read without it by every client request.
 	ready atomic.Pointer[link]

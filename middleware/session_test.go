@@ -622,16 +622,21 @@ func TestOversizedServerRequestExchangeIsAnswered(t *testing.T) {
 }
 
 // TestClientHandshakeTheUpstreamTookIsNotRelayedAgain: when the upstream's
-// handshake takes the client's and ends between its capture and the client
-// pump's look at the upstream, the upstream is initialised once and the
-// client answered once.
+// handshake takes the client's and marks the upstream ready between its
+// capture and the client pump's look at the upstream, but has not answered
+// it yet (so the pump could still claim its waiter), the upstream is
+// initialised once and the client answered once.
 func TestClientHandshakeTheUpstreamTookIsNotRelayedAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		client, clientConn := newPeer(t, 0)
 		up, upConn := newPeer(t, 0)
-		look := make(chan struct{})
+		ready := make(chan struct{})
 		s := &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn)}
-		s.handshakeCaptured = func() { <-look } // the client pump looks once the upstream is ready
+		s.handshakeCaptured = func() { <-ready } // the client pump looks once the upstream is ready
+		s.handshakeReady = func() {
+			close(ready)
+			synctest.Wait() // the pump has looked, before the waiters are answered
+		}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- s.Run(ctx) }()
@@ -639,9 +644,8 @@ func TestClientHandshakeTheUpstreamTookIsNotRelayedAgain(t *testing.T) {
 		client.send(clientInitialize + "\n")
 		id := nextInitialize(t, up)
 		up.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + initializeResult + "}\n")
-		assert.Equal(t, `{"jsonrpc":"2.0","id":0,"result":`+initializeResult+`}`, string(client.next()))
 		assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, string(up.next()))
-		close(look)
+		assert.Equal(t, `{"jsonrpc":"2.0","id":0,"result":`+initializeResult+`}`, string(client.next()))
 
 		synctest.Wait()
 		assertSentNothingMore(t, up, "the upstream after its handshake")

@@ -255,6 +255,9 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 			s.ready.Store(l)
 		}
 		s.mu.Unlock()
+		if s.handshakeReady != nil {
+			s.handshakeReady()
+		}
 		// Read once the upstream is ready: what the client sets from now on
 		// is relayed, and what it set before is replayed.
 		level, subs := s.hs.replayState()
