@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +17,18 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/oauthtest"
 )
+
+// freeLoopbackPort returns a loopback port that is free now, for the
+// sign-in redirect: the default port, derived from the server's name, may
+// be taken on this machine (by another sidecar, or a test beside the demo).
+func freeLoopbackPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("no free loopback port for the sign-in redirect: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
 
 // signIn is act 4: a remote server that needs a sign-in. An authorization
 // server and resource server run inside the demo; a headless stand-in for
@@ -34,8 +48,13 @@ func (d *demo) signIn(ctx context.Context) error {
 		return err
 	}
 	signal := filepath.Join(d.dir, "user-signs-in")
+	port, err := freeLoopbackPort()
+	if err != nil {
+		return err
+	}
 	args := []string{"--config", filepath.Join(d.dir, "config.json"), "--state-dir", filepath.Join(d.dir, "state"),
-		"--name", "linear", "--url", as.URL + "/mcp", "--log-level", "warn", "--ready-timeout", "10s"}
+		"--name", "linear", "--url", as.URL + "/mcp", "--oauth-redirect-port", strconv.Itoa(port),
+		"--log-level", "warn", "--ready-timeout", "10s"}
 	n.say("  $ mcpwrap %s", strings.Join(quoteAll(shorten(args, d.dir, d.self)), " "))
 	cmd := exec.CommandContext(ctx, d.self, args...)
 	cmd.Env = append(os.Environ(),
