@@ -69,8 +69,14 @@ func (s *Session) clientCancelled(params []byte) {
 
 // answered takes the client request the upstream's response with id
 // answers (see tracker.answered).
-func (s *Session) answered(id []byte) (method string, clientID []byte, late bool) {
+func (s *Session) answered(id []byte) (method string, late bool) {
 	return s.tracker.answered(id)
+}
+
+// answeredBy is answered that also returns the client's spelling of the
+// request's id (see tracker.answeredBy).
+func (s *Session) answeredBy(id []byte) (method string, clientID []byte, late bool) {
+	return s.tracker.answeredBy(id)
 }
 
 // listPending reports whether the client waits for the answer to a

@@ -49,11 +49,11 @@ type tracker struct {
 	expired   func(r *inflight)                                    // answers a request whose timer ran out
 
 	mu       sync.Mutex
-	reqs     map[string]*inflight // the client's requests in flight, by framing.IDKey
-	idle     chan struct{}        // closed when reqs empties; made by idleChan, nil while nobody waits
-	ended    map[string]ended     // requests ended before the upstream answered them, by framing.IDKey
-	progress map[string]string    // progress token's framing.IDKey -> key in reqs, with a timeout
-	closed   bool                 // fail(nil) ran: nothing is tracked any more
+	reqs     reqTable          // the client's requests in flight, by framing.IDKey
+	idle     chan struct{}     // closed when reqs empties; made by idleChan, nil while nobody waits
+	ended    map[string]ended  // requests ended before the upstream answered them, by framing.IDKey
+	progress map[string]string // progress token's framing.IDKey -> key in reqs, with a timeout
+	closed   bool              // fail(nil) ran: nothing is tracked any more
 
 	timers        int           // call timers armed or running
 	timersIdle    chan struct{} // closed while timers is zero
@@ -62,7 +62,14 @@ type tracker struct {
 	listens      map[string][]byte   // the client's subscriptions/listen requests in flight, by framing.IDKey
 	listensBytes int                 // the size of the requests in listens
 	orphans      map[string]struct{} // requests of the last dead upstream the client has not answered, by framing.IDKey
+
+	// spare holds records answered and free to be used again (see
+	// answered), up to maxSpare: a call relayed then costs no allocation.
+	spare []*inflight
 }
+
+// maxSpare bounds the records a tracker keeps for reuse.
+const maxSpare = 256
 
 // newTracker returns an empty tracker. With a positive timeout, each
 // request tracked (but for open-ended ones) gets a call timer from
@@ -74,7 +81,6 @@ func newTracker(timeout time.Duration, afterFunc func(time.Duration, func()) int
 		timeout:   timeout,
 		afterFunc: afterFunc,
 		expired:   expired,
-		reqs:      make(map[string]*inflight),
 		ended:     make(map[string]ended),
 		progress:  make(map[string]string),
 		listens:   make(map[string][]byte),
@@ -89,33 +95,48 @@ func newTracker(timeout time.Duration, afterFunc func(time.Duration, func()) int
 // answered. Its id, key and method do not change; the rest is guarded by
 // the tracker's lock.
 type inflight struct {
-	id       []byte // as the client sent it
-	key      string // framing.IDKey(id)
+	// The fields the upstream's pump reads when it takes the request come
+	// first, in the record's first cache line (see reqTable).
+	num      int64 // the id, when it is a plain integer (isNum)
 	method   string
-	link     *link  // the connection it was written to
 	progress string // framing.IDKey of its _meta.progressToken; "" when none
 	// With a timeout: the timer armed for it, and a count of the timers
 	// armed, so that a superseded one that fires anyway does nothing.
 	timer interface{ Stop() bool }
-	armed int
+	armed uint32
+	isNum bool // num holds the id (set by reqTable.put)
+
+	id   []byte // as the client sent it
+	key  string // framing.IDKey(id)
+	link *link  // the connection it was written to
 	// buf holds id, then key, when they fit, as those of the numbers and
 	// short strings clients use do: the record is then the one allocation
-	// a tracked request costs.
-	buf [48]byte
+	// a tracked request costs. Its size makes the record three whole
+	// cache lines.
+	buf [80]byte
 }
 
 // newInflight returns the record of the client request env, with the key
 // its id has in the tracker's tables.
 func newInflight(env framing.Envelope, l *link, progress string) *inflight {
-	r := &inflight{method: env.Method, link: l, progress: progress}
+	r := new(inflight)
+	r.set(env, l, progress)
+	return r
+}
+
+// set makes r the record of the client request env. r is new, or one
+// answered has given up (see answered): nothing holds its id or key any
+// more, so its bytes may be written again.
+func (r *inflight) set(env framing.Envelope, l *link, progress string) {
+	*r = inflight{method: env.Method, link: l, progress: progress}
 	b := framing.AppendIDKey(append(r.buf[:0], env.ID...), env.ID)
 	// b is r.buf, or an array of its own when the two do not fit there;
-	// either way nothing writes its bytes again, so the key may be a
-	// string aliasing them (which keeps them alive with it).
+	// either way nothing writes its bytes again while the record is in
+	// use, so the key may be a string aliasing them (which keeps them
+	// alive with it).
 	r.id = b[:len(env.ID):len(env.ID)]
 	key := b[len(env.ID):]
 	r.key = unsafe.String(unsafe.SliceData(key), len(key))
-	return r
 }
 
 // ended is a request that left the in-flight table before the upstream
@@ -169,44 +190,46 @@ func (t *tracker) track(l *link, envs []framing.Envelope, limit int) (refused re
 	if l == nil {
 		return "", true
 	}
-	// The records are made before the lock is taken. Up to a few (one but
-	// in a batch) are listed on the stack.
+	// Up to a few records (one but in a batch) are listed on the stack.
 	var recBuf [4]*inflight
 	recs := recBuf[:0]
 	if len(envs) > len(recBuf) {
 		recs = make([]*inflight, 0, len(envs))
-	}
-	for _, env := range envs {
-		token := ""
-		if t.timeout > 0 {
-			token = progressKey(env.ProgressToken)
-		}
-		r := newInflight(env, l, token)
-		if slices.ContainsFunc(recs, func(o *inflight) bool { return o.key == r.key }) {
-			refused = refusedIDInUse
-		}
-		recs = append(recs, r)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed || l.calls.retired {
 		return "", true
 	}
+	for _, env := range envs {
+		token := ""
+		if t.timeout > 0 {
+			token = progressKey(env.ProgressToken)
+		}
+		r := t.recordLocked(env, l, token)
+		if slices.ContainsFunc(recs, func(o *inflight) bool { return o.key == r.key }) {
+			refused = refusedIDInUse
+		}
+		recs = append(recs, r)
+	}
 	for _, r := range recs {
-		_, live := t.reqs[r.key]
+		_, live := t.reqs.get(r.key)
 		_, ended := t.ended[r.key]
 		if live || ended {
 			refused = refusedIDInUse
 		}
 	}
-	if refused == "" && len(t.reqs)+len(envs) > limit {
+	if refused == "" && t.reqs.len()+len(envs) > limit {
 		refused = refusedFull
 	}
 	if refused != "" {
+		for _, r := range recs {
+			t.spareLocked(r)
+		}
 		return refused, false
 	}
 	for _, r := range recs {
-		t.reqs[r.key] = r
+		t.reqs.put(r.key, r)
 		if r.progress != "" {
 			t.progress[r.progress] = r.key
 		}
@@ -215,18 +238,59 @@ func (t *tracker) track(l *link, envs []framing.Envelope, limit int) (refused re
 	return "", false
 }
 
+// recordLocked returns the record of the client request env, a spare one
+// when there is one; t.mu must be held.
+func (t *tracker) recordLocked(env framing.Envelope, l *link, progress string) *inflight {
+	n := len(t.spare)
+	if n == 0 {
+		return newInflight(env, l, progress)
+	}
+	r := t.spare[n-1]
+	t.spare[n-1] = nil
+	t.spare = t.spare[:n-1]
+	r.set(env, l, progress)
+	return r
+}
+
+// spareLocked keeps record r, which nothing refers to any more, for reuse,
+// unless it ever had a call timer (whose callback may still hold it) or
+// maxSpare are kept already; t.mu must be held.
+func (t *tracker) spareLocked(r *inflight) {
+	if r.armed == 0 && len(t.spare) < maxSpare {
+		t.spare = append(t.spare, r)
+	}
+}
+
 // answered takes the client request the upstream's response with id
-// answers and returns its method ("" when none is known) and its id as the
-// client spelled it. late reports an answer to a request the sidecar
-// already answered, which must be dropped.
-func (t *tracker) answered(id []byte) (method string, clientID []byte, late bool) {
+// answers and returns its method ("" when none is known). late reports an
+// answer to a request the sidecar already answered, which must be
+// dropped. The request's record is kept for reuse: this is the relay's
+// path for every answer, and it then costs no allocation.
+func (t *tracker) answered(id []byte) (method string, late bool) {
+	method, _, late = t.take(id, false)
+	return method, late
+}
+
+// answeredBy is answered for a caller that may answer the request itself
+// after all (the answer was too large, or ended early): it also returns
+// the request's id as the client spelled it.
+func (t *tracker) answeredBy(id []byte) (method string, clientID []byte, late bool) {
+	return t.take(id, true)
+}
+
+func (t *tracker) take(id []byte, wantID bool) (method string, clientID []byte, late bool) {
 	var buf [64]byte
 	key := framing.AppendIDKey(buf[:0], id) // looked up without allocating
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if r, ok := t.reqs[string(key)]; ok {
+	if r, ok := t.reqs.lookup(key); ok {
 		t.untrackLocked(r)
-		return r.method, r.id, false
+		if wantID {
+			return r.method, r.id, false // r.id stays the caller's: r is not reused
+		}
+		method = r.method
+		t.spareLocked(r)
+		return method, nil, false
 	}
 	if e, ok := t.ended[string(key)]; ok {
 		delete(t.ended, string(key))
@@ -240,7 +304,7 @@ func (t *tracker) answered(id []byte) (method string, clientID []byte, late bool
 func (t *tracker) listPending() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, r := range t.reqs {
+	for r := range t.reqs.all {
 		if r.method == "tools/list" {
 			return true
 		}
@@ -260,7 +324,7 @@ func (t *tracker) untrack(id []byte) string {
 	key := framing.AppendIDKey(buf[:0], id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	r, ok := t.reqs[string(key)]
+	r, ok := t.reqs.lookup(key)
 	if !ok {
 		return ""
 	}
@@ -275,7 +339,7 @@ func (t *tracker) cancelled(id []byte) {
 	key := framing.IDKey(id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if r, ok := t.reqs[key]; ok {
+	if r, ok := t.reqs.get(key); ok {
 		t.endLocked(r, false)
 	}
 }
@@ -295,8 +359,8 @@ func (t *tracker) fail(l *link) [][]byte {
 		l.calls.retired = true
 	}
 	var ids [][]byte
-	for key, r := range t.reqs {
-		if _, listen := t.listens[key]; l == nil || (r.link == l && !listen) {
+	for r := range t.reqs.all {
+		if _, listen := t.listens[r.key]; l == nil || (r.link == l && !listen) {
 			ids = append(ids, r.id)
 			t.untrackLocked(r)
 		}
@@ -312,16 +376,18 @@ func (t *tracker) fail(l *link) [][]byte {
 // untrackLocked forgets in-flight request r and stops its timer; t.mu
 // must be held.
 func (t *tracker) untrackLocked(r *inflight) {
-	delete(t.reqs, r.key)
-	if msg, ok := t.listens[r.key]; ok {
-		delete(t.listens, r.key)
-		t.listensBytes -= len(msg)
+	t.reqs.remove(r)
+	if len(t.listens) > 0 { // else r.key, past the record's first cache line, is not read
+		if msg, ok := t.listens[r.key]; ok {
+			delete(t.listens, r.key)
+			t.listensBytes -= len(msg)
+		}
 	}
 	if r.progress != "" && t.progress[r.progress] == r.key {
 		delete(t.progress, r.progress)
 	}
 	t.disarmLocked(r)
-	if len(t.reqs) == 0 && t.idle != nil {
+	if t.reqs.len() == 0 && t.idle != nil {
 		close(t.idle)
 		t.idle = nil
 	}
@@ -344,7 +410,7 @@ func (t *tracker) endLocked(r *inflight, drop bool) {
 func (t *tracker) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.reqs)
+	return t.reqs.len()
 }
 
 // idleChan returns a channel closed once no client request is in flight
@@ -354,7 +420,7 @@ func (t *tracker) len() int {
 func (t *tracker) idleChan() <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.reqs) == 0 {
+	if t.reqs.len() == 0 {
 		return closedChan
 	}
 	if t.idle == nil {
@@ -417,10 +483,10 @@ func (t *tracker) timerDoneLocked() {
 // was taken or its timer restarted meanwhile, and reports whether it did.
 // r then stays among the ended requests, so that the upstream's late
 // answer is dropped.
-func (t *tracker) expire(r *inflight, armed int) bool {
+func (t *tracker) expire(r *inflight, armed uint32) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.reqs[r.key] != r || r.armed != armed {
+	if cur, _ := t.reqs.get(r.key); cur != r || r.armed != armed {
 		return false
 	}
 	r.timer = nil // it is this one, running
@@ -433,7 +499,7 @@ func (t *tracker) expire(r *inflight, armed int) bool {
 func (t *tracker) progressed(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	r, ok := t.reqs[t.progress[key]]
+	r, ok := t.reqs.get(t.progress[key])
 	if !ok || r.timer == nil {
 		return
 	}
@@ -447,7 +513,7 @@ func (t *tracker) stopTimers() <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.timersStopped = true
-	for _, r := range t.reqs {
+	for r := range t.reqs.all {
 		t.disarmLocked(r)
 	}
 	return t.timersIdle
@@ -462,7 +528,7 @@ func (t *tracker) keepListen(id, msg []byte, maxCount, maxBytes int) bool {
 	key := framing.IDKey(id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.reqs[key]; !ok {
+	if _, ok := t.reqs.get(key); !ok {
 		return true // answered already: nothing to keep, and no bound passed
 	}
 	if len(t.listens)+1 > maxCount || t.listensBytes+len(msg) > maxBytes {
@@ -481,7 +547,7 @@ func (t *tracker) relink(l *link) [][]byte {
 	defer t.mu.Unlock()
 	var msgs [][]byte
 	for key, msg := range t.listens {
-		if r, ok := t.reqs[key]; ok && r.link != l {
+		if r, ok := t.reqs.get(key); ok && r.link != l {
 			r.link = l
 			msgs = append(msgs, msg)
 		}

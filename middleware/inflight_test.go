@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,7 +83,7 @@ func TestTrackerAnswersOnce(t *testing.T) {
 		wantLate   bool
 	}{
 		{name: "the upstream's answer", end: func(tr *tracker, _ *link, _ *fakeClock) bool {
-			method, _, late := tr.answered([]byte("7"))
+			method, late := tr.answered([]byte("7"))
 			return method == "tools/call" && !late
 		}},
 		{name: "the sidecar's error (untrack)", end: func(tr *tracker, _ *link, _ *fakeClock) bool {
@@ -120,13 +121,13 @@ func TestTrackerAnswersOnce(t *testing.T) {
 			assert.Zero(t, tr.len())
 			assert.Empty(t, tr.untrack([]byte("7")), "nobody else may answer it")
 
-			method, id, late := tr.answered([]byte("7"))
+			method, id, late := tr.answeredBy([]byte("7"))
 			assert.Equal(t, tt.wantMethod, method)
 			assert.Equal(t, tt.wantLate, late)
 			if method != "" {
 				assert.Equal(t, "7", string(id))
 			}
-			method, _, late = tr.answered([]byte("7"))
+			method, late = tr.answered([]byte("7"))
 			assert.Empty(t, method, "a second answer is to no known request")
 			assert.False(t, late)
 			assert.Zero(t, clock.fire(), "no timer left behind")
@@ -147,7 +148,7 @@ func TestTrackerTakersRace(t *testing.T) {
 		var took atomic.Int32
 		takers := []func(){
 			func() {
-				if method, _, late := tr.answered(id); method != "" && !late {
+				if method, late := tr.answered(id); method != "" && !late {
 					took.Add(1)
 				}
 			},
@@ -243,7 +244,7 @@ func TestTrackerFailsWhatALinkHeld(t *testing.T) {
 	refused, gone := tr.track(dead, []framing.Envelope{req("5", "ping")}, DefaultMaxInFlight)
 	assert.True(t, gone, "nothing is tracked on a dead link")
 	assert.Empty(t, refused)
-	method, _, _ := tr.answered([]byte("3"))
+	method, _ := tr.answered([]byte("3"))
 	assert.Empty(t, method, "the dead link's ended request is forgotten")
 	mustTrack(t, tr, next, "3") // its id is free again
 
@@ -371,7 +372,7 @@ func TestTrackerRoundTripAllocations(t *testing.T) {
 		if refused, gone := tr.track(l, envs, DefaultMaxInFlight); refused != "" || gone {
 			t.Fatal("not tracked")
 		}
-		if method, _, _ := tr.answered(envs[0].ID); method == "" {
+		if method, _ := tr.answered(envs[0].ID); method == "" {
 			t.Fatal("not answered")
 		}
 	})
@@ -390,7 +391,7 @@ func TestTrackerListPending(t *testing.T) {
 
 	tr.cancelled([]byte("1"))
 	assert.True(t, tr.listPending(), "ended, its answer still to come")
-	method, _, _ := tr.answered([]byte("1"))
+	method, _ := tr.answered([]byte("1"))
 	assert.Equal(t, "tools/list", method)
 	assert.False(t, tr.listPending(), "answered")
 }
@@ -408,12 +409,12 @@ func TestTrackerTimerLosesToAnAnswer(t *testing.T) {
 	timer.done = true // firing: Stop can no longer stop it
 	clock.mu.Unlock()
 
-	method, _, late := tr.answered([]byte("1"))
+	method, late := tr.answered([]byte("1"))
 	assert.Equal(t, "tools/call", method)
 	assert.False(t, late)
 	timer.f()
 	assert.Empty(t, expired, "answered once, by the upstream")
-	method, _, _ = tr.answered([]byte("1"))
+	method, _ = tr.answered([]byte("1"))
 	assert.Empty(t, method, "the timer ended nothing")
 	assert.True(t, isClosed(tr.stopTimers()), "its run is counted done")
 }
@@ -441,7 +442,7 @@ func TestTrackedRequestCostsOneAllocation(t *testing.T) {
 			var clientID []byte
 			allocs := testing.AllocsPerRun(100, func() {
 				refused, gone = tr.track(l, envs, DefaultMaxInFlight)
-				method, clientID, late = tr.answered(id)
+				method, clientID, late = tr.answeredBy(id)
 			})
 			assert.Equal(t, tt.wantAllocs, allocs)
 			assert.Empty(t, refused)
@@ -451,6 +452,49 @@ func TestTrackedRequestCostsOneAllocation(t *testing.T) {
 			assert.False(t, late)
 		})
 	}
+}
+
+// TestAnsweredRequestCostsNoAllocation holds the relay's path to its
+// budget: a request answered by the upstream gives its record back to
+// the tracker, and the next request tracked takes it, so that a call
+// relayed costs no allocation for its record.
+func TestAnsweredRequestCostsNoAllocation(t *testing.T) {
+	tests := []struct {
+		name string
+		id   string
+	}{
+		{name: "an integer", id: "123456789"},
+		{name: "a short string", id: `"call-123456789"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, l := newTracker(0, nil, nil), &link{}
+			envs, id := []framing.Envelope{req(tt.id, "tools/call")}, []byte(tt.id)
+			var method string
+			allocs := testing.AllocsPerRun(100, func() {
+				tr.track(l, envs, DefaultMaxInFlight)
+				method, _ = tr.answered(id)
+			})
+			assert.Zero(t, allocs)
+			assert.Equal(t, "tools/call", method)
+		})
+	}
+}
+
+// TestAnsweredByKeepsItsRecord holds the one path that hands a record's
+// id out (answeredBy) to leaving the record alone: the requests tracked
+// after it must not reuse the bytes the caller holds.
+func TestAnsweredByKeepsItsRecord(t *testing.T) {
+	tr, l := newTracker(0, nil, nil), &link{}
+	_, gone := tr.track(l, []framing.Envelope{req(`"first"`, "tools/call")}, DefaultMaxInFlight)
+	require.False(t, gone)
+	_, clientID, _ := tr.answeredBy([]byte(`"first"`))
+	for i := range 2 * maxSpare {
+		id := strconv.Itoa(i)
+		tr.track(l, []framing.Envelope{req(id, "tools/call")}, DefaultMaxInFlight)
+		tr.answered([]byte(id))
+	}
+	assert.Equal(t, `"first"`, string(clientID))
 }
 
 // BenchmarkTrackAnswered is the tracker's share of a call relayed with 64
@@ -474,4 +518,49 @@ func BenchmarkTrackAnswered(b *testing.B) {
 		tr.answered(ids[i&(len(ids)-1)])
 		i++
 	}
+}
+
+// BenchmarkTrackAnsweredAcrossPumps is BenchmarkTrackAnswered as the
+// relay runs it: the client pump tracks each request on one goroutine and
+// the upstream pump takes its answer on another, up to 64 in flight, so
+// that the tracker's memory moves between cores as it does in the relay.
+func BenchmarkTrackAnsweredAcrossPumps(b *testing.B) {
+	b.Run("tracker", func(b *testing.B) { benchAcrossPumps(b, true) })
+	b.Run("handoff-only", func(b *testing.B) { benchAcrossPumps(b, false) })
+}
+
+func benchAcrossPumps(b *testing.B, track bool) {
+	tr, l := newTracker(0, nil, nil), &link{}
+	ids := make([][]byte, 1<<16)
+	for i := range ids {
+		ids[i] = []byte(strconv.Itoa(i + 1))
+	}
+	var sent, taken atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range int64(b.N) {
+			for sent.Load() <= i {
+				runtime.Gosched()
+			}
+			if track {
+				tr.answered(ids[i&(1<<16-1)])
+			}
+			taken.Store(i + 1)
+		}
+	}()
+	envs := make([]framing.Envelope, 1)
+	for i := range int64(b.N) {
+		for i-taken.Load() >= 64 {
+			runtime.Gosched()
+		}
+		envs[0] = framing.Envelope{Kind: framing.Request, ID: ids[i&(1<<16-1)], Method: "tools/call"}
+		if track {
+			tr.track(l, envs, DefaultMaxInFlight)
+		}
+		sent.Store(i + 1)
+	}
+	<-done
 }

@@ -825,7 +825,7 @@ func (s *Session) pumpUpstream(l *link) {
 				case s.isOwnID(env.ID):
 					s.deliverOwnReply(env.ID, errors.New(reason))
 				default:
-					if method, id, late := s.answered(env.ID); method != "" && !late {
+					if method, id, late := s.answeredBy(env.ID); method != "" && !late {
 						s.replyError(id, codeInternalError, reason)
 					}
 				}
@@ -858,7 +858,7 @@ func (s *Session) pumpUpstream(l *link) {
 				s.deliverOwn(msg, env, err)
 				continue
 			}
-			method, _, late := s.answered(env.ID)
+			method, late := s.answered(env.ID)
 			if late {
 				s.log.Debug("dropping the upstream's late answer to a request that timed out", "id", string(env.ID))
 				continue
@@ -958,7 +958,7 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 				changed = true
 				continue
 			}
-			method, _, late := s.answered(env.ID)
+			method, late := s.answered(env.ID)
 			if late {
 				changed = true
 				continue

@@ -58,7 +58,7 @@ func (s *Session) streamUpstream(l *link, heads headReader, parts partsWriter, h
 			// which no head shows, could make it pass for that one.
 			return false
 		}
-		method, clientID, late := s.answered(env.ID)
+		method, clientID, late := s.answeredBy(env.ID)
 		if late {
 			s.log.Debug("dropping the upstream's late answer to a request that timed out", "id", string(env.ID))
 			discard(heads)
