@@ -134,3 +134,78 @@ func TestClientRequestsThatArriveTogetherReachTheUpstreamInOneWrite(t *testing.T
 	require.Equal(t, `{"jsonrpc":"2.0","id":4,"method":"ping"}`, string(up.next()),
 		"a request held for a next message that does not go to the upstream still goes out")
 }
+
+// turnConn is an upstream Conn that can hold messages back; onHold, when
+// set, runs as a message is held, before it is kept.
+type turnConn struct {
+	Conn
+	mu      sync.Mutex
+	held    []string
+	written []string
+	onHold  func()
+}
+
+func (c *turnConn) WriteMessage(_ context.Context, msg []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.written = append(c.written, append(c.held, string(msg))...)
+	c.held = nil
+	return nil
+}
+
+func (c *turnConn) HoldMessage(msg []byte) error {
+	if f := c.onHold; f != nil {
+		c.onHold = nil
+		f()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = append(c.held, string(msg))
+	return nil
+}
+
+func (c *turnConn) Flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.written = append(c.written, c.held...)
+	c.held = nil
+	return nil
+}
+
+// TestTurnWriteOffThePumpIsFlushed holds the turn's protocol to its
+// promise without a lock: a request written off the client pump while the
+// pump's turn says more follows is held, and whichever way that write and
+// the end of the turn interleave, it is written, never left held.
+func TestTurnWriteOffThePumpIsFlushed(t *testing.T) {
+	tests := []struct {
+		name    string
+		endTurn string // when the pump ends its turn: "before", "during" (between the write's look at the turn and its hold), "after"
+	}{
+		{name: "the turn ended before the write", endTurn: "before"},
+		{name: "the turn ends as the write holds", endTurn: "during"},
+		{name: "the turn ends after the write", endTurn: "after"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn := &turnConn{}
+			l := &link{conn: conn}
+			s := &Session{Name: "fixture"}
+			s.ready.Store(l)
+			turn := &pumpTurn{}
+			turn.set(true)
+			ctx := context.WithValue(context.Background(), turnKey{}, turn)
+			if tt.endTurn == "before" {
+				s.endTurn(turn)
+			}
+			if tt.endTurn == "during" {
+				conn.onHold = func() { s.endTurn(turn) }
+			}
+			require.NoError(t, s.writeRequest(ctx, l, []byte("call")))
+			if tt.endTurn == "after" {
+				s.endTurn(turn)
+			}
+			assert.Equal(t, []string{"call"}, conn.written)
+			assert.Empty(t, conn.held)
+		})
+	}
+}

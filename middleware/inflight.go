@@ -128,7 +128,9 @@ func newInflight(env framing.Envelope, l *link, progress string) *inflight {
 // answered has given up (see answered): nothing holds its id or key any
 // more, so its bytes may be written again.
 func (r *inflight) set(env framing.Envelope, l *link, progress string) {
-	*r = inflight{method: env.Method, link: l, progress: progress}
+	// Field by field, buf but for what the id takes left as it was.
+	r.num, r.isNum, r.timer, r.armed = 0, false, nil, 0
+	r.method, r.progress, r.link = env.Method, progress, l
 	b := framing.AppendIDKey(append(r.buf[:0], env.ID...), env.ID)
 	// b is r.buf, or an array of its own when the two do not fit there;
 	// either way nothing writes its bytes again while the record is in

@@ -2,7 +2,7 @@ package middleware
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 )
 
 // A pumpTurn lets the requests the client pump relays to the upstream go
@@ -10,27 +10,23 @@ import (
 // client's next message is already buffered), a request is held back on
 // the upstream's Conn, to be written with the next one; the pump clears
 // more and flushes before it waits for the client again. Writes made off
-// the pump (a call judged once the catalog has loaded) see the same turn:
-// the lock orders them before or after the clearing, so whatever is held
-// is always flushed.
+// the pump (a call judged once the catalog has loaded) see the same turn.
+// No lock orders them: a write that holds its request looks at more again
+// after holding it, and the pump clears more before it flushes, so either
+// the pump's flush comes after the hold, or the writer sees more cleared
+// and flushes itself. Whatever is held is always flushed.
 type pumpTurn struct {
-	mu   sync.Mutex
-	more bool
+	more atomic.Bool
 }
 
 // turnKey is the context key of the client pump's *pumpTurn.
 type turnKey struct{}
 
-// set sets more. Only the client pump calls it, so it alone writes more
-// and may read it without the lock: most messages of a burst leave it as
-// it was, and cost no lock.
+// set sets more. Only the client pump calls it.
 func (t *pumpTurn) set(more bool) {
-	if t.more == more {
-		return
+	if t.more.Load() != more { // most messages of a burst leave it as it was
+		t.more.Store(more)
 	}
-	t.mu.Lock()
-	t.more = more
-	t.mu.Unlock()
 }
 
 // writeRequest writes a client request to the upstream link l, held back
@@ -38,15 +34,16 @@ func (t *pumpTurn) set(more bool) {
 func (s *Session) writeRequest(ctx context.Context, l *link, msg []byte) error {
 	t, _ := ctx.Value(turnKey{}).(*pumpTurn)
 	hw, ok := l.conn.(holdingWriter)
-	if t == nil || !ok {
+	if t == nil || !ok || !t.more.Load() {
 		return l.conn.WriteMessage(ctx, msg)
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.more {
-		return hw.HoldMessage(msg)
+	if err := hw.HoldMessage(msg); err != nil {
+		return err
 	}
-	return l.conn.WriteMessage(ctx, msg)
+	if !t.more.Load() { // the pump's turn ended meanwhile: its flush may have come first
+		return hw.Flush()
+	}
+	return nil
 }
 
 // endTurn clears the turn's more and writes what the ready upstream's Conn
