@@ -19,72 +19,107 @@ import (
 // BenchmarkRelay measures what a relay adds to a stdio MCP server that costs
 // almost nothing itself (the raw server, rawserver_test.go), so that the
 // relay's own cost is not hidden behind a slow server. Three modes reach the
-// same server in one run, alternating with every -count:
+// same server:
 //
 //   - direct: the client talks to the server;
 //   - floor: through a minimal store-and-forward line relay (linerelay_test.go),
 //     the yardstick of what any relay costs here;
 //   - wrapped: through mcpwrap.
 //
-// Each mode runs one process tree for all its cases, in order: small round
-// trips (latency p50/p99 and the relay's CPU per round trip from
-// /proc/PID/stat), a 10 MiB request, a 10 MiB result, then 64 calls in flight
-// (after the large messages, which is when a relay that keeps big buffers
-// slows down), with the relay's CPU per call and peak RSS. `make bench`
+// Each mode has one process tree for the whole run. The cases are, in
+// order: small round trips (latency p50/p99 and the relay's CPU per round
+// trip from /proc/PID/stat), a 10 MiB request, a 10 MiB result, then 64
+// calls in flight (after the large messages, which is when a relay that
+// keeps big buffers slows down), with the relay's CPU per call and peak
+// RSS. The modes take turns: each case runs in every mode, one after the
+// other, before the next case, and the whole sequence is gone through
+// MCPWRAP_BENCH_ROUNDS times (1 when unset; `make bench` sets it to
+// BENCHCOUNT and runs with -count=1). A mode is thus measured seconds from
+// the others, never minutes: this machine's speed drifts, and a ratio of
+// two modes is only as good as the conditions they share. `make bench`
 // prints the medians as a table with the wrapped/direct and mcpwrap/floor
 // ratios (e2e/benchtable).
 func BenchmarkRelay(b *testing.B) {
-	for _, mode := range []string{benchDirect, benchFloor, benchWrapped} {
-		b.Run(mode, func(b *testing.B) {
-			c := startRawClient(b, benchArgv(b, mode))
-			relay := mode != benchDirect
-
-			b.Run("RoundTrip", func(b *testing.B) {
-				req := c.request("tools/call", `{"name":"echo","arguments":{"text":"ping"}}`)
-				c.roundTrip(b, req) // warm up
-				var lat []time.Duration
-				cpu := c.cpu(b)
-				for b.Loop() {
-					start := time.Now()
-					c.roundTrip(b, req)
-					lat = append(lat, time.Since(start))
-				}
-				if relay {
-					b.ReportMetric(float64((c.cpu(b)-cpu).Microseconds())/float64(len(lat)), "relay-cpu-µs/op")
-				}
-				slices.Sort(lat)
-				b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
-				b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
-			})
-			b.Run("Request10MiB", func(b *testing.B) {
-				req := c.request("tools/call", `{"name":"sink","arguments":{"data":"`+strings.Repeat("x", 10<<20)+`"}}`)
-				b.SetBytes(int64(len(req)))
-				for b.Loop() {
-					c.roundTrip(b, req)
-				}
-			})
-			b.Run("Result10MiB", func(b *testing.B) {
-				req := c.request("tools/call", `{"name":"blob","arguments":{}}`)
-				b.SetBytes(rawBlobBytes)
-				for b.Loop() {
-					c.roundTrip(b, req)
-				}
-			})
-			b.Run("InFlight64", func(b *testing.B) {
-				req := c.request("tools/call", `{"name":"echo","arguments":{"text":"ping"}}`)
-				cpu := c.cpu(b)
-				start := time.Now()
-				c.inFlight(b, req, 64, b.N)
-				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
-				if relay {
-					b.ReportMetric(float64((c.cpu(b)-cpu).Microseconds())/float64(b.N), "relay-cpu-µs/op")
-				}
-				if kib, err := procStatusKiB(c.pid, "VmHWM:"); err == nil && relay {
-					b.ReportMetric(float64(kib)/1024, "relay-peak-RSS-MiB")
-				}
-			})
-		})
+	modes := []string{benchDirect, benchFloor, benchWrapped}
+	clients := make(map[string]*rawClient, len(modes))
+	for _, mode := range modes {
+		clients[mode] = startRawClient(b, benchArgv(b, mode))
 	}
+	for range benchRounds(b) {
+		for _, bc := range relayCases {
+			b.Run(bc.name, func(b *testing.B) {
+				for _, mode := range modes {
+					b.Run(mode, func(b *testing.B) { bc.run(b, clients[mode], mode != benchDirect) })
+				}
+			})
+		}
+	}
+}
+
+// benchRounds is how many times BenchmarkRelay goes through its cases:
+// MCPWRAP_BENCH_ROUNDS, 1 when unset.
+func benchRounds(b *testing.B) int {
+	v := os.Getenv("MCPWRAP_BENCH_ROUNDS")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("MCPWRAP_BENCH_ROUNDS=%q: want a positive count", v)
+	}
+	return n
+}
+
+// relayCases are BenchmarkRelay's cases, in the order each round runs
+// them. relay says a relay process is measured (not direct mode).
+var relayCases = []struct {
+	name string
+	run  func(b *testing.B, c *rawClient, relay bool)
+}{
+	{name: "RoundTrip", run: func(b *testing.B, c *rawClient, relay bool) {
+		req := c.request("tools/call", `{"name":"echo","arguments":{"text":"ping"}}`)
+		c.roundTrip(b, req) // warm up
+		var lat []time.Duration
+		cpu := c.cpu(b)
+		for b.Loop() {
+			start := time.Now()
+			c.roundTrip(b, req)
+			lat = append(lat, time.Since(start))
+		}
+		if relay {
+			b.ReportMetric(float64((c.cpu(b)-cpu).Microseconds())/float64(len(lat)), "relay-cpu-µs/op")
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+	}},
+	{name: "Request10MiB", run: func(b *testing.B, c *rawClient, _ bool) {
+		req := c.request("tools/call", `{"name":"sink","arguments":{"data":"`+strings.Repeat("x", 10<<20)+`"}}`)
+		b.SetBytes(int64(len(req)))
+		for b.Loop() {
+			c.roundTrip(b, req)
+		}
+	}},
+	{name: "Result10MiB", run: func(b *testing.B, c *rawClient, _ bool) {
+		req := c.request("tools/call", `{"name":"blob","arguments":{}}`)
+		b.SetBytes(rawBlobBytes)
+		for b.Loop() {
+			c.roundTrip(b, req)
+		}
+	}},
+	{name: "InFlight64", run: func(b *testing.B, c *rawClient, relay bool) {
+		req := c.request("tools/call", `{"name":"echo","arguments":{"text":"ping"}}`)
+		cpu := c.cpu(b)
+		start := time.Now()
+		c.inFlight(b, req, 64, b.N)
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+		if relay {
+			b.ReportMetric(float64((c.cpu(b)-cpu).Microseconds())/float64(b.N), "relay-cpu-µs/op")
+		}
+		if kib, err := procStatusKiB(c.pid, "VmHWM:"); err == nil && relay {
+			b.ReportMetric(float64(kib)/1024, "relay-peak-RSS-MiB")
+		}
+	}},
 }
 
 // The modes of BenchmarkRelay.

@@ -24,6 +24,10 @@ import (
 // line matches "BenchmarkName/.../mode/...-2   123   456 ns/op   7.8 unit ...".
 var line = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
 
+// round matches the suffix `go test` gives a sub-benchmark run again under
+// the same name, as BenchmarkRelay's rounds do.
+var round = regexp.MustCompile(`#\d+$`)
+
 // modes are the path elements of a benchmark name that name a mode.
 var modes = []string{"direct", "floor", "wrapped", "mcp-remote", "mcpwrap"}
 
@@ -61,6 +65,9 @@ func run(in io.Reader, out io.Writer) error {
 			continue
 		}
 		parts := strings.Split(m[1], "/")
+		for j, p := range parts {
+			parts[j] = round.ReplaceAllString(p, "") // a later round of the same case
+		}
 		i := slices.IndexFunc(parts, func(p string) bool { return slices.Contains(modes, p) })
 		if i < 0 {
 			continue

@@ -8,15 +8,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestRun reads BenchmarkRelay's rounds (a case's name gets #01, #02...
+// from the second round on) as samples of one case.
 func TestRun(t *testing.T) {
 	in := `goos: linux
-BenchmarkRelay/direct/RoundTrip-2     100   200000 ns/op   100.0 p50-µs   1000 B/op
-BenchmarkRelay/floor/RoundTrip-2      100   210000 ns/op   110.0 p50-µs   7.0 relay-cpu-µs/op
-BenchmarkRelay/wrapped/RoundTrip-2    100   230000 ns/op   130.0 p50-µs   14.0 relay-cpu-µs/op
-BenchmarkRelay/direct/RoundTrip-2     100   200000 ns/op   100.0 p50-µs
-BenchmarkRelay/floor/RoundTrip-2      100   210000 ns/op   120.0 p50-µs   9.0 relay-cpu-µs/op
-BenchmarkRelay/wrapped/RoundTrip-2    100   230000 ns/op   999.0 p50-µs   10.0 relay-cpu-µs/op
-BenchmarkRelay/wrapped/RoundTrip-2    100   230000 ns/op   120.0 p50-µs   12.0 relay-cpu-µs/op
+BenchmarkRelay/RoundTrip/direct-2     100   200000 ns/op   100.0 p50-µs   1000 B/op
+BenchmarkRelay/RoundTrip/floor-2      100   210000 ns/op   110.0 p50-µs   7.0 relay-cpu-µs/op
+BenchmarkRelay/RoundTrip/wrapped-2    100   230000 ns/op   130.0 p50-µs   14.0 relay-cpu-µs/op
+BenchmarkRelay/RoundTrip#01/direct-2     100   200000 ns/op   100.0 p50-µs
+BenchmarkRelay/RoundTrip#01/floor-2      100   210000 ns/op   120.0 p50-µs   9.0 relay-cpu-µs/op
+BenchmarkRelay/RoundTrip#01/wrapped-2    100   230000 ns/op   999.0 p50-µs   10.0 relay-cpu-µs/op
+BenchmarkRelay/RoundTrip#02/wrapped-2    100   230000 ns/op   120.0 p50-µs   12.0 relay-cpu-µs/op
 BenchmarkRemoteCall/mcp-remote-2  3   4000000 ns/op  120.0 peak-RSS-MiB
 BenchmarkRemoteCall/mcpwrap-2     3   1000000 ns/op   12.0 peak-RSS-MiB
 BenchmarkLonely-2                 3   1 ns/op
