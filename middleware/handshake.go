@@ -22,6 +22,7 @@ type handshakeState struct {
 	ver       int                 // counts the client's handshake requests
 	changed   chan struct{}       // closed and replaced on each client handshake; nil until asked for
 	waiters   []*hsWaiter         // client handshakes awaiting an answer
+	ended     bool                // endWaiting ran: no handshake waits any more
 	logLevel  json.RawMessage     // the client's last logging/setLevel params
 	subs      map[string]struct{} // URIs the client subscribed to
 	subsBytes int                 // the size of the URIs in subs
@@ -49,10 +50,14 @@ func (h *handshakeState) current() (hs Handshake, ver int, changed <-chan struct
 // capture makes a client's handshake request of method, with params (the
 // caller's to give), the client's handshake, whose result is not known
 // yet, wakes those waiting for it to change, and adds w to the waiters. It
-// returns the handshake's version (see current).
-func (h *handshakeState) capture(method string, params json.RawMessage, w *hsWaiter) int {
+// returns the handshake's version (see current). Once endWaiting has run
+// it does nothing and reports false: w is not to wait.
+func (h *handshakeState) capture(method string, params json.RawMessage, w *hsWaiter) (ver int, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.ended {
+		return 0, false
+	}
 	h.cur = Handshake{Method: method, Params: params, Initialized: h.cur.Initialized}
 	h.ver++
 	if h.changed != nil {
@@ -60,7 +65,19 @@ func (h *handshakeState) capture(method string, params json.RawMessage, w *hsWai
 		h.changed = nil
 	}
 	h.waiters = append(h.waiters, w)
-	return h.ver
+	return h.ver, true
+}
+
+// endWaiting removes and returns every waiter, and refuses the later ones
+// (see capture): Run ends the handshakes waiting as it returns, and none
+// may start waiting after them.
+func (h *handshakeState) endWaiting() []*hsWaiter {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ended = true
+	w := h.waiters
+	h.waiters = nil
+	return w
 }
 
 // setResult records the upstream's result to the client's handshake.

@@ -225,3 +225,16 @@ func TestHandshakeStateConcurrentUse(t *testing.T) {
 	_, ver, _ := h.current()
 	assert.Equal(t, n, ver)
 }
+
+func TestHandshakeStateEndWaiting(t *testing.T) {
+	var h handshakeState
+	a := newWaiter("initialize")
+	_, ok := h.capture("initialize", nil, a)
+	require.True(t, ok)
+	assert.Equal(t, []*hsWaiter{a}, h.endWaiting())
+	ver, ok := h.capture("initialize", json.RawMessage(`{"late":1}`), newWaiter("initialize"))
+	assert.False(t, ok, "no handshake waits once the waiting has ended")
+	assert.Zero(t, ver)
+	assert.Empty(t, h.takeWaiters(""))
+	assert.Nil(t, h.handshake().Params, "nor is it captured")
+}

@@ -324,9 +324,7 @@ func (s *Session) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	s.awaitWriters(gating)
 	s.awaitWriters(s.stopCallTimers())
-	for _, w := range s.hs.takeWaiters("") { // stop their ready timers
-		w.once.Do(func() { s.endWaiter(w) })
-	}
+	s.endHandshakes()
 	s.awaitWriters(s.background.stop())
 	// The client pump may still be reading a client that has not closed its
 	// side: closing the Conn ends the read, so the pump does not outlive Run.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -336,4 +337,25 @@ func TestDrainWaitsForARelayedHandshake(t *testing.T) {
 		assert.Equal(t, `{"jsonrpc":"2.0","id":7,"result":`+initializeResult+`}`, string(client.next()))
 		require.NoError(t, <-done)
 	})
+}
+
+// TestHandshakeAfterRunEndedTheWaitingArmsNoTimer holds Run's end to
+// leaving nothing behind: Run ends the client's handshakes waiting, and
+// stops their ready timers, before it closes the client, so the client
+// pump may still read a handshake in between. That one must not arm a
+// ready timer, which would fire after Run has returned.
+func TestHandshakeAfterRunEndedTheWaitingArmsNoTimer(t *testing.T) {
+	clock := &fakeClock{}
+	s := &Session{Name: "fixture", afterFunc: clock.afterFunc}
+	s.once.Do(s.init)
+	s.endHandshakes()
+	s.clientHandshake(framing.Envelope{Kind: framing.Request, ID: []byte("1"), Method: "initialize", Params: []byte(`{}`)})
+	clock.mu.Lock()
+	pending := slices.IndexFunc(clock.timers, func(t *fakeClockTimer) bool { return !t.done }) >= 0
+	clock.mu.Unlock()
+	assert.False(t, pending, "no ready timer left armed, to fire after Run returned")
+	assert.Empty(t, s.hs.takeWaiters(""), "no handshake left waiting")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	assert.Zero(t, s.held, "its hold released")
 }

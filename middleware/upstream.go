@@ -305,7 +305,11 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 	w := &hsWaiter{id: bytes.Clone(env.ID), method: env.Method, done: make(chan struct{}), held: size}
 	// Waiting before the upstream is looked at: one that becomes ready
 	// after the look answers w (see resolveWaiters).
-	ver := s.hs.capture(env.Method, params, w)
+	ver, ok := s.hs.capture(env.Method, params, w)
+	if !ok { // Run is returning: it has ended the handshakes waiting
+		w.once.Do(func() { s.endWaiter(w) })
+		return
+	}
 	if s.handshakeCaptured != nil {
 		s.handshakeCaptured()
 	}
@@ -386,6 +390,16 @@ func (s *Session) answerWaiter(w *hsWaiter, msg []byte, env framing.Envelope) {
 			s.log.Debug("cannot answer the client", "error", err)
 		}
 	})
+}
+
+// endHandshakes ends the client's handshakes still waiting as Run ends,
+// stopping their ready timers; a handshake the client pump reads after it
+// does not wait (see handshakeState.capture), so that no ready timer is
+// armed once Run has stopped them.
+func (s *Session) endHandshakes() {
+	for _, w := range s.hs.endWaiting() {
+		w.once.Do(func() { s.endWaiter(w) })
+	}
 }
 
 // endWaiter marks the handshake waiter w answered, stops its ready timer
