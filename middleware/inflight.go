@@ -101,7 +101,8 @@ type inflight struct {
 	method   string
 	progress string // framing.IDKey of its _meta.progressToken; "" when none
 	// With a timeout: the timer armed for it, and a count of the timers
-	// armed, so that a superseded one that fires anyway does nothing.
+	// armed, so that a superseded one that fires anyway does nothing; it
+	// is never zero again once a timer was armed.
 	timer interface{ Stop() bool }
 	armed uint32
 	isNum bool // num holds the id (set by reqTable.put)
@@ -448,7 +449,12 @@ func (t *tracker) armLocked(r *inflight) {
 		t.timersIdle = make(chan struct{})
 	}
 	t.timers++
-	r.armed++
+	if r.armed++; r.armed == 0 {
+		// Wrapped (a hostile upstream's progress can restart the timer
+		// 2^32 times): zero would say no timer ever held r (see
+		// spareLocked), and r could be reused under a stale callback.
+		r.armed = 1
+	}
 	armed := r.armed
 	r.timer = t.afterFunc(t.timeout, func() {
 		defer t.timerDone()

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -417,6 +418,52 @@ func TestTrackerTimerLosesToAnAnswer(t *testing.T) {
 	method, _ = tr.answered([]byte("1"))
 	assert.Empty(t, method, "the timer ended nothing")
 	assert.True(t, isClosed(tr.stopTimers()), "its run is counted done")
+}
+
+// TestTrackerTimerOfAWrappedCountTakesNoOtherRequest: a call timer
+// restarted by the upstream's progress so often that its count of timers
+// armed wraps still marks its record as one a timer callback may hold, so
+// that a timer firing as the answer comes finds the record not reused: it
+// must not take the next request, here a subscriptions/listen that has no
+// timer at all.
+func TestTrackerTimerOfAWrappedCountTakesNoOtherRequest(t *testing.T) {
+	clock := &fakeClock{}
+	var expired []string
+	tr := newTracker(time.Second, clock.afterFunc, func(r *inflight) { expired = append(expired, string(r.id)) })
+	l := &link{}
+	call := req("1", "tools/call")
+	call.ProgressToken = []byte(`"p"`)
+	refused, gone := tr.track(l, []framing.Envelope{call}, DefaultMaxInFlight)
+	require.False(t, gone)
+	require.Empty(t, refused)
+	r, ok := tr.reqs.get("n1")
+	require.True(t, ok)
+	r.armed = math.MaxUint32 // as after 2^32-1 restarts: no test can wait for them
+	tr.progressed(framing.IDKey(call.ProgressToken))
+	clock.mu.Lock()
+	timer := clock.timers[len(clock.timers)-1]
+	timer.done = true // firing: Stop can no longer stop it
+	clock.mu.Unlock()
+
+	method, late := tr.answered([]byte("1"))
+	require.Equal(t, "tools/call", method)
+	require.False(t, late)
+	mustTrackMethod(t, tr, l, "2", "subscriptions/listen")
+	timer.f()
+	assert.Empty(t, expired, "the stale timer answers nothing")
+	assert.Equal(t, 1, tr.len(), "the listen request is still in flight")
+	method, late = tr.answered([]byte("2"))
+	assert.Equal(t, "subscriptions/listen", method, "its answer is relayed")
+	assert.False(t, late)
+}
+
+// mustTrackMethod tracks one request of method with id on l, which must
+// be accepted.
+func mustTrackMethod(t *testing.T, tr *tracker, l *link, id, method string) {
+	t.Helper()
+	refused, gone := tr.track(l, []framing.Envelope{req(id, method)}, DefaultMaxInFlight)
+	require.False(t, gone)
+	require.Empty(t, refused)
 }
 
 // TestTrackedRequestCostsOneAllocation holds the hot path to its budget: a
