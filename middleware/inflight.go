@@ -361,6 +361,13 @@ func (t *tracker) fail(l *link) [][]byte {
 	} else {
 		l.calls.retired = true
 	}
+	for _, r := range t.spare {
+		// Off the answering path, which leaves a record's link as it was:
+		// a record waiting for reuse must not keep l reachable.
+		if l == nil || r.link == l {
+			r.link = nil
+		}
+	}
 	var ids [][]byte
 	for r := range t.reqs.all {
 		if _, listen := t.listens[r.key]; l == nil || (r.link == l && !listen) {

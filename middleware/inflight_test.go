@@ -259,6 +259,40 @@ func TestTrackerFailsWhatALinkHeld(t *testing.T) {
 	assert.True(t, gone, "nothing is tracked once the session ended")
 }
 
+// TestTrackerKeepsNoDeadLinkAlive: the records kept for reuse once
+// answered must not keep a dead connection (and what its Conn holds)
+// reachable for as long as they wait to be reused.
+func TestTrackerKeepsNoDeadLinkAlive(t *testing.T) {
+	tests := []struct {
+		name string
+		end  func(tr *tracker, l *link) // ends l
+	}{
+		{name: "its connection died", end: func(tr *tracker, l *link) { tr.fail(l) }},
+		{name: "the session ended", end: func(tr *tracker, _ *link) { tr.fail(nil) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newTracker(0, nil, nil)
+			collected := make(chan struct{})
+			func() {
+				l := &link{}
+				runtime.AddCleanup(l, func(ch chan struct{}) { close(ch) }, collected)
+				mustTrack(t, tr, l, "1")
+				method, _ := tr.answered([]byte("1"))
+				require.Equal(t, "tools/call", method)
+				tt.end(tr, l)
+			}()
+			runtime.GC()
+			select {
+			case <-collected:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the dead link is still reachable from the tracker")
+			}
+			runtime.KeepAlive(tr)
+		})
+	}
+}
+
 func toStrings(bs [][]byte) []string {
 	out := make([]string, len(bs))
 	for i, b := range bs {
