@@ -92,8 +92,9 @@ func newTracker(timeout time.Duration, afterFunc func(time.Duration, func()) int
 }
 
 // inflight is a client request forwarded to the upstream and not yet
-// answered. Its id, key and method do not change; the rest is guarded by
-// the tracker's lock.
+// answered. Its id, key and method do not change while it is tracked; the
+// rest is guarded by the tracker's lock. Once answered (tracker.answered)
+// the record may be reused for another request (see tracker.spare).
 type inflight struct {
 	// The fields the upstream's pump reads when it takes the request come
 	// first, in the record's first cache line (see reqTable).
