@@ -217,7 +217,7 @@ func (t *tracker) track(l *link, envs []framing.Envelope, limit int) (refused re
 		recs = append(recs, r)
 	}
 	for _, r := range recs {
-		_, live := t.reqs.get(r.key)
+		_, live := lookup(&t.reqs, r.key)
 		_, ended := t.ended[r.key]
 		if live || ended {
 			refused = refusedIDInUse
@@ -287,7 +287,7 @@ func (t *tracker) take(id []byte, wantID bool) (method string, clientID []byte, 
 	key := framing.AppendIDKey(buf[:0], id) // looked up without allocating
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if r, ok := t.reqs.lookup(key); ok {
+	if r, ok := lookup(&t.reqs, key); ok {
 		t.untrackLocked(r)
 		if wantID {
 			return r.method, r.id, false // r.id stays the caller's: r is not reused
@@ -328,7 +328,7 @@ func (t *tracker) untrack(id []byte) string {
 	key := framing.AppendIDKey(buf[:0], id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	r, ok := t.reqs.lookup(key)
+	r, ok := lookup(&t.reqs, key)
 	if !ok {
 		return ""
 	}
@@ -343,7 +343,7 @@ func (t *tracker) cancelled(id []byte) {
 	key := framing.IDKey(id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if r, ok := t.reqs.get(key); ok {
+	if r, ok := lookup(&t.reqs, key); ok {
 		t.endLocked(r, false)
 	}
 }
@@ -502,7 +502,7 @@ func (t *tracker) timerDoneLocked() {
 func (t *tracker) expire(r *inflight, armed uint32) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if cur, _ := t.reqs.get(r.key); cur != r || r.armed != armed {
+	if cur, _ := lookup(&t.reqs, r.key); cur != r || r.armed != armed {
 		return false
 	}
 	r.timer = nil // it is this one, running
@@ -515,7 +515,7 @@ func (t *tracker) expire(r *inflight, armed uint32) bool {
 func (t *tracker) progressed(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	r, ok := t.reqs.get(t.progress[key])
+	r, ok := lookup(&t.reqs, t.progress[key])
 	if !ok || r.timer == nil {
 		return
 	}
@@ -544,7 +544,7 @@ func (t *tracker) keepListen(id, msg []byte, maxCount, maxBytes int) bool {
 	key := framing.IDKey(id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.reqs.get(key); !ok {
+	if _, ok := lookup(&t.reqs, key); !ok {
 		return true // answered already: nothing to keep, and no bound passed
 	}
 	if len(t.listens)+1 > maxCount || t.listensBytes+len(msg) > maxBytes {
@@ -563,7 +563,7 @@ func (t *tracker) relink(l *link) [][]byte {
 	defer t.mu.Unlock()
 	var msgs [][]byte
 	for key, msg := range t.listens {
-		if r, ok := t.reqs.get(key); ok && r.link != l {
+		if r, ok := lookup(&t.reqs, key); ok && r.link != l {
 			r.link = l
 			msgs = append(msgs, msg)
 		}

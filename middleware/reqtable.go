@@ -57,17 +57,10 @@ func numKey[K string | []byte](key K) (int64, bool) {
 	return n, true
 }
 
-// get returns the request with key.
-func (t *reqTable) get(key string) (*inflight, bool) {
-	if n, ok := numKey(key); ok {
-		return t.getNum(n)
-	}
-	r, ok := t.strs[key]
-	return r, ok
-}
-
-// lookup is get for a key held as bytes; it allocates nothing.
-func (t *reqTable) lookup(key []byte) (*inflight, bool) {
+// lookup returns the request of t with key, held as a string or as bytes;
+// it allocates nothing. (A function, as a method cannot take a type
+// parameter.)
+func lookup[K string | []byte](t *reqTable, key K) (*inflight, bool) {
 	if n, ok := numKey(key); ok {
 		return t.getNum(n)
 	}

@@ -35,10 +35,10 @@ func TestReqTable(t *testing.T) {
 			for i, key := range tt.keys {
 				require.Equal(t, len(tt.keys)-i, tab.len())
 				for _, other := range tt.keys[i:] {
-					got, ok := tab.get(other)
+					got, ok := lookup(&tab, other)
 					assert.True(t, ok, "get %s", other)
 					assert.Same(t, recs[other], got, "get %s", other)
-					got, ok = tab.lookup([]byte(other))
+					got, ok = lookup(&tab, []byte(other))
 					assert.True(t, ok, "lookup %s", other)
 					assert.Same(t, recs[other], got, "lookup %s", other)
 				}
@@ -48,7 +48,7 @@ func TestReqTable(t *testing.T) {
 				}
 				assert.Len(t, all, len(tt.keys)-i)
 				tab.remove(recs[key])
-				_, ok := tab.get(key)
+				_, ok := lookup(&tab, key)
 				assert.False(t, ok, "%s removed", key)
 			}
 			assert.Zero(t, tab.len())
