@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,11 +24,13 @@ import (
 // call carries a progress token), sample (asks the client for a sampling
 // completion and returns its text), slow (answers once release is closed
 // or the connection ends), hang (like slow, but reads nothing meanwhile,
-// as a server stuck without reading its stdin).
+// as a server stuck without reading its stdin), big (a text of
+// arguments.bytes bytes, signalling bigSent once the relay took it).
 type fakeUpstream struct {
 	conns   chan *fakeConn // every connection dialled, in order
 	release chan struct{}  // closing it lets slow and hung calls answer
 	hung    chan struct{}  // receives when a hang call stops reading
+	bigSent chan struct{}  // receives when a big answer is written whole
 	dials   atomic.Int32
 	// holdInit, when set, makes initialize wait for release (a slow
 	// server start), signalling hung.
@@ -42,7 +46,7 @@ type fakeUpstream struct {
 }
 
 func newFakeUpstream() *fakeUpstream {
-	return &fakeUpstream{conns: make(chan *fakeConn, 256), release: make(chan struct{}), hung: make(chan struct{}, 16)}
+	return &fakeUpstream{conns: make(chan *fakeConn, 256), release: make(chan struct{}), hung: make(chan struct{}, 16), bigSent: make(chan struct{}, 16)}
 }
 
 // fakeConn is one connection (one "child").
@@ -214,6 +218,10 @@ func (fc *fakeConn) handle(id json.RawMessage, method string, params json.RawMes
 				fc.reply(id, textResult("hang done"))
 			case <-fc.closed:
 			}
+		case "big":
+			n, _ := strconv.Atoi(p.Arguments["bytes"])
+			fc.reply(id, textResult(strings.Repeat("x", n)))
+			fc.up.bigSent <- struct{}{}
 		case "slow":
 			go func() {
 				select {

@@ -95,7 +95,7 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(HeaderSessionID, ss.id)
 	}
 	if acc.sse {
-		ex.stream = newStream(w)
+		ex.stream = newStream(w, s.stallTimeout(), ss.log)
 	}
 	if dup := ss.register(ex); dup != nil {
 		writeError(w, http.StatusBadRequest, dup, codeInvalidRequest, fmt.Sprintf("Invalid Request: request id %s is already in flight in this session", dup))

@@ -37,6 +37,7 @@ const (
 	DefaultMaxSessions  = 100
 	DefaultIdleTimeout  = 10 * time.Minute
 	DefaultMaxBodyBytes = middleware.DefaultMaxMessageBytes // a body holds one message, or a batch of them
+	DefaultStallTimeout = 30 * time.Second
 )
 
 // Header names of the transport.
@@ -92,6 +93,15 @@ type Server struct {
 	IdleTimeout time.Duration
 	// MaxBodyBytes bounds a POST body; 0 means [DefaultMaxBodyBytes].
 	MaxBodyBytes int64
+	// StallTimeout bounds how long a write to an SSE stream may go without
+	// the client reading a byte of it. A client that reads slowly is
+	// waited for; one that stops reading, with its connection open, has
+	// its connection closed after this long, so that it holds the relay's
+	// writes no longer: a session's relay writes to one stream at a time,
+	// and every 2026-07-28 client shares one relay. 0 means
+	// [DefaultStallTimeout]; negative waits for as long as the stream is
+	// in use.
+	StallTimeout time.Duration
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 
@@ -130,6 +140,13 @@ func (s *Server) idleTimeout() time.Duration {
 		return DefaultIdleTimeout
 	}
 	return s.IdleTimeout
+}
+
+func (s *Server) stallTimeout() time.Duration {
+	if s.StallTimeout == 0 {
+		return DefaultStallTimeout
+	}
+	return s.StallTimeout
 }
 
 func (s *Server) maxBodyBytes() int64 {
@@ -266,7 +283,7 @@ func (s *Server) serveGET(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer ss.leave()
-	st := newStream(w)
+	st := newStream(w, s.stallTimeout(), ss.log)
 	if err := st.comment("stream open"); err != nil { // headers and a first DATA frame, which proxies pass on
 		return
 	}

@@ -36,7 +36,7 @@ func TestQueuedUntilGETStream(t *testing.T) {
 		require.NoError(t, ss.WriteMessage(t.Context(), notification(fmt.Sprintf("m%d", i))))
 	}
 	rec := httptest.NewRecorder()
-	assert.Nil(t, ss.attach(newStream(rec)), "no stream replaced")
+	assert.Nil(t, ss.attach(newStream(rec, 0, nil)), "no stream replaced")
 	require.NoError(t, ss.WriteMessage(t.Context(), notification("live")))
 
 	got := events(t, rec.Body)
@@ -90,7 +90,7 @@ func TestRouting(t *testing.T) {
 	t.Parallel()
 	ss := bareSession(t)
 	getRec := httptest.NewRecorder()
-	ss.attach(newStream(getRec))
+	ss.attach(newStream(getRec, 0, nil))
 	first, firstRec := sseExchange(t, ss, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`)
 	_, secondRec := sseExchange(t, ss, `{"jsonrpc":"2.0","id":"two","method":"tools/call","params":{"name":"b","_meta":{"progressToken":7}}}`)
 
@@ -124,7 +124,7 @@ func sseExchange(t *testing.T, ss *session, body string) (*exchange, *httptest.R
 	rec := httptest.NewRecorder()
 	ex, dup := newExchange(msgs, batch)
 	require.Nil(t, dup)
-	ex.stream = newStream(rec)
+	ex.stream = newStream(rec, 0, nil)
 	require.Nil(t, ss.register(ex))
 	return ex, rec
 }
@@ -133,12 +133,12 @@ func TestStreamOfAGoneClientIsSkipped(t *testing.T) {
 	t.Parallel()
 	ss := bareSession(t)
 	getRec := httptest.NewRecorder()
-	ss.attach(newStream(getRec))
+	ss.attach(newStream(getRec, 0, nil))
 	msgs, batch, perr := parseBody([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`))
 	require.Nil(t, perr)
 	ex, dup := newExchange(msgs, batch)
 	require.Nil(t, dup)
-	ex.stream = newStream(goneClient{httptest.NewRecorder()})
+	ex.stream = newStream(goneClient{httptest.NewRecorder()}, 0, nil)
 	require.Nil(t, ss.register(ex))
 
 	msg := `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`

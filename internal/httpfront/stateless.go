@@ -242,7 +242,7 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 		ex.listen = parseSubscriptions(env.Params)
 	}
 	if acc.sse || ex.listen != nil {
-		ex.stream = newStream(w)
+		ex.stream = newStream(w, s.stallTimeout(), ss.log)
 	}
 	ss.register(ex)
 	s.answer(w, r, ss, ex, rewritten)

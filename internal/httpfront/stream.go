@@ -3,7 +3,9 @@ package httpfront
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,22 +21,38 @@ var errStreamClosed = errors.New("stream closed")
 // then calls close, which waits for a write in progress, so no write
 // happens after the handler returns. A write blocked on a client that
 // stopped reading is aborted by abort, or by close after closeGrace: it
-// never outlives the stream's use.
+// never outlives the stream's use. With a stall timeout, a write that
+// makes no progress for that long fails too, and breaks the connection.
 type stream struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	stall time.Duration // see [Server.StallTimeout]; not positive: none
+	log   *slog.Logger
 
 	mu      sync.Mutex
 	started bool // the status and headers are sent
 	closed  bool
+
+	// dmu orders the write deadlines: a write renews its own while close
+	// or abort has not set theirs (cut), which only move it earlier. It is
+	// held only to set a deadline, never across a write.
+	dmu   sync.Mutex
+	cut   bool
+	cutAt time.Time
 
 	gone    atomic.Bool   // closed, or its client failed; read without mu when routing
 	ended   chan struct{} // closed by finish: the handler should return
 	endOnce sync.Once
 }
 
-func newStream(w http.ResponseWriter) *stream {
-	return &stream{w: w, rc: http.NewResponseController(w), ended: make(chan struct{})}
+// newStream returns the stream answering on w; stall is the write stall
+// timeout (not positive: none), and log (nil: discard) is told of a client
+// given up for stalling.
+func newStream(w http.ResponseWriter, stall time.Duration, log *slog.Logger) *stream {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &stream{w: w, rc: http.NewResponseController(w), stall: stall, log: log, ended: make(chan struct{})}
 }
 
 // start sends the status and headers now, so the client sees the stream
@@ -65,10 +83,7 @@ func (st *stream) sendStatus(msg []byte, status int) error {
 	st.w.WriteHeader(status)
 	st.started, st.closed = true, true
 	st.gone.Store(true)
-	if _, err := st.w.Write(msg); err != nil {
-		return err
-	}
-	return nil
+	return st.writeOut(msg)
 }
 
 // comment writes an SSE comment, which clients ignore.
@@ -91,17 +106,76 @@ func (st *stream) writeLocked(b []byte) error {
 		st.started = true
 		b = append([]byte(retryField), b...)
 	}
-	if len(b) > 0 {
-		if _, err := st.w.Write(b); err != nil {
-			st.fail()
-			return err
-		}
-	}
-	if err := st.rc.Flush(); err != nil {
+	if err := st.writeOut(b); err != nil {
 		st.fail()
 		return err
 	}
 	return nil
+}
+
+// stallStep is how much of a write must reach the client within the stall
+// timeout: a client reading slower than stallStep per timeout (about 2
+// KiB/s with the default) is taken for one that stopped.
+const stallStep = 64 << 10
+
+// writeOut writes b and flushes it. With a stall timeout, each stallStep
+// of it, and the flush, is given that long.
+func (st *stream) writeOut(b []byte) error {
+	if st.stall <= 0 {
+		if _, err := st.w.Write(b); err != nil {
+			return err
+		}
+		return st.rc.Flush()
+	}
+	var err error
+	for len(b) > 0 && err == nil {
+		n := min(len(b), stallStep)
+		st.renewDeadline()
+		_, err = st.w.Write(b[:n])
+		b = b[n:]
+	}
+	if err == nil {
+		st.renewDeadline()
+		err = st.rc.Flush()
+	}
+	st.dmu.Lock()
+	// The deadline that passed was this write's own unless close or
+	// abort set one that has passed too.
+	stalled := errors.Is(err, os.ErrDeadlineExceeded) && (!st.cut || time.Now().Before(st.cutAt))
+	if !st.cut {
+		// The next write sets its own; until then none is due.
+		_ = st.rc.SetWriteDeadline(time.Time{})
+	}
+	st.dmu.Unlock()
+	if stalled {
+		st.log.Warn("the client read nothing of its event stream for the stall timeout; its connection is closed", "timeout", st.stall)
+	}
+	return err
+}
+
+// renewDeadline gives the next step of a write the stall timeout, unless
+// close or abort set a deadline of their own.
+func (st *stream) renewDeadline() {
+	st.dmu.Lock()
+	defer st.dmu.Unlock()
+	if !st.cut {
+		// An error means the writer takes no deadlines (a recorder): it
+		// has no client to stall on.
+		_ = st.rc.SetWriteDeadline(time.Now().Add(st.stall))
+	}
+}
+
+// cutWrites sets the write deadline to d, for close and abort: a write in
+// progress, or to come, fails at d. A later cut only moves it earlier.
+func (st *stream) cutWrites(d time.Time) {
+	st.dmu.Lock()
+	defer st.dmu.Unlock()
+	if st.cut && !d.Before(st.cutAt) {
+		return
+	}
+	st.cut, st.cutAt = true, d
+	// Unsupported by a few writers (recorders): nothing to unblock there.
+	_ = st.rc.SetWriteDeadline(d)
 }
 
 // retryField opens every stream: the SSE retry field tells a client how
@@ -133,7 +207,7 @@ func (st *stream) close() {
 	if !st.mu.TryLock() {
 		// A write deadline also unblocks a write already waiting; the
 		// server clears it once the handler returns.
-		_ = st.rc.SetWriteDeadline(time.Now().Add(closeGrace))
+		st.cutWrites(time.Now().Add(closeGrace))
 		st.mu.Lock()
 	}
 	defer st.mu.Unlock()
@@ -146,7 +220,7 @@ func (st *stream) close() {
 // mutex.
 func (st *stream) abort() {
 	st.gone.Store(true)
-	_ = st.rc.SetWriteDeadline(time.Now()) // unsupported by a few writers (recorders): nothing to unblock there
+	st.cutWrites(time.Now())
 	st.finish()
 }
 

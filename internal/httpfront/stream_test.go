@@ -2,11 +2,17 @@ package httpfront
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -92,7 +98,7 @@ func TestBlockedWriteEndsWithItsStream(t *testing.T) {
 			t.Parallel()
 			ss := bareSession(t)
 			client := newStalledClient()
-			st := newStream(client)
+			st := newStream(client, 0, nil)
 			ss.attach(st)
 			written := make(chan error, 1)
 			go func() { written <- ss.WriteMessage(t.Context(), notification("stuck")) }()
@@ -129,7 +135,7 @@ func TestPOSTWaitsForResponsesBeingWritten(t *testing.T) {
 	ex, dup := newExchange(msgs, batch)
 	require.Nil(t, dup)
 	client := newStalledClient()
-	ex.stream = newStream(client)
+	ex.stream = newStream(client, 0, nil)
 	require.Nil(t, ss.register(ex))
 
 	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`
@@ -188,7 +194,7 @@ func TestEndStopsARelayBlockedOnItsClient(t *testing.T) {
 	require.Nil(t, perr)
 	ex, dup := newExchange(msgs, batch)
 	require.Nil(t, dup)
-	ex.stream = newStream(client)
+	ex.stream = newStream(client, 0, nil)
 	require.Nil(t, ss.register(ex))
 	require.True(t, ss.deliver(t.Context(), msgs[0].msg))
 	<-client.writing
@@ -207,7 +213,157 @@ func TestEndStopsARelayBlockedOnItsClient(t *testing.T) {
 // wait before reconnecting, in an event without data, before any message.
 func TestStreamOpensWithRetryField(t *testing.T) {
 	rec := httptest.NewRecorder()
-	st := newStream(rec)
+	st := newStream(rec, 0, nil)
 	require.NoError(t, st.send([]byte(`{"jsonrpc":"2.0","method":"x"}`)))
 	assert.Equal(t, "retry: 1000\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n", rec.Body.String())
+}
+
+// A client that stops reading its SSE answer, with its connection open,
+// must not hold the relay's writes beyond StallTimeout: on the stateless
+// session every 2026-07-28 client shares one relay, so one such client
+// would otherwise stop every other's answers.
+func TestStalledStreamDoesNotHoldOtherClients(t *testing.T) {
+	t.Parallel()
+	var logs lockedBuffer
+	ts := newTestServer(t, func(s *Server) {
+		s.StallTimeout = 100 * time.Millisecond
+		s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	ts.up.modern.Store(true)
+
+	// More than the socket buffers hold (the client's is kept small), so
+	// that the write to a client that reads nothing blocks.
+	const size = 16 << 20
+	stalled, err := net.Dial("tcp", ts.Listener.Addr().String())
+	require.NoError(t, err)
+	defer stalled.Close()
+	require.NoError(t, stalled.(*net.TCPConn).SetReadBuffer(64<<10))
+	call := modernCall(1, "big", fmt.Sprintf(`{"bytes":"%d"}`, size))
+	var head strings.Builder
+	fmt.Fprintf(&head, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: %s\r\nContent-Length: %d\r\n",
+		ts.Listener.Addr(), acceptBoth, len(call.Body))
+	for k, v := range call.Header {
+		fmt.Fprintf(&head, "%s: %s\r\n", k, v)
+	}
+	_, err = io.WriteString(stalled, head.String()+"\r\n"+call.Body)
+	require.NoError(t, err)
+	select {
+	case <-ts.up.bigSent: // the relay holds the answer, and writes it to a client that reads nothing
+	case <-time.After(10 * time.Second):
+		t.Fatal("the big call never reached the upstream")
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	other := modernCall(2, "echo", `{"text":"still served"}`)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL, strings.NewReader(other.Body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", acceptJSON)
+	for k, v := range other.Header {
+		req.Header.Set(k, v)
+	}
+	resp, err := ts.Client().Do(req)
+	require.NoError(t, err, "another client's call waits behind the stalled stream")
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), "still served")
+
+	// The stalled client's connection was closed: reading it ends short
+	// of the whole answer.
+	require.NoError(t, stalled.SetReadDeadline(time.Now().Add(10*time.Second)))
+	n, err := io.Copy(io.Discard, stalled)
+	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the stalled client's connection stays open")
+	assert.Less(t, n, int64(size), "the stalled client got the whole answer")
+	assert.Contains(t, logs.String(), "read nothing of its event stream for the stall timeout", "the operator is told why")
+}
+
+// lockedBuffer is a log sink safe for concurrent writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// deadlineRecorder is a response that records its writes and the write
+// deadlines set through http.ResponseController, in order.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	events []string
+}
+
+func (r *deadlineRecorder) Write(b []byte) (int, error) {
+	r.events = append(r.events, fmt.Sprintf("write %d", len(b)))
+	return r.ResponseRecorder.Write(b)
+}
+
+func (r *deadlineRecorder) SetWriteDeadline(d time.Time) error {
+	switch {
+	case d.IsZero():
+		r.events = append(r.events, "no deadline")
+	case time.Until(d) > time.Hour:
+		r.events = append(r.events, "stall deadline")
+	default:
+		r.events = append(r.events, "cut deadline")
+	}
+	return nil
+}
+
+// A write gets the stall timeout for each stallStep of it (so a client
+// that reads slowly but steadily is waited for), and none once it is done;
+// once close or abort set their deadline, a write never moves it.
+func TestStreamWriteDeadlines(t *testing.T) {
+	t.Parallel()
+	const stall = 2 * time.Hour // told apart from a cut deadline by its distance
+	msg := bytes.Repeat([]byte("x"), 2*stallStep+10)
+	event := len(encodeEvent(msg))
+	tests := []struct {
+		name  string
+		stall time.Duration
+		cut   bool
+		want  []string
+	}{
+		{name: "stall timeout", stall: stall, want: []string{
+			"stall deadline", fmt.Sprintf("write %d", stallStep),
+			"stall deadline", fmt.Sprintf("write %d", stallStep),
+			"stall deadline", fmt.Sprintf("write %d", event-2*stallStep),
+			"stall deadline", // the flush
+			"no deadline",
+		}},
+		{name: "no stall timeout", stall: 0, want: []string{fmt.Sprintf("write %d", event)}},
+		{name: "aborted before", stall: stall, cut: true, want: []string{
+			"cut deadline", // abort
+			fmt.Sprintf("write %d", stallStep), fmt.Sprintf("write %d", stallStep), fmt.Sprintf("write %d", event-2*stallStep),
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+			st := newStream(rec, tt.stall, nil)
+			st.started = true // the headers' write is not the subject
+			if tt.cut {
+				st.abort()
+				st.gone.Store(false) // as if the write raced the abort
+			}
+			st.mu.Lock()
+			err := st.writeLocked(encodeEvent(msg))
+			st.mu.Unlock()
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, rec.events)
+		})
+	}
 }
