@@ -357,3 +357,19 @@ func TestStatelessRouting(t *testing.T) {
 	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}`, got[0])
 	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/x","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}`, got[1])
 }
+
+// An error answered before anything was streamed goes out as a plain JSON
+// response with its HTTP status, whole, with its length, even to a client
+// that accepts SSE.
+func TestStatelessErrorOnAStreamIsAPlainResponse(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	r := modernCall(1, "nosuch", `{}`)
+	r.Accept = acceptBoth
+	resp := ts.do(t, r)
+	body := readAll(t, resp)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	assert.Equal(t, int64(len(body)), resp.ContentLength, "sent whole, not chunked")
+	assert.Contains(t, body, `"id":1,"error":{"code":-32602`)
+}

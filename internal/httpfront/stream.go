@@ -83,7 +83,8 @@ func (st *stream) sendStatus(msg []byte, status int) error {
 	st.w.WriteHeader(status)
 	st.started, st.closed = true, true
 	st.gone.Store(true)
-	return st.writeOut(msg)
+	// Not flushed: the handler's return does, with a Content-Length.
+	return st.writeOut(msg, false)
 }
 
 // comment writes an SSE comment, which clients ignore.
@@ -106,7 +107,7 @@ func (st *stream) writeLocked(b []byte) error {
 		st.started = true
 		b = append([]byte(retryField), b...)
 	}
-	if err := st.writeOut(b); err != nil {
+	if err := st.writeOut(b, true); err != nil {
 		st.fail()
 		return err
 	}
@@ -118,11 +119,11 @@ func (st *stream) writeLocked(b []byte) error {
 // KiB/s with the default) is taken for one that stopped.
 const stallStep = 64 << 10
 
-// writeOut writes b and flushes it. With a stall timeout, each stallStep
-// of it, and the flush, is given that long.
-func (st *stream) writeOut(b []byte) error {
+// writeOut writes b, and flushes it if asked. With a stall timeout, each
+// stallStep of it, and the flush, is given that long.
+func (st *stream) writeOut(b []byte, flush bool) error {
 	if st.stall <= 0 {
-		if _, err := st.w.Write(b); err != nil {
+		if _, err := st.w.Write(b); err != nil || !flush {
 			return err
 		}
 		return st.rc.Flush()
@@ -134,7 +135,7 @@ func (st *stream) writeOut(b []byte) error {
 		_, err = st.w.Write(b[:n])
 		b = b[n:]
 	}
-	if err == nil {
+	if err == nil && flush {
 		st.renewDeadline()
 		err = st.rc.Flush()
 	}
