@@ -33,10 +33,11 @@ type stream struct {
 	started bool // the status and headers are sent
 	closed  bool
 
-	// dmu orders the write deadlines: a write renews its own while close
-	// or abort has not set theirs (cut), which only move it earlier. It is
-	// held only to set a deadline, never across a write.
+	// dmu orders the write deadlines: a write renews its own (due) while
+	// close or abort has not set theirs (cut), which only move it earlier.
+	// It is held only to set a deadline, never across a write.
 	dmu   sync.Mutex
+	due   time.Time // the stall deadline of the write in progress; zero: none
 	cut   bool
 	cutAt time.Time
 
@@ -143,6 +144,7 @@ func (st *stream) writeOut(b []byte, flush bool) error {
 	// The deadline that passed was this write's own unless close or
 	// abort set one that has passed too.
 	stalled := errors.Is(err, os.ErrDeadlineExceeded) && (!st.cut || time.Now().Before(st.cutAt))
+	st.due = time.Time{}
 	if !st.cut {
 		// The next write sets its own; until then none is due.
 		_ = st.rc.SetWriteDeadline(time.Time{})
@@ -160,14 +162,16 @@ func (st *stream) renewDeadline() {
 	st.dmu.Lock()
 	defer st.dmu.Unlock()
 	if !st.cut {
+		st.due = time.Now().Add(st.stall)
 		// An error means the writer takes no deadlines (a recorder): it
 		// has no client to stall on.
-		_ = st.rc.SetWriteDeadline(time.Now().Add(st.stall))
+		_ = st.rc.SetWriteDeadline(st.due)
 	}
 }
 
 // cutWrites sets the write deadline to d, for close and abort: a write in
-// progress, or to come, fails at d. A later cut only moves it earlier.
+// progress, or to come, fails at d, or at its own stall deadline if that
+// is earlier. A later cut only moves it earlier.
 func (st *stream) cutWrites(d time.Time) {
 	st.dmu.Lock()
 	defer st.dmu.Unlock()
@@ -175,6 +179,9 @@ func (st *stream) cutWrites(d time.Time) {
 		return
 	}
 	st.cut, st.cutAt = true, d
+	if !st.due.IsZero() && st.due.Before(d) {
+		d = st.due
+	}
 	// Unsupported by a few writers (recorders): nothing to unblock there.
 	_ = st.rc.SetWriteDeadline(d)
 }

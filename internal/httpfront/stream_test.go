@@ -367,3 +367,33 @@ func TestStreamWriteDeadlines(t *testing.T) {
 		})
 	}
 }
+
+// close lets a write in progress finish for closeGrace at most, but never
+// for longer than the write's own stall deadline: with a StallTimeout
+// shorter than closeGrace, a client that stopped reading must not hold the
+// relay's write for closeGrace because its handler returned meanwhile.
+func TestCloseKeepsAnEarlierStallDeadline(t *testing.T) {
+	t.Parallel()
+	client := newStalledClient()
+	st := newStream(client, closeGrace/5, nil)
+	st.started = true // the headers' write is not the subject
+	written := make(chan error, 1)
+	go func() { written <- st.send([]byte(`{"jsonrpc":"2.0","method":"x"}`)) }()
+	stall := <-client.deadlines
+	<-client.writing
+
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		st.close()
+	}()
+	select {
+	case cut := <-client.deadlines:
+		assert.False(t, cut.After(stall), "close moved the write's deadline %s later", cut.Sub(stall))
+	case <-closed:
+		t.Fatal("close did not wait for the write in progress")
+	}
+	client.expire()
+	<-closed
+	assert.ErrorIs(t, <-written, os.ErrDeadlineExceeded)
+}
