@@ -21,7 +21,8 @@ import (
 // starts a new one (like a stdio child per session).
 //
 // Its tools: echo (text), progress (a progress notification first, when the
-// call carries a progress token), sample (asks the client for a sampling
+// call carries a progress token; with arguments.hold, it then signals hung
+// and answers once release is closed), sample (asks the client for a sampling
 // completion and returns its text), slow (answers once release is closed
 // or the connection ends), hang (like slow, but reads nothing meanwhile,
 // as a server stuck without reading its stdin), big (a text of
@@ -208,7 +209,18 @@ func (fc *fakeConn) handle(id json.RawMessage, method string, params json.RawMes
 			if p.Meta.ProgressToken != nil {
 				fc.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":1,"total":2}}`, p.Meta.ProgressToken))
 			}
-			fc.reply(id, textResult("done"))
+			if p.Arguments["hold"] == "" {
+				fc.reply(id, textResult("done"))
+				return
+			}
+			fc.up.hung <- struct{}{}
+			go func() {
+				select {
+				case <-fc.up.release:
+					fc.reply(id, textResult("done"))
+				case <-fc.closed:
+				}
+			}()
 		case "sample":
 			go fc.sample(id)
 		case "hang":

@@ -265,10 +265,12 @@ type exchange struct {
 	sending   int               // responses taken but not yet written to stream
 
 	// On the stateless session: the client's own ids, by the key of the
-	// ids its requests were rewritten to; and, for a subscriptions/listen
+	// ids its requests were rewritten to; its own progress token, which
+	// was rewritten to its request's id; and, for a subscriptions/listen
 	// request, what it subscribes to.
-	orig   map[string][]byte
-	listen *subscriptions
+	orig      map[string][]byte
+	origToken []byte
+	listen    *subscriptions
 
 	done     chan struct{}
 	doneOnce sync.Once

@@ -224,6 +224,15 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 	id := ss.nextID()
 	msg := framing.Splice(m.msg, m.env.ID, id)
 	env, err := framing.Peek(msg)
+	var token []byte // the client's own progress token
+	if err == nil && env.ProgressToken != nil {
+		// Progress tokens are the clients' own too, and often equal (a
+		// client may use its request's id): the request's unique id is
+		// its token on the relay.
+		token = bytes.Clone(env.ProgressToken)
+		msg = framing.Splice(msg, env.ProgressToken, id)
+		env, err = framing.Peek(msg)
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, m.env.ID, codeInvalidRequest, "Invalid Request: "+err.Error())
 		return
@@ -231,6 +240,13 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 	rewritten := []incoming{{msg: msg, env: env}}
 	ex, _ := newExchange(rewritten, false)
 	ex.orig = map[string][]byte{idKey(id): m.env.ID}
+	// Only the token rewritten is the request's: another in its params
+	// (which an upstream may read instead) names no request.
+	ex.progress = map[string]bool{}
+	if token != nil {
+		ex.progress[idKey(id)] = true
+		ex.origToken = token
+	}
 	if discover {
 		ss.mu.Lock()
 		ss.discovers[idKey(id)] = true
@@ -469,6 +485,22 @@ func withSubscriptionID(msg []byte, env framing.Envelope, id []byte) []byte {
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","method":%s,"params":%s}`, method, encoded)
 }
 
+// withProgressToken returns the progress notification msg with its
+// progress token set to token, the client's own; msg itself when token is
+// nil or msg's params are not an object.
+func withProgressToken(msg []byte, env framing.Envelope, token []byte) []byte {
+	if token == nil {
+		return msg
+	}
+	params := map[string]json.RawMessage{}
+	if env.Params == nil || json.Unmarshal(env.Params, &params) != nil {
+		return msg
+	}
+	params["progressToken"] = token
+	encoded, _ := json.Marshal(params)
+	return framing.Splice(msg, env.Params, encoded)
+}
+
 // routeStateless routes a notification or request of the stateless
 // session's relay: one that names its listen request goes to that
 // request's stream, with the client's id; a list change the relay (or an
@@ -495,16 +527,18 @@ func (ss *session) routeStateless(msg []byte, env framing.Envelope) {
 			targets = append(targets, target{ex.stream, withSubscriptionID(msg, env, ex.orig[key])})
 		}
 	case nr.progressToken != nil:
-		// Progress tokens are the clients' own, like their ids: a token two
-		// requests in flight share names neither for sure, and one client's
-		// progress must not reach another.
+		// The relay sees each request's progress token rewritten to its
+		// unique id (see serveStateless); the client gets its own back. A
+		// token two requests in flight share (two of the relay's own, or
+		// a duplicate the upstream read) names neither for sure, and one
+		// client's progress must not reach another.
 		token := idKey(nr.progressToken)
 		holders := 0
 		for _, ex := range ss.live {
 			if ex.progress[token] && !ex.complete {
 				holders++
 				if ex.stream != nil {
-					targets = append(targets, target{ex.stream, msg})
+					targets = append(targets, target{ex.stream, withProgressToken(msg, env, ex.origToken)})
 				}
 			}
 		}

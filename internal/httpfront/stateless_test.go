@@ -373,3 +373,29 @@ func TestStatelessErrorOnAStreamIsAPlainResponse(t *testing.T) {
 	assert.Equal(t, int64(len(body)), resp.ContentLength, "sent whole, not chunked")
 	assert.Contains(t, body, `"id":1,"error":{"code":-32602`)
 }
+
+// Stateless clients pick their progress tokens as they pick their ids (the
+// TypeScript SDK uses the request's id), so two clients' calls in flight
+// at once often carry the same token: each still gets its own progress,
+// with its own token, and never the other's.
+func TestStatelessProgressTokensAreEachClientsOwn(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	call := func() <-chan []string {
+		r := modernCall(1, "progress", `{"hold":"true"}`)
+		r.Body = strings.Replace(r.Body, `"_meta":{`, `"_meta":{"progressToken":1,`, 1)
+		r.Accept = acceptBoth
+		got := make(chan []string, 1)
+		go func() { got <- events(t, ts.do(t, r).Body) }()
+		<-ts.up.hung // the upstream sent its progress, and holds the call
+		return got
+	}
+	first, second := call(), call()
+	close(ts.up.release)
+	for _, got := range []<-chan []string{first, second} {
+		evs := <-got
+		require.Len(t, evs, 2, "the progress notification and the answer: %q", evs)
+		assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1,"total":2}}`, evs[0])
+		assert.Contains(t, evs[1], `"id":1,"result"`)
+	}
+}
