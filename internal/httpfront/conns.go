@@ -75,9 +75,31 @@ func (l ConnLimits) maxConns() int {
 
 // Listener returns ln limited to l.MaxConns connections open at once: past
 // the limit, Accept waits until a connection closes, and the new ones wait
-// in the kernel's backlog.
+// in the kernel's backlog. Each TCP connection it accepts queues at most
+// maxUnsent bytes not yet sent, which [Server.StallTimeout] needs.
 func (l ConnLimits) Listener(ln net.Listener) net.Listener {
-	return netutil.LimitListener(ln, l.maxConns())
+	return netutil.LimitListener(unsentListener{ln}, l.maxConns())
+}
+
+// maxUnsent bounds the bytes a connection's socket holds that it has not
+// sent yet. Without a bound, a socket's send buffer grows to MiBs, and a
+// write blocked on a full one is woken only once a third of it drained: a
+// client reading steadily, but slower than that third per StallTimeout,
+// would be taken for one that stopped. With it, a blocked write sees the
+// client's progress in steps of a few KiB. What is in flight is not
+// bounded by it, so a fast client is not slowed.
+const maxUnsent = 16 << 10
+
+// unsentListener applies maxUnsent to the connections it accepts.
+type unsentListener struct{ net.Listener }
+
+func (l unsentListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		// Best effort: without it, a slow client may be cut off sooner.
+		_ = limitUnsent(c)
+	}
+	return c, err
 }
 
 // NewHTTPServer returns an http.Server that serves h within l's timeouts.

@@ -100,7 +100,10 @@ type Server struct {
 	// writes no longer: a session's relay writes to one stream at a time,
 	// and every 2026-07-28 client shares one relay. 0 means
 	// [DefaultStallTimeout]; negative waits for as long as the stream is
-	// in use.
+	// in use. A write sees a slow client's progress in small steps only on
+	// a connection from [ConnLimits.Listener]; on others, the system may
+	// wake it only once a third of the socket's send buffer (up to MiBs)
+	// drained, so that a slow but steady client may be cut off.
 	StallTimeout time.Duration
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger

@@ -46,7 +46,7 @@ func newTestServer(t *testing.T, configure func(*Server)) *testServer {
 		configure(front)
 	}
 	ts := &testServer{front: front, up: up, started: make(chan string, 16), returned: make(chan string, 16)}
-	ts.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tag := r.Header.Get("X-Test-Tag")
 		if tag != "" {
 			ts.started <- tag
@@ -54,6 +54,8 @@ func newTestServer(t *testing.T, configure func(*Server)) *testServer {
 		}
 		front.ServeHTTP(w, r)
 	}))
+	ts.Listener = ConnLimits{}.Listener(ts.Listener) // as mcpwrap serves it
+	ts.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -1,6 +1,7 @@
 package httpfront
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -396,4 +397,61 @@ func TestCloseKeepsAnEarlierStallDeadline(t *testing.T) {
 	client.expire()
 	<-closed
 	assert.ErrorIs(t, <-written, os.ErrDeadlineExceeded)
+}
+
+// A client that reads its SSE answer slowly but steadily, faster than
+// stallStep per StallTimeout, is served whole however long the answer
+// takes: the timeout bounds each step of a write, not the write.
+func TestSlowReaderIsServed(t *testing.T) {
+	t.Parallel()
+	var logs lockedBuffer
+	const stall = 500 * time.Millisecond
+	ts := newTestServer(t, func(s *Server) {
+		s.StallTimeout = stall
+		s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	ts.up.modern.Store(true)
+
+	// 32 KiB every 10 ms, 25 times the least rate (stallStep per stall):
+	// the 8 MiB answer takes longer than the stall timeout several times
+	// over.
+	const size = 8 << 20
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.(*net.TCPConn).SetReadBuffer(64<<10))
+	call := modernCall(1, "big", fmt.Sprintf(`{"bytes":"%d"}`, size))
+	var head strings.Builder
+	fmt.Fprintf(&head, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: %s\r\nContent-Length: %d\r\n",
+		ts.Listener.Addr(), acceptBoth, len(call.Body))
+	for k, v := range call.Header {
+		fmt.Fprintf(&head, "%s: %s\r\n", k, v)
+	}
+	_, err = io.WriteString(conn, head.String()+"\r\n"+call.Body)
+	require.NoError(t, err)
+
+	start := time.Now()
+	slow := &pacedReader{r: conn, chunk: 32 << 10, tick: time.NewTicker(10 * time.Millisecond)}
+	defer slow.tick.Stop()
+	resp, err := http.ReadResponse(bufio.NewReaderSize(slow, 32<<10), nil)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body) // an event line longer than events reads
+	require.NoError(t, err, "the answer, whole; %d bytes came in %s", len(body), time.Since(start))
+	assert.Greater(t, len(body), size)
+	assert.True(t, bytes.HasSuffix(body, []byte("\"}]}}\n\n")), "the answer, whole")
+	assert.Contains(t, string(body[:200]), `"id":1,"result"`)
+	assert.Greater(t, time.Since(start), 2*stall, "the client read slower than the stall timeout allows a whole write")
+	assert.NotContains(t, logs.String(), "stall timeout")
+}
+
+// pacedReader reads at most chunk bytes per tick.
+type pacedReader struct {
+	r     io.Reader
+	chunk int
+	tick  *time.Ticker
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	<-p.tick.C
+	return p.r.Read(b[:min(len(b), p.chunk)])
 }
