@@ -173,8 +173,13 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex 
 		failed = append(failed, errorMessage(id, codeInternalError, "the session ended before the request was answered", nil))
 	}
 	if ex.stream != nil {
-		for _, msg := range failed {
-			_ = ex.stream.send(msg)
+		// The answers collected are the stateless session's, whose relay
+		// leaves them to the handler (see routeResponse).
+		for _, msg := range append(responses, failed...) {
+			if err := ss.respond(ex.stream, msg); err != nil {
+				ss.log.Debug("cannot deliver a response; the client left")
+				break
+			}
 		}
 		ex.stream.close()
 		return true
@@ -196,6 +201,16 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex 
 	}
 	_, _ = w.Write(responses[0])
 	return true
+}
+
+// respond writes msg, a response, to st. On the stateless session an error
+// that the protocol gives an HTTP status goes with it, as the whole
+// response, when nothing was streamed yet.
+func (ss *session) respond(st *stream, msg []byte) error {
+	if status := errorStatus(msg); ss.stateless && status != 0 {
+		return st.sendStatus(msg, status)
+	}
+	return st.send(msg)
 }
 
 // incoming is one message from the client, owned, with its envelope.

@@ -319,18 +319,19 @@ func (ss *session) routeResponse(msg []byte, env framing.Envelope) {
 	if orig := ex.orig[key]; orig != nil {
 		msg = framing.Splice(msg, env.ID, orig) // the client's own id
 	}
-	if ex.stream == nil {
+	// The POST's handler writes the answer itself when it is JSON, and on
+	// the stateless session: a relay that every 2026-07-28 client shares
+	// must not wait on one that stopped reading, even for StallTimeout,
+	// since it would wait so for each such client in turn.
+	handoff := ex.stream == nil || ss.stateless
+	if handoff {
 		ex.responses = append(ex.responses, bytes.Clone(msg))
 	} else {
 		ex.sending++ // it may wait for the stream behind another write
 	}
 	ss.mu.Unlock()
-	if ex.stream != nil {
-		send := ex.stream.send
-		if status := errorStatus(msg); ss.stateless && status != 0 {
-			send = func(msg []byte) error { return ex.stream.sendStatus(msg, status) }
-		}
-		if err := send(msg); err != nil {
+	if !handoff {
+		if err := ex.stream.send(msg); err != nil {
 			ss.log.Debug("cannot deliver a response; the client left", "id", string(env.ID))
 		}
 		ss.mu.Lock()

@@ -2,6 +2,7 @@ package httpfront
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/stretchr/testify/assert"
@@ -333,7 +335,7 @@ func TestStatelessRouting(t *testing.T) {
 	}
 	_, aRec := exchange(`{"jsonrpc":"2.0","id":"httpfront-1","method":"tools/call","params":{"name":"a","_meta":{"progressToken":7}}}`, `1`)
 	_, bRec := exchange(`{"jsonrpc":"2.0","id":"httpfront-2","method":"tools/call","params":{"name":"b","_meta":{"progressToken":7}}}`, `1`)
-	_, cRec := exchange(`{"jsonrpc":"2.0","id":"httpfront-3","method":"tools/call","params":{"name":"c","_meta":{"progressToken":9}}}`, `1`)
+	c, cRec := exchange(`{"jsonrpc":"2.0","id":"httpfront-3","method":"tools/call","params":{"name":"c","_meta":{"progressToken":9}}}`, `1`)
 	_, lRec := exchange(`{"jsonrpc":"2.0","id":"httpfront-4","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`, `"L"`)
 
 	msgs := []string{
@@ -344,14 +346,16 @@ func TestStatelessRouting(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/x","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"httpfront-4"}}}`, // the listen request it names
 		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}`,                                             // names nothing: dropped
 		`{"jsonrpc":"2.0","id":"up-1","method":"sampling/createMessage","params":{}}`,                                              // no server requests in 2026: dropped
-		`{"jsonrpc":"2.0","id":"httpfront-3","result":{}}`,                                                                         // c's, with its own id
+		`{"jsonrpc":"2.0","id":"httpfront-3","result":{}}`,                                                                         // c's, with its own id, for its handler to write
 	}
 	for _, m := range msgs {
 		require.NoError(t, ss.WriteMessage(t.Context(), []byte(m)))
 	}
 	assert.Empty(t, events(t, aRec.Body))
 	assert.Empty(t, events(t, bRec.Body))
-	assert.Equal(t, []string{msgs[0], `{"jsonrpc":"2.0","id":1,"result":{}}`}, events(t, cRec.Body))
+	assert.Equal(t, []string{msgs[0]}, events(t, cRec.Body))
+	_, responses := ss.unregister(c)
+	assert.Equal(t, [][]byte{[]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)}, responses)
 	got := events(t, lRec.Body)
 	require.Len(t, got, 2)
 	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}`, got[0])
@@ -398,4 +402,48 @@ func TestStatelessProgressTokensAreEachClientsOwn(t *testing.T) {
 		assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1,"total":2}}`, evs[0])
 		assert.Contains(t, evs[1], `"id":1,"result"`)
 	}
+}
+
+// The stateless session's relay writes no response to a client's stream
+// itself: each POST's handler writes its own answer. So 2026-07-28 clients
+// that stop reading hold only their own handlers, each for StallTimeout at
+// once, and every other client is answered without waiting: a relay that
+// wrote each stalled answer in turn held everyone for StallTimeout per
+// stalled stream, which one client with many connections could repeat at
+// will.
+func TestStalledStreamsDoNotAddUp(t *testing.T) {
+	t.Parallel()
+	const stall = 5 * time.Second
+	ts := newTestServer(t, func(s *Server) { s.StallTimeout = stall })
+	ts.up.modern.Store(true)
+
+	const stalled, size = 3, 2 << 20 // more than a client's socket takes
+	for i := range stalled {
+		ts.rawSSEPost(t, modernCall(10+i, "big", fmt.Sprintf(`{"bytes":"%d"}`, size)))
+	}
+	// Well within one stall timeout.
+	ctx, cancel := context.WithTimeout(t.Context(), stall/2)
+	defer cancel()
+	for range stalled {
+		select {
+		case <-ts.up.bigSent: // the relay took the answer
+		case <-ctx.Done():
+			t.Fatal("the relay waits on a client that stopped reading before it takes the next answer")
+		}
+	}
+	other := modernCall(2, "echo", `{"text":"still served"}`)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL, strings.NewReader(other.Body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", acceptBoth)
+	for k, v := range other.Header {
+		req.Header.Set(k, v)
+	}
+	resp, err := ts.Client().Do(req)
+	require.NoError(t, err, "another client's call waits behind the stalled streams")
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	got := events(t, resp.Body)
+	require.Len(t, got, 1)
+	assert.Contains(t, got[0], "still served")
 }

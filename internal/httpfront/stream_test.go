@@ -225,7 +225,7 @@ func TestStreamOpensWithRetryField(t *testing.T) {
 // would otherwise stop every other's answers.
 func TestStalledStreamDoesNotHoldOtherClients(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	logs := lockedBuffer{watch: "read nothing of its event stream for the stall timeout", seen: make(chan struct{})}
 	ts := newTestServer(t, func(s *Server) {
 		s.StallTimeout = 100 * time.Millisecond
 		s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -235,19 +235,7 @@ func TestStalledStreamDoesNotHoldOtherClients(t *testing.T) {
 	// More than the socket buffers hold (the client's is kept small), so
 	// that the write to a client that reads nothing blocks.
 	const size = 16 << 20
-	stalled, err := net.Dial("tcp", ts.Listener.Addr().String())
-	require.NoError(t, err)
-	defer stalled.Close()
-	require.NoError(t, stalled.(*net.TCPConn).SetReadBuffer(64<<10))
-	call := modernCall(1, "big", fmt.Sprintf(`{"bytes":"%d"}`, size))
-	var head strings.Builder
-	fmt.Fprintf(&head, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: %s\r\nContent-Length: %d\r\n",
-		ts.Listener.Addr(), acceptBoth, len(call.Body))
-	for k, v := range call.Header {
-		fmt.Fprintf(&head, "%s: %s\r\n", k, v)
-	}
-	_, err = io.WriteString(stalled, head.String()+"\r\n"+call.Body)
-	require.NoError(t, err)
+	stalled := ts.rawSSEPost(t, modernCall(1, "big", fmt.Sprintf(`{"bytes":"%d"}`, size)))
 	select {
 	case <-ts.up.bigSent: // the relay holds the answer, and writes it to a client that reads nothing
 	case <-time.After(10 * time.Second):
@@ -272,24 +260,56 @@ func TestStalledStreamDoesNotHoldOtherClients(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(body), "still served")
 
-	// The stalled client's connection was closed: reading it ends short
-	// of the whole answer.
+	// The stalled client's connection was closed, the operator told why:
+	// reading it ends short of the whole answer.
+	select {
+	case <-logs.seen:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no stall logged")
+	}
 	require.NoError(t, stalled.SetReadDeadline(time.Now().Add(10*time.Second)))
 	n, err := io.Copy(io.Discard, stalled)
 	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the stalled client's connection stays open")
 	assert.Less(t, n, int64(size), "the stalled client got the whole answer")
-	assert.Contains(t, logs.String(), "read nothing of its event stream for the stall timeout", "the operator is told why")
 }
 
-// lockedBuffer is a log sink safe for concurrent writes.
+// rawSSEPost sends r as a POST accepting SSE on a connection of its own,
+// whose receive buffer is kept small, and returns the connection unread:
+// the test reads it as slowly as it likes, or not at all.
+func (ts *testServer) rawSSEPost(t *testing.T, r request) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	require.NoError(t, conn.(*net.TCPConn).SetReadBuffer(64<<10))
+	var head strings.Builder
+	fmt.Fprintf(&head, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: %s\r\nContent-Length: %d\r\n",
+		ts.Listener.Addr(), acceptBoth, len(r.Body))
+	for k, v := range r.Header {
+		fmt.Fprintf(&head, "%s: %s\r\n", k, v)
+	}
+	_, err = io.WriteString(conn, head.String()+"\r\n"+r.Body)
+	require.NoError(t, err)
+	return conn
+}
+
+// lockedBuffer is a log sink safe for concurrent writes. With watch set,
+// it closes seen once a write contains watch.
 type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	watch string
+	seen  chan struct{}
+
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	once sync.Once
 }
 
 func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.watch != "" && bytes.Contains(p, []byte(b.watch)) {
+		b.once.Do(func() { close(b.seen) })
+	}
 	return b.buf.Write(p)
 }
 
@@ -416,19 +436,7 @@ func TestSlowReaderIsServed(t *testing.T) {
 	// the 8 MiB answer takes longer than the stall timeout several times
 	// over.
 	const size = 8 << 20
-	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
-	require.NoError(t, err)
-	defer conn.Close()
-	require.NoError(t, conn.(*net.TCPConn).SetReadBuffer(64<<10))
-	call := modernCall(1, "big", fmt.Sprintf(`{"bytes":"%d"}`, size))
-	var head strings.Builder
-	fmt.Fprintf(&head, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: %s\r\nContent-Length: %d\r\n",
-		ts.Listener.Addr(), acceptBoth, len(call.Body))
-	for k, v := range call.Header {
-		fmt.Fprintf(&head, "%s: %s\r\n", k, v)
-	}
-	_, err = io.WriteString(conn, head.String()+"\r\n"+call.Body)
-	require.NoError(t, err)
+	conn := ts.rawSSEPost(t, modernCall(1, "big", fmt.Sprintf(`{"bytes":"%d"}`, size)))
 
 	start := time.Now()
 	slow := &pacedReader{r: conn, chunk: 32 << 10, tick: time.NewTicker(10 * time.Millisecond)}
