@@ -26,7 +26,9 @@ import (
 // completion and returns its text), slow (answers once release is closed
 // or the connection ends), hang (like slow, but reads nothing meanwhile,
 // as a server stuck without reading its stdin), big (a text of
-// arguments.bytes bytes, signalling bigSent once the relay took it).
+// arguments.bytes bytes, signalling bigSent once the relay took it), flood
+// (arguments.n progress notifications with a message of arguments.bytes
+// bytes, then like progress with hold).
 type fakeUpstream struct {
 	conns   chan *fakeConn // every connection dialled, in order
 	release chan struct{}  // closing it lets slow and hung calls answer
@@ -230,6 +232,21 @@ func (fc *fakeConn) handle(id json.RawMessage, method string, params json.RawMes
 				fc.reply(id, textResult("hang done"))
 			case <-fc.closed:
 			}
+		case "flood":
+			n, _ := strconv.Atoi(p.Arguments["n"])
+			size, _ := strconv.Atoi(p.Arguments["bytes"])
+			for i := range n {
+				fc.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d,"message":%q}}`,
+					p.Meta.ProgressToken, i, strings.Repeat("x", size)))
+			}
+			fc.up.hung <- struct{}{}
+			go func() {
+				select {
+				case <-fc.up.release:
+					fc.reply(id, textResult("flood done"))
+				case <-fc.closed:
+				}
+			}()
 		case "big":
 			n, _ := strconv.Atoi(p.Arguments["bytes"])
 			fc.reply(id, textResult(strings.Repeat("x", n)))

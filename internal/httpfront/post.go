@@ -146,11 +146,26 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex 
 		}
 	}
 	gone := false
-	select {
-	case <-ex.done:
-	case <-ss.done:
-	case <-r.Context().Done():
-		gone = true
+	var broken <-chan struct{} // the stream failed, on the stateless session: nil elsewhere
+	if ex.wake != nil {
+		broken = ex.stream.ended
+	}
+wait:
+	for {
+		select {
+		case <-ex.wake: // nil but on the stateless session
+			ss.writeNotes(ex)
+		case <-ex.done:
+			break wait
+		case <-ss.done:
+			break wait
+		case <-broken: // its client stopped reading, or left
+			gone = true
+			break wait
+		case <-r.Context().Done():
+			gone = true
+			break wait
+		}
 	}
 	unanswered, responses := ss.unregister(ex)
 	if gone {
@@ -173,8 +188,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex 
 		failed = append(failed, errorMessage(id, codeInternalError, "the session ended before the request was answered", nil))
 	}
 	if ex.stream != nil {
-		// The answers collected are the stateless session's, whose relay
-		// leaves them to the handler (see routeResponse).
+		// The notifications and answers collected are the stateless
+		// session's, whose relay leaves them to the handler (see
+		// routeResponse and noteLocked); the notifications came first.
+		ss.writeNotes(ex)
 		for _, msg := range append(responses, failed...) {
 			if err := ss.respond(ex.stream, msg); err != nil {
 				ss.log.Debug("cannot deliver a response; the client left")
@@ -278,6 +295,13 @@ type exchange struct {
 	responses [][]byte          // the answers, when JSON
 	complete  bool              // every request is answered
 	sending   int               // responses taken but not yet written to stream
+
+	// On the stateless session, the notifications for stream that its
+	// handler has not written yet, and a signal (not blocking) that some
+	// were added.
+	notes     [][]byte
+	noteBytes int
+	wake      chan struct{}
 
 	// On the stateless session: the client's own ids, by the key of the
 	// ids its requests were rewritten to; its own progress token, which

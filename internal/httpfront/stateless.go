@@ -259,6 +259,7 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 	}
 	if acc.sse || ex.listen != nil {
 		ex.stream = newStream(w, s.stallTimeout(), ss.log)
+		ex.wake = make(chan struct{}, 1)
 	}
 	ss.register(ex)
 	s.answer(w, r, ss, ex, rewritten)
@@ -515,16 +516,17 @@ func (ss *session) routeStateless(msg []byte, env framing.Envelope) {
 	}
 	nr := parseNotification(env.Params)
 	type target struct {
-		st  *stream
+		ex  *exchange
 		msg []byte
 	}
 	var targets []target
 	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	switch {
 	case nr.subscriptionID != nil:
 		key := idKey(nr.subscriptionID)
 		if ex := ss.calls[key]; ex != nil && ex.listen != nil && ex.stream != nil {
-			targets = append(targets, target{ex.stream, withSubscriptionID(msg, env, ex.orig[key])})
+			targets = append(targets, target{ex, withSubscriptionID(msg, env, ex.orig[key])})
 		}
 	case nr.progressToken != nil:
 		// The relay sees each request's progress token rewritten to its
@@ -538,7 +540,7 @@ func (ss *session) routeStateless(msg []byte, env framing.Envelope) {
 			if ex.progress[token] && !ex.complete {
 				holders++
 				if ex.stream != nil {
-					targets = append(targets, target{ex.stream, withProgressToken(msg, env, ex.origToken)})
+					targets = append(targets, target{ex, withProgressToken(msg, env, ex.origToken)})
 				}
 			}
 		}
@@ -549,19 +551,60 @@ func (ss *session) routeStateless(msg []byte, env framing.Envelope) {
 		for _, ex := range ss.live {
 			if ex.listen != nil && !ex.complete && ex.listen.wants(env.Method, env.Params) {
 				for _, orig := range ex.orig {
-					targets = append(targets, target{ex.stream, withSubscriptionID(msg, env, orig)})
+					targets = append(targets, target{ex, withSubscriptionID(msg, env, orig)})
 				}
 			}
 		}
 	}
-	ss.mu.Unlock()
 	if len(targets) == 0 {
 		ss.log.Debug("dropping a notification no stream takes", "method", env.Method)
 		return
 	}
 	for _, t := range targets {
-		if err := t.st.send(t.msg); err != nil {
-			ss.log.Debug("cannot deliver a notification; the client left", "method", env.Method)
+		ss.noteLocked(t.ex, t.msg)
+	}
+}
+
+// noteLimit and noteByteLimit bound the notifications waiting for a
+// stateless request's handler to write them; past either, its client is
+// taken for one that stopped reading, and its stream is aborted.
+const (
+	noteLimit     = 256
+	noteByteLimit = 4 << 20
+)
+
+// noteLocked hands msg, a notification, to the handler of ex, which writes
+// it to its stream (see writeNotes): the stateless session's relay, which
+// every 2026-07-28 client shares, never waits on one client's stream.
+func (ss *session) noteLocked(ex *exchange, msg []byte) {
+	if ex.stream.gone.Load() {
+		return
+	}
+	if len(ex.notes) > 0 && (len(ex.notes) >= noteLimit || ex.noteBytes+len(msg) > noteByteLimit) {
+		ss.log.Warn("a client reads its event stream too slowly for the notifications it is sent; its connection is closed",
+			"limit", noteLimit, "byteLimit", noteByteLimit)
+		ex.stream.abort()
+		ex.notes, ex.noteBytes = nil, 0
+		return
+	}
+	ex.notes = append(ex.notes, bytes.Clone(msg))
+	ex.noteBytes += len(msg)
+	select {
+	case ex.wake <- struct{}{}:
+	default: // the handler is told already
+	}
+}
+
+// writeNotes writes the notifications waiting for ex's stream, in order.
+func (ss *session) writeNotes(ex *exchange) {
+	ss.mu.Lock()
+	notes := ex.notes
+	ex.notes, ex.noteBytes = nil, 0
+	ss.mu.Unlock()
+	for _, msg := range notes {
+		if err := ex.stream.send(msg); err != nil {
+			ss.log.Debug("cannot deliver a notification; the client left")
+			return
 		}
 	}
 }

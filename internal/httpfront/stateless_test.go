@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -316,12 +320,13 @@ func TestStatelessChildCrashAnswersWhatItHeld(t *testing.T) {
 
 // TestStatelessRouting: on the stateless session a notification goes to the
 // stream of the request or listen request it names, in the client's own
-// terms, and nowhere when it names none for sure.
+// terms, and nowhere when it names none for sure; the POST's handler writes
+// it.
 func TestStatelessRouting(t *testing.T) {
 	t.Parallel()
 	ss := bareSession(t)
 	ss.stateless = true
-	exchange := func(body, orig string) (*exchange, *httptest.ResponseRecorder) {
+	register := func(body, orig string) (*exchange, *httptest.ResponseRecorder) {
 		ex, rec := sseExchange(t, ss, body)
 		env, err := framing.Peek([]byte(body))
 		require.NoError(t, err)
@@ -333,10 +338,10 @@ func TestStatelessRouting(t *testing.T) {
 		ss.mu.Unlock()
 		return ex, rec
 	}
-	_, aRec := exchange(`{"jsonrpc":"2.0","id":"httpfront-1","method":"tools/call","params":{"name":"a","_meta":{"progressToken":7}}}`, `1`)
-	_, bRec := exchange(`{"jsonrpc":"2.0","id":"httpfront-2","method":"tools/call","params":{"name":"b","_meta":{"progressToken":7}}}`, `1`)
-	c, cRec := exchange(`{"jsonrpc":"2.0","id":"httpfront-3","method":"tools/call","params":{"name":"c","_meta":{"progressToken":9}}}`, `1`)
-	_, lRec := exchange(`{"jsonrpc":"2.0","id":"httpfront-4","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`, `"L"`)
+	a, aRec := register(`{"jsonrpc":"2.0","id":"httpfront-1","method":"tools/call","params":{"name":"a","_meta":{"progressToken":7}}}`, `1`)
+	b, bRec := register(`{"jsonrpc":"2.0","id":"httpfront-2","method":"tools/call","params":{"name":"b","_meta":{"progressToken":7}}}`, `1`)
+	c, cRec := register(`{"jsonrpc":"2.0","id":"httpfront-3","method":"tools/call","params":{"name":"c","_meta":{"progressToken":9}}}`, `1`)
+	l, lRec := register(`{"jsonrpc":"2.0","id":"httpfront-4","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`, `"L"`)
 
 	msgs := []string{
 		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":9,"progress":1}}`,                            // c's
@@ -350,6 +355,9 @@ func TestStatelessRouting(t *testing.T) {
 	}
 	for _, m := range msgs {
 		require.NoError(t, ss.WriteMessage(t.Context(), []byte(m)))
+	}
+	for _, ex := range []*exchange{a, b, c, l} {
+		ss.writeNotes(ex) // as each POST's handler does
 	}
 	assert.Empty(t, events(t, aRec.Body))
 	assert.Empty(t, events(t, bRec.Body))
@@ -446,4 +454,65 @@ func TestStalledStreamsDoNotAddUp(t *testing.T) {
 	got := events(t, resp.Body)
 	require.Len(t, got, 1)
 	assert.Contains(t, got[0], "still served")
+}
+
+// Nor does the stateless session's relay wait on a client that stopped
+// reading to write it notifications (progress here, or a listen stream's):
+// they wait for that client's handler to write them, so that every other
+// client is answered at once.
+func TestStalledNotificationsDoNotHoldOtherClients(t *testing.T) {
+	t.Parallel()
+	const stall = 5 * time.Second
+	ts := newTestServer(t, func(s *Server) { s.StallTimeout = stall })
+	ts.up.modern.Store(true)
+
+	flood := modernCall(1, "flood", `{"n":"32","bytes":"65536"}`) // more than a client's socket takes
+	flood.Body = strings.Replace(flood.Body, `"_meta":{`, `"_meta":{"progressToken":1,`, 1)
+	ts.rawSSEPost(t, flood)
+	ctx, cancel := context.WithTimeout(t.Context(), stall/2) // well within one stall timeout
+	defer cancel()
+	select {
+	case <-ts.up.hung: // the relay took every notification
+	case <-ctx.Done():
+		t.Fatal("the relay waits on a client that stopped reading before it takes the next notification")
+	}
+	other := modernCall(2, "echo", `{"text":"still served"}`)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL, strings.NewReader(other.Body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", acceptJSON)
+	for k, v := range other.Header {
+		req.Header.Set(k, v)
+	}
+	resp, err := ts.Client().Do(req)
+	require.NoError(t, err, "another client's call waits behind the stalled stream")
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, readAll(t, resp), "still served")
+}
+
+// A client that stops reading while notifications keep coming for it has
+// its connection closed once too many wait for it, instead of the server
+// keeping them all.
+func TestTooManyNotificationsWaitingCloseTheStream(t *testing.T) {
+	t.Parallel()
+	logs := lockedBuffer{watch: "reads its event stream too slowly", seen: make(chan struct{})}
+	ts := newTestServer(t, func(s *Server) {
+		s.StallTimeout = time.Minute // not the subject
+		s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	ts.up.modern.Store(true)
+
+	flood := modernCall(1, "flood", fmt.Sprintf(`{"n":"%d","bytes":"1024"}`, 4*noteLimit))
+	flood.Body = strings.Replace(flood.Body, `"_meta":{`, `"_meta":{"progressToken":1,`, 1)
+	conn := ts.rawSSEPost(t, flood)
+	select {
+	case <-logs.seen:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the notifications waiting for the client were never cut short")
+	}
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	n, err := io.Copy(io.Discard, conn)
+	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the client's connection stays open")
+	assert.Less(t, n, int64(4*noteLimit*1024), "the client got every notification")
 }
