@@ -104,6 +104,12 @@ func checkStateless(h http.Header, m incoming) *postError {
 	if m.env.Kind != framing.Request && m.env.Kind != framing.Notification {
 		return nil
 	}
+	if m.env.Kind == framing.Request && strings.HasPrefix(m.env.Method, "notifications/") {
+		// A request so named (with an id) could name another client's
+		// request to cancel, which an upstream may act on.
+		return &postError{id: m.env.ID, code: codeInvalidRequest,
+			message: fmt.Sprintf("Invalid Request: %s is a notification, sent without an id", m.env.Method)}
+	}
 	f := parseFacts(m.env)
 	if m.env.Kind == framing.Request {
 		version := h.Get(HeaderProtocolVersion)

@@ -516,3 +516,36 @@ func TestTooManyNotificationsWaitingCloseTheStream(t *testing.T) {
 	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the client's connection stays open")
 	assert.Less(t, n, int64(4*noteLimit*1024), "the client got every notification")
 }
+
+// A 2026-07-28 client cannot cancel another's request: its own
+// notifications/cancelled is not relayed (its requests are cancelled by
+// closing their streams), and a request by that name, which an upstream
+// may act on as a cancellation (the go-sdk's does) naming another client's
+// rewritten id, is refused as invalid.
+func TestStatelessClientCannotCancelAnothers(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	victim := make(chan string, 1)
+	go func() { victim <- readAll(t, ts.do(t, modernCall(1, "progress", `{"hold":"true"}`))) }()
+	<-ts.up.hung // the victim's call is in flight, as httpfront-1
+	fc := ts.up.next(t)
+
+	cancel := func(id string) request {
+		return request{
+			Body:   `{"jsonrpc":"2.0"` + id + `,"method":"notifications/cancelled","params":{"requestId":"httpfront-1",` + modernMeta + `}}`,
+			Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "notifications/cancelled"},
+		}
+	}
+	resp := ts.do(t, cancel(""))
+	assert.Equal(t, http.StatusAccepted, resp.StatusCode, "a notification: %s", readAll(t, resp))
+	resp = ts.do(t, cancel(`,"id":5`))
+	body := readAll(t, resp)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+	assert.Contains(t, body, `"id":5,"error":{"code":-32600`)
+
+	close(ts.up.release)
+	assert.Contains(t, <-victim, `"id":1,"result"`)
+	for _, line := range fc.Lines() {
+		assert.NotContains(t, line, "notifications/cancelled", "the upstream was told to cancel")
+	}
+}
