@@ -34,6 +34,7 @@ type fakeUpstream struct {
 	release chan struct{}  // closing it lets slow and hung calls answer
 	hung    chan struct{}  // receives when a hang call stops reading
 	bigSent chan struct{}  // receives when a big answer is written whole
+	asked   chan string    // receives the id of each sampling request sent
 	dials   atomic.Int32
 	// holdInit, when set, makes initialize wait for release (a slow
 	// server start), signalling hung.
@@ -49,7 +50,7 @@ type fakeUpstream struct {
 }
 
 func newFakeUpstream() *fakeUpstream {
-	return &fakeUpstream{conns: make(chan *fakeConn, 256), release: make(chan struct{}), hung: make(chan struct{}, 16), bigSent: make(chan struct{}, 16)}
+	return &fakeUpstream{conns: make(chan *fakeConn, 256), release: make(chan struct{}), hung: make(chan struct{}, 16), bigSent: make(chan struct{}, 16), asked: make(chan string, 16)}
 }
 
 // fakeConn is one connection (one "child").
@@ -276,6 +277,7 @@ func (fc *fakeConn) sample(id json.RawMessage) {
 	fc.waiting[reqID] = ch
 	fc.mu.Unlock()
 	fc.write(`{"jsonrpc":"2.0","id":` + reqID + `,"method":"sampling/createMessage","params":{"maxTokens":10,"messages":[{"role":"user","content":{"type":"text","text":"hi"}}]}}`)
+	fc.up.asked <- reqID
 	select {
 	case res := <-ch:
 		var r struct {

@@ -99,8 +99,15 @@ func parseFacts(env framing.Envelope) requestFacts {
 // checkStateless validates a 2026-07-28 message against its headers, as the
 // protocol requires of a server: a request's _meta must carry the version
 // of the Mcp-Protocol-Version header, and Mcp-Method (and, for tools/call,
-// prompts/get and resources/read, Mcp-Name) must match the body.
+// prompts/get and resources/read, Mcp-Name) must match the body. A
+// response, which the protocol has no use for, is refused.
 func checkStateless(h http.Header, m incoming) *postError {
+	if m.env.Kind == framing.Response {
+		// Every stateless client shares the upstream: an answer from one
+		// could only answer a request the upstream sent for another's call.
+		return &postError{code: codeInvalidRequest,
+			message: "Invalid Request: protocol version " + h.Get(HeaderProtocolVersion) + " has no server requests to answer"}
+	}
 	if m.env.Kind != framing.Request && m.env.Kind != framing.Notification {
 		return nil
 	}

@@ -549,3 +549,46 @@ func TestStatelessClientCannotCancelAnothers(t *testing.T) {
 		assert.NotContains(t, line, "notifications/cancelled", "the upstream was told to cancel")
 	}
 }
+
+// Nor can a 2026-07-28 client answer a request the upstream sent for
+// another's call: the protocol has no server requests, so the stateless
+// session takes no responses from its clients.
+func TestStatelessClientCannotAnswerForAnother(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	victim := make(chan string, 1)
+	go func() {
+		r := modernCall(1, "sample", `{}`)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL, strings.NewReader(r.Body))
+		if err != nil {
+			victim <- err.Error()
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", acceptJSON)
+		for k, v := range r.Header {
+			req.Header.Set(k, v)
+		}
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			victim <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		victim <- string(body)
+	}()
+	id := <-ts.up.asked // the upstream asked, for the victim's call; no client hears of it
+
+	resp := ts.do(t, request{
+		Body:   `{"jsonrpc":"2.0","id":` + id + `,"result":{"role":"assistant","model":"m","content":{"type":"text","text":"forged"}}}`,
+		Header: map[string]string{HeaderProtocolVersion: "2026-07-28"},
+	})
+	body := readAll(t, resp)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+	assert.Contains(t, body, `"code":-32600`)
+
+	cancel() // the victim's call, which nothing can answer, is given up
+	assert.NotContains(t, <-victim, "forged", "another client answered for the victim")
+}
