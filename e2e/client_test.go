@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/syncbuf"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -59,7 +60,7 @@ func wrapArgs(name string, upstream ...string) []string {
 // the session and kills whatever is left of the process group.
 func connect(ctx context.Context, t testing.TB, client *mcp.Client, opts *mcp.ClientSessionOptions, rec *transcript, cmd *exec.Cmd) *mcp.ClientSession {
 	t.Helper()
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/syncbuf"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,8 +50,8 @@ type listenServer struct {
 	StateDir   string
 
 	cmd    *exec.Cmd
-	stdout *syncBuffer
-	stderr *syncBuffer
+	stdout *syncbuf.Buffer
+	stderr *syncbuf.Buffer
 	done   chan struct{} // closed when the process has exited
 	err    error         // Wait's result, valid once done is closed
 }
@@ -61,8 +62,8 @@ func startListen(ctx context.Context, t *testing.T, o listenOptions, upstream ..
 	s := &listenServer{
 		ConfigPath: filepath.Join(dir, "config.json"),
 		StateDir:   cmp.Or(o.StateDir, filepath.Join(dir, "state")),
-		stdout:     &syncBuffer{},
-		stderr:     &syncBuffer{},
+		stdout:     &syncbuf.Buffer{},
+		stderr:     &syncbuf.Buffer{},
 		done:       make(chan struct{}),
 	}
 	require.NoError(t, os.WriteFile(s.ConfigPath, []byte(cmp.Or(o.Config, `{}`)), 0o600))
@@ -149,14 +150,14 @@ func (s *listenServer) Pid() int { return s.cmd.Process.Pid }
 // httpClient returns an HTTP client that sends token as a bearer token (none when empty) and
 // copies what the server sends on standing streams into getStreams (when not nil): the GET
 // stream of a session, the subscriptions/listen streams of the 2026-07-28 protocol.
-func httpClient(token string, getStreams *syncBuffer) *http.Client {
+func httpClient(token string, getStreams *syncbuf.Buffer) *http.Client {
 	return &http.Client{Transport: &clientTransport{base: http.DefaultTransport, token: token, getStreams: getStreams}}
 }
 
 type clientTransport struct {
 	base       http.RoundTripper
 	token      string
-	getStreams *syncBuffer
+	getStreams *syncbuf.Buffer
 }
 
 func (c *clientTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -389,7 +390,7 @@ func TestListenToolListChanged(t *testing.T) {
 			client := newClient(&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 				changed <- struct{}{}
 			}})
-			streams := &syncBuffer{}
+			streams := &syncbuf.Buffer{}
 			cs, err := connectHTTP(ctx, t, client, &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient("", streams)}, era.version)
 			require.NoError(t, err)
 			before := listNames(ctx, t, cs)

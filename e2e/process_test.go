@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,11 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/syncbuf"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -31,8 +30,8 @@ type process struct {
 	Stdin  io.WriteCloser // nil unless processOptions.PipeStdin
 	Stdout io.Reader      // nil unless processOptions.PipeStdout; EOF once every writer is gone
 
-	stdout *syncBuffer // captured stdout when not piped
-	stderr *syncBuffer
+	stdout *syncbuf.Buffer // captured stdout when not piped
+	stderr *syncbuf.Buffer
 	done   chan struct{} // closed when Wait has returned
 	err    error         // Wait's result, valid once done is closed
 }
@@ -56,7 +55,7 @@ func startProcess(ctx context.Context, t testing.TB, opts processOptions, name s
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
 
-	p := &process{Cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &process{Cmd: cmd, stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	var err error
 	if opts.PipeStdin {
@@ -73,7 +72,7 @@ func startProcess(ctx context.Context, t testing.TB, opts processOptions, name s
 		t.Cleanup(func() { _ = stdoutReader.Close() })
 		p.Stdout, cmd.Stdout = stdoutReader, stdoutWriter
 	} else {
-		p.stdout = &syncBuffer{}
+		p.stdout = &syncbuf.Buffer{}
 		cmd.Stdout = p.stdout
 	}
 	err = cmd.Start()
@@ -128,24 +127,6 @@ func killGroup(pid int) error {
 		return err
 	}
 	return nil
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // descendants returns the pids of every live process below pid, found by walking the parent

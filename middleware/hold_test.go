@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/syncbuf"
 	"github.com/mcpwrap/mcpwrap/resilience"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -127,7 +128,7 @@ func startRestartable(t *testing.T, policy ToolPolicy, configure func(*Session))
 		Retrier:   &resilience.Retrier{NewTimer: newInstantTimer},
 		afterFunc: h.timers.afterFunc,
 	}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	h.session.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/mcpwrap/mcpwrap/internal/syncbuf"
 	"github.com/mcpwrap/mcpwrap/resilience"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,14 +23,14 @@ func TestSessionsSharingRetrierCrashBudgetAndThrottleLeaveThemUnchanged(t *testi
 	type run struct {
 		client, up *peer
 		session    *Session
-		logs       *syncBuffer
+		logs       *syncbuf.Buffer
 		done       chan error
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runs := make([]*run, 2)
 	for i := range runs {
-		r := &run{logs: &syncBuffer{}, done: make(chan error, 1)}
+		r := &run{logs: &syncbuf.Buffer{}, done: make(chan error, 1)}
 		var clientConn, upConn Conn
 		r.client, clientConn = newPeer(t, 0)
 		r.up, upConn = newPeer(t, 0)

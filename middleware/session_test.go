@@ -6,40 +6,22 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/syncbuf"
 	"github.com/mcpwrap/mcpwrap/resilience"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// syncBuffer collects log output from concurrent goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 type harness struct {
 	client, up *peer
 	session    *Session
-	logs       *syncBuffer
+	logs       *syncbuf.Buffer
 	done       chan error
 	cancel     context.CancelFunc
 }
@@ -48,7 +30,7 @@ type harness struct {
 // client and an upstream peer, through the handshake.
 func start(t *testing.T, maxLine int, configure ...func(*Session)) *harness {
 	t.Helper()
-	h := &harness{logs: &syncBuffer{}, done: make(chan error, 1)}
+	h := &harness{logs: &syncbuf.Buffer{}, done: make(chan error, 1)}
 	var clientConn, upConn Conn
 	h.client, clientConn = newPeer(t, maxLine)
 	h.up, upConn = newPeer(t, maxLine)

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,10 +12,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/syncbuf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -79,27 +78,9 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
-// lockedBuffer is an io.Writer safe to read while the pump writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestStderrPassThroughAndTail(t *testing.T) {
 	t.Parallel()
-	var passed lockedBuffer
+	var passed syncbuf.Buffer
 	c := fixtureCommand(t, "stderr")
 	c.Stderr = &passed
 	p := startFixture(t, c)

@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/syncbuf"
 	"github.com/mcpwrap/mcpwrap/middleware"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -848,7 +849,7 @@ func TestRemoteStandaloneStreamReopens(t *testing.T) {
 }
 
 func TestRemoteNeverLogsSecrets(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	dialLogged := func(url string) *RemoteConn {
 		conn, err := DialRemote(t.Context(), Remote{URL: url, Logger: logger,
@@ -898,24 +899,6 @@ func TestRemoteRefusesRedirectsToAnotherOrigin(t *testing.T) {
 	assert.Equal(t, resilience.Permanent, resilience.Classify(err).Class)
 }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestRemoteKeepsAPathTokenOutOfLogsAndErrors: a URL may carry its
 // credential in the path (mcpwrap install moves such URLs into env for
 // that reason), so logs and error texts name the server's origin only.
@@ -940,7 +923,7 @@ func TestRemoteKeepsAPathTokenOutOfLogsAndErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs syncbuf.Buffer
 			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			conn, err := DialRemote(t.Context(), Remote{URL: tt.url, Logger: logger})
 			require.NoError(t, err)
