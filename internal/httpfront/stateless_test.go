@@ -496,10 +496,10 @@ func TestStalledNotificationsDoNotHoldOtherClients(t *testing.T) {
 // keeping them all.
 func TestTooManyNotificationsWaitingCloseTheStream(t *testing.T) {
 	t.Parallel()
-	logs := lockedBuffer{watch: "reads its event stream too slowly", seen: make(chan struct{})}
+	logs := watchLog("reads its event stream too slowly")
 	ts := newTestServer(t, func(s *Server) {
 		s.StallTimeout = time.Minute // not the subject
-		s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		s.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	})
 	ts.up.modern.Store(true)
 

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/syncbuf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -225,10 +226,10 @@ func TestStreamOpensWithRetryField(t *testing.T) {
 // would otherwise stop every other's answers.
 func TestStalledStreamDoesNotHoldOtherClients(t *testing.T) {
 	t.Parallel()
-	logs := lockedBuffer{watch: "read nothing of its event stream for the stall timeout", seen: make(chan struct{})}
+	logs := watchLog("read nothing of its event stream for the stall timeout")
 	ts := newTestServer(t, func(s *Server) {
 		s.StallTimeout = 100 * time.Millisecond
-		s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		s.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	})
 	ts.up.modern.Store(true)
 
@@ -293,30 +294,20 @@ func (ts *testServer) rawSSEPost(t *testing.T, r request) net.Conn {
 	return conn
 }
 
-// lockedBuffer is a log sink safe for concurrent writes. With watch set,
-// it closes seen once a write contains watch.
-type lockedBuffer struct {
-	watch string
+// logWatch is a log sink that closes seen once a line contains match.
+type logWatch struct {
+	match string
 	seen  chan struct{}
-
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	once sync.Once
+	once  sync.Once
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.watch != "" && bytes.Contains(p, []byte(b.watch)) {
-		b.once.Do(func() { close(b.seen) })
+func watchLog(match string) *logWatch { return &logWatch{match: match, seen: make(chan struct{})} }
+
+func (w *logWatch) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(w.match)) {
+		w.once.Do(func() { close(w.seen) })
 	}
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	return len(p), nil
 }
 
 // deadlineRecorder is a response that records its writes and the write
@@ -424,7 +415,7 @@ func TestCloseKeepsAnEarlierStallDeadline(t *testing.T) {
 // takes: the timeout bounds each step of a write, not the write.
 func TestSlowReaderIsServed(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	const stall = 500 * time.Millisecond
 	ts := newTestServer(t, func(s *Server) {
 		s.StallTimeout = stall
