@@ -43,6 +43,9 @@ type session struct {
 	ended   chan struct{} // closed when the session ends: no new HTTP work
 	endOnce sync.Once
 	done    chan struct{} // closed when the relay's Run returned
+	// async runs the messages the session sends its own relay from its
+	// write path (see refuseServerRequest); run waits for them.
+	async sync.WaitGroup
 
 	// The stateless session's (see serveStateless); zero for others.
 	stateless bool
@@ -101,6 +104,7 @@ func (ss *session) start() {
 func (ss *session) run() {
 	defer close(ss.done)
 	defer ss.cancel()
+	defer ss.async.Wait() // they end with the session
 	if err := ss.relay.Run(ss.ctx); err != nil {
 		ss.log.Warn("relay stopped", "error", err)
 	}

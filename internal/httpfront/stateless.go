@@ -524,7 +524,7 @@ func withProgressToken(msg []byte, env framing.Envelope, token []byte) []byte {
 // go to in this protocol, and is dropped.
 func (ss *session) routeStateless(msg []byte, env framing.Envelope) {
 	if env.Kind == framing.Request {
-		ss.log.Warn("dropping a server request on the stateless session: the 2026-07-28 protocol has none", "method", env.Method)
+		ss.refuseServerRequest(env)
 		return
 	}
 	nr := parseNotification(env.Params)
@@ -576,6 +576,19 @@ func (ss *session) routeStateless(msg []byte, env framing.Envelope) {
 	for _, t := range targets {
 		ss.noteLocked(t.ex, t.msg)
 	}
+}
+
+// refuseServerRequest answers env, a request of the upstream's on the
+// stateless session, with an error: the 2026-07-28 protocol has no server
+// requests, so no client can answer it, and the call it was sent for would
+// otherwise wait for an answer forever. The answer goes to the relay as a
+// client's would, off the relay's write path, which must not wait on its
+// own client pump.
+func (ss *session) refuseServerRequest(env framing.Envelope) {
+	ss.log.Warn("refusing a server request on the stateless session: the 2026-07-28 protocol has none", "method", env.Method)
+	msg := errorMessage(env.ID, codeMethodNotFound,
+		fmt.Sprintf("%s: no client can answer a server request in the 2026-07-28 protocol", env.Method), nil)
+	ss.async.Go(func() { ss.deliver(ss.ctx, msg) })
 }
 
 // noteLimit and noteByteLimit bound the notifications waiting for a

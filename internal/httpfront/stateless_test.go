@@ -350,7 +350,7 @@ func TestStatelessRouting(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}`,                                                          // none subscribed: dropped
 		`{"jsonrpc":"2.0","method":"notifications/x","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"httpfront-4"}}}`, // the listen request it names
 		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}`,                                             // names nothing: dropped
-		`{"jsonrpc":"2.0","id":"up-1","method":"sampling/createMessage","params":{}}`,                                              // no server requests in 2026: dropped
+		`{"jsonrpc":"2.0","id":"up-1","method":"sampling/createMessage","params":{}}`,                                              // no server requests in 2026: refused to the relay
 		`{"jsonrpc":"2.0","id":"httpfront-3","result":{}}`,                                                                         // c's, with its own id, for its handler to write
 	}
 	for _, m := range msgs {
@@ -591,4 +591,37 @@ func TestStatelessClientCannotAnswerForAnother(t *testing.T) {
 
 	cancel() // the victim's call, which nothing can answer, is given up
 	assert.NotContains(t, <-victim, "forged", "another client answered for the victim")
+}
+
+// A request the upstream sends on the stateless session (here a sampling
+// request during a call) has no client to go to in the 2026-07-28
+// protocol: the upstream is answered with an error at once, so that the
+// call it made it for ends instead of waiting for an answer forever.
+func TestStatelessServerRequestIsRefused(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	r := modernCall(1, "sample", `{}`)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL, strings.NewReader(r.Body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", acceptJSON)
+	for k, v := range r.Header {
+		req.Header.Set(k, v)
+	}
+	resp, err := ts.Client().Do(req)
+	require.NoError(t, err, "the call waits for an answer to the upstream's request")
+	defer resp.Body.Close()
+	assert.Contains(t, readAll(t, resp), `"id":1,"result"`, "the call ends")
+
+	id := <-ts.up.asked
+	fc := ts.up.next(t)
+	var answer string
+	for _, line := range fc.Lines() {
+		if strings.Contains(line, `"id":`+id+`,"error"`) {
+			answer = line
+		}
+	}
+	assert.Contains(t, answer, `"code":-32601`, "the upstream is told its request has no taker")
 }
