@@ -149,6 +149,22 @@ func checkStateless(h http.Header, m incoming) *postError {
 	return nil
 }
 
+// sessionEraOnly are the methods the 2026-07-28 protocol removed with
+// sessions. Each sets state for the whole session it is sent on (its
+// handshake, which the relay replays to a restarted upstream, its log
+// level, its resource subscriptions), and the stateless session is every
+// 2026-07-28 client's: they are refused as unknown, as the go-sdk's server
+// refuses them, and never reach its relay. ping, which sets nothing, is
+// left to the upstream.
+var sessionEraOnly = map[string]bool{
+	"initialize":                       true,
+	"notifications/initialized":        true,
+	"notifications/roots/list_changed": true,
+	"logging/setLevel":                 true,
+	"resources/subscribe":              true,
+	"resources/unsubscribe":            true,
+}
+
 // serveStateless serves a 2026-07-28 POST on the stateless session.
 func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []incoming, batch bool, acc acceptance) {
 	if batch {
@@ -167,6 +183,11 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 	}
 	if perr := checkStateless(r.Header, m); perr != nil {
 		writeError(w, http.StatusBadRequest, perr.id, perr.code, perr.message)
+		return
+	}
+	if sessionEraOnly[m.env.Method] {
+		writeError(w, http.StatusNotFound, m.env.ID, codeMethodNotFound,
+			fmt.Sprintf("%s is not supported in protocol version %s, which has no sessions", m.env.Method, r.Header.Get(HeaderProtocolVersion)))
 		return
 	}
 	if s.legacyOnly.Load() {

@@ -625,3 +625,63 @@ func TestStatelessServerRequestIsRefused(t *testing.T) {
 	}
 	assert.Contains(t, answer, `"code":-32601`, "the upstream is told its request has no taker")
 }
+
+// The stateless session's relay, and its upstream, are every 2026-07-28
+// client's: a client cannot send it the session era's methods, which that
+// protocol removed and which set state for the whole session (its
+// handshake, replayed to a restarted upstream, its log level, its
+// resource subscriptions). They are refused as unknown, as the go-sdk's
+// server does, and never reach the relay.
+func TestStatelessSessionEraMethodsAreRefused(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	resp := ts.do(t, modernCall(1, "echo", `{"text":"set up"}`))
+	require.Equal(t, http.StatusOK, resp.StatusCode, readAll(t, resp))
+	fc := ts.up.next(t)
+
+	tests := []struct {
+		method string
+		params string
+		id     string // "": a notification
+	}{
+		{method: "initialize", params: `"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"evil","version":"1"}`, id: `"i"`},
+		{method: "logging/setLevel", params: `"level":"debug"`, id: `"l"`},
+		{method: "resources/subscribe", params: `"uri":"file:///a"`, id: `"s"`},
+		{method: "resources/unsubscribe", params: `"uri":"file:///a"`, id: `"u"`},
+		{method: "notifications/initialized"},
+		{method: "notifications/roots/list_changed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method, func(t *testing.T) {
+			params := modernMeta
+			if tt.params != "" {
+				params = tt.params + "," + modernMeta
+			}
+			id := ""
+			if tt.id != "" {
+				id = `"id":` + tt.id + `,`
+			}
+			resp := ts.do(t, request{
+				Body:   `{"jsonrpc":"2.0",` + id + `"method":"` + tt.method + `","params":{` + params + `}}`,
+				Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: tt.method},
+			})
+			body := readAll(t, resp)
+			assert.Equal(t, http.StatusNotFound, resp.StatusCode, body)
+			assert.Contains(t, body, `"code":-32601`)
+			if tt.id != "" {
+				assert.Contains(t, body, `"id":`+tt.id+`,`)
+			}
+		})
+	}
+
+	resp = ts.do(t, modernCall(2, "echo", `{"text":"still"}`))
+	assert.Contains(t, readAll(t, resp), "still")
+	relays := ts.front.Sessions()
+	require.Len(t, relays, 1)
+	assert.Equal(t, "server/discover", relays[0].Handshake().Method, "the handshake a restarted upstream is given")
+	for _, line := range fc.Lines() {
+		for _, tt := range tests {
+			assert.NotContains(t, line, `"method":"`+tt.method+`"`, "the shared upstream got it")
+		}
+	}
+}
