@@ -50,6 +50,7 @@ type session struct {
 	// The stateless session's (see serveStateless); zero for others.
 	stateless bool
 	seq       atomic.Uint64 // numbers the rewritten request ids
+	idSalt    string        // the random part of the rewritten request ids
 	// beforeWait, when set (by tests), runs in awaitReady just before it
 	// waits for the handshake: a test makes the handshake end there.
 	beforeWait func()

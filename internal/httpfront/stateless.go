@@ -54,7 +54,8 @@ const (
 
 // handshakeID is the id of the server/discover the Server sends on a new
 // stateless session's relay, so that the relay sets up its upstream; no
-// rewritten id (statelessIDPrefix and a number) can equal it.
+// rewritten id (statelessIDPrefix, a random part and a number) can equal
+// it.
 const handshakeID = `"httpfront-discover"`
 
 // isStateless reports whether a POST without a session id speaks the
@@ -340,6 +341,7 @@ func (s *Server) openStateless(r *http.Request, first incoming) (*session, error
 	id := rand.Text()
 	ss := newSession(s, id)
 	ss.stateless = true
+	ss.idSalt = rand.Text()
 	ss.discovers = make(map[string]bool)
 	ss.log = s.log.With("session", "stateless")
 	ss.relay = s.NewSession(ss, ss.log)
@@ -438,9 +440,12 @@ func peekID(msg []byte) []byte {
 // rewritten to.
 const statelessIDPrefix = "httpfront-"
 
-// nextID returns a fresh request id for the stateless session's relay.
+// nextID returns a fresh request id for the stateless session's relay:
+// the prefix, the session's random part (see openStateless) and a number.
+// The random part keeps the ids of one client's requests from being
+// guessed by another, who could otherwise name them.
 func (ss *session) nextID() []byte {
-	return strconv.AppendQuote(nil, statelessIDPrefix+strconv.FormatUint(ss.seq.Add(1), 10))
+	return strconv.AppendQuote(nil, statelessIDPrefix+ss.idSalt+"-"+strconv.FormatUint(ss.seq.Add(1), 10))
 }
 
 // subscriptions are the notifications a subscriptions/listen request asks

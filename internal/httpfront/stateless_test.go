@@ -527,12 +527,13 @@ func TestStatelessClientCannotCancelAnothers(t *testing.T) {
 	ts := newModernServer(t)
 	victim := make(chan string, 1)
 	go func() { victim <- readAll(t, ts.do(t, modernCall(1, "progress", `{"hold":"true"}`))) }()
-	<-ts.up.hung // the victim's call is in flight, as httpfront-1
+	<-ts.up.hung // the victim's call is in flight
 	fc := ts.up.next(t)
+	victimID := relayIDOf(t, fc, "tools/call") // as if the forger had guessed it
 
 	cancel := func(id string) request {
 		return request{
-			Body:   `{"jsonrpc":"2.0"` + id + `,"method":"notifications/cancelled","params":{"requestId":"httpfront-1",` + modernMeta + `}}`,
+			Body:   `{"jsonrpc":"2.0"` + id + `,"method":"notifications/cancelled","params":{"requestId":` + victimID + `,` + modernMeta + `}}`,
 			Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "notifications/cancelled"},
 		}
 	}
@@ -684,4 +685,34 @@ func TestStatelessSessionEraMethodsAreRefused(t *testing.T) {
 			assert.NotContains(t, line, `"method":"`+tt.method+`"`, "the shared upstream got it")
 		}
 	}
+}
+
+// The ids a stateless request is rewritten to cannot be guessed: each
+// stateless session numbers its requests after a random part of its own,
+// so that no client can name another's request, even on a path not
+// closed yet (a cancellation, an answer).
+func TestStatelessRequestIDsAreUnguessable(t *testing.T) {
+	t.Parallel()
+	relayID := func() string {
+		ts := newModernServer(t)
+		resp := ts.do(t, modernCall(1, "echo", `{}`))
+		require.Equal(t, http.StatusOK, resp.StatusCode, readAll(t, resp))
+		return relayIDOf(t, ts.up.next(t), "tools/call")
+	}
+	first, second := relayID(), relayID()
+	assert.NotEqual(t, first, second, "two sessions' first requests")
+	assert.Greater(t, len(first), len(`"httpfront-1"`)+20, "room for a random part: %s", first)
+}
+
+// relayIDOf returns the id of the first request of method that fc
+// received: a stateless request's id as the relay rewrote it.
+func relayIDOf(t *testing.T, fc *fakeConn, method string) string {
+	t.Helper()
+	for _, line := range fc.Lines() {
+		if env, err := framing.Peek([]byte(line)); err == nil && env.Kind == framing.Request && env.Method == method {
+			return string(env.ID)
+		}
+	}
+	t.Fatalf("the upstream got no %s", method)
+	return ""
 }
