@@ -144,6 +144,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex 
 			return false
 		}
 	}
+	delivered := 0
 	for _, m := range msgs {
 		if isCancellation(m.env) {
 			ss.cancelled(m.env.Params)
@@ -151,6 +152,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex 
 		if !ss.deliver(r.Context(), m.msg) {
 			break
 		}
+		delivered++
 	}
 	gone := false
 	var broken <-chan struct{} // the stream failed, on the stateless session: nil elsewhere
@@ -179,7 +181,7 @@ wait:
 		if len(unanswered) > 0 {
 			ss.log.Debug("the client left before its requests were answered", "requests", len(unanswered))
 		}
-		if ss.stateless {
+		if ss.stateless && delivered > 0 { // its one request reached the relay
 			ss.cancelAbandoned(unanswered)
 		}
 		if ex.stream != nil {

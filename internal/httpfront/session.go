@@ -43,8 +43,10 @@ type session struct {
 	ended   chan struct{} // closed when the session ends: no new HTTP work
 	endOnce sync.Once
 	done    chan struct{} // closed when the relay's Run returned
-	// async runs the messages the session sends its own relay from its
-	// write path (see refuseServerRequest); run waits for them.
+	// own queues the messages the stateless session sends its own relay
+	// (see sendOwn), which the goroutine in async delivers; run waits for
+	// it. nil on other sessions.
+	own   chan []byte
 	async sync.WaitGroup
 
 	// The stateless session's (see serveStateless); zero for others.
@@ -105,7 +107,7 @@ func (ss *session) start() {
 func (ss *session) run() {
 	defer close(ss.done)
 	defer ss.cancel()
-	defer ss.async.Wait() // they end with the session
+	defer ss.async.Wait() // it ends with the session
 	if err := ss.relay.Run(ss.ctx); err != nil {
 		ss.log.Warn("relay stopped", "error", err)
 	}

@@ -345,6 +345,8 @@ func (s *Server) openStateless(r *http.Request, first incoming) (*session, error
 	ss.discovers = make(map[string]bool)
 	ss.log = s.log.With("session", "stateless")
 	ss.relay = s.NewSession(ss, ss.log)
+	ss.own = make(chan []byte, ownLimit)
+	ss.async.Go(ss.deliverOwn)
 	s.sessions[id] = ss
 	s.stateless = ss
 	n := len(s.sessions)
@@ -612,9 +614,41 @@ func (ss *session) routeStateless(msg []byte, env framing.Envelope) {
 // own client pump.
 func (ss *session) refuseServerRequest(env framing.Envelope) {
 	ss.log.Warn("refusing a server request on the stateless session: the 2026-07-28 protocol has none", "method", env.Method)
-	msg := errorMessage(env.ID, codeMethodNotFound,
-		fmt.Sprintf("%s: no client can answer a server request in the 2026-07-28 protocol", env.Method), nil)
-	ss.async.Go(func() { ss.deliver(ss.ctx, msg) })
+	ss.sendOwn(errorMessage(env.ID, codeMethodNotFound, "no client can answer a server request in the 2026-07-28 protocol", nil))
+}
+
+// ownLimit bounds the messages the stateless session has queued for its
+// own relay (see sendOwn).
+const ownLimit = 256
+
+// sendOwn queues msg, a message of the stateless session's own (a refusal
+// of a server request, a cancellation of a request its client abandoned),
+// for its relay, without waiting: its callers are the relay's write path,
+// which must not wait on the relay's own client pump, and handlers whose
+// clients left, which must not wait on an upstream that stopped reading.
+// While ownLimit wait (the upstream is not reading, or floods the session
+// with requests), msg is dropped: a cancellation or a refusal lost then
+// leaves only the upstream's own request, or work, unfinished.
+func (ss *session) sendOwn(msg []byte) {
+	select {
+	case ss.own <- msg:
+	default:
+		ss.log.Warn("the upstream is not taking the front's own messages; one is dropped", "limit", ownLimit)
+	}
+}
+
+// deliverOwn delivers the messages sendOwn queued, until the session ends.
+func (ss *session) deliverOwn() {
+	for {
+		select {
+		case msg := <-ss.own:
+			if !ss.deliver(ss.ctx, msg) {
+				return
+			}
+		case <-ss.ended:
+			return
+		}
+	}
 }
 
 // noteLimit and noteByteLimit bound the notifications waiting for a
@@ -663,13 +697,10 @@ func (ss *session) writeNotes(ex *exchange) {
 
 // cancelAbandoned tells the relay that the requests of a client that left
 // will not be read, so that the upstream can stop working on them (and a
-// listen request's subscription ends).
+// listen request's subscription ends). It does not wait for the relay.
 func (ss *session) cancelAbandoned(ids [][]byte) {
 	for _, id := range ids {
-		msg := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the client closed the request"}}`, id)
-		if !ss.deliver(ss.ctx, msg) {
-			return
-		}
+		ss.sendOwn(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the client closed the request"}}`, id))
 	}
 }
 

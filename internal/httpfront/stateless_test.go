@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -715,4 +717,107 @@ func relayIDOf(t *testing.T, fc *fakeConn, method string) string {
 	}
 	t.Fatalf("the upstream got no %s", method)
 	return ""
+}
+
+// A stateless POST returns once its client leaves, even while the shared
+// relay takes no message (its upstream stopped reading): the cancellation
+// it owes the upstream for its abandoned request is left to the session,
+// so that the handler, its connection slot and the shutdown it delays are
+// not held until the upstream reads again.
+func TestStatelessPOSTReturnsWhenItsClientLeaves(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(ts.up.release) }) })
+	resp := ts.do(t, modernCall(1, "echo", `{}`)) // the upstream is set up
+	require.Equal(t, http.StatusOK, resp.StatusCode, readAll(t, resp))
+	fc := ts.up.next(t)
+	ctx, leave := context.WithCancel(t.Context())
+	post := func(tag string, r request) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL, strings.NewReader(r.Body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", acceptBoth)
+		for k, v := range r.Header {
+			req.Header.Set(k, v)
+		}
+		req.Header.Set("X-Test-Tag", tag)
+		go func() {
+			if resp, err := ts.Client().Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body) // until the client leaves
+				resp.Body.Close()
+			}
+		}()
+		require.Equal(t, tag, <-ts.started)
+	}
+	post("hang", modernCall(2, "hang", `{}`))
+	select {
+	case <-ts.up.hung:
+	case tag := <-ts.returned:
+		t.Fatalf("the POST %q returned before its call reached the upstream", tag)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hang call never reached the upstream")
+	}
+	post("a", modernCall(3, "echo", `{}`)) // the relay takes one, and waits for the upstream
+	post("b", modernCall(4, "echo", `{}`)) // the other waits for the relay
+
+	leave()
+	returned := map[string]bool{}
+	for range 3 {
+		select {
+		case tag := <-ts.returned:
+			returned[tag] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a POST is still held after its client left; returned: %v", returned)
+		}
+	}
+
+	// Once the upstream reads again, it is told of the abandoned calls
+	// that reached it.
+	var hang framing.Envelope
+	for _, line := range fc.Lines() {
+		if env, err := framing.Peek([]byte(line)); err == nil && env.Method == "tools/call" && strings.Contains(line, `"hang"`) {
+			hang = env
+		}
+	}
+	require.NotNil(t, hang.ID)
+	release.Do(func() { close(ts.up.release) })
+	cancelled := `"method":"notifications/cancelled","params":{"requestId":` + string(hang.ID) + `,`
+	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+		if slices.ContainsFunc(fc.Lines(), func(l string) bool { return strings.Contains(l, cancelled) }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the upstream was not told the hang call was abandoned: %q", fc.Lines())
+		}
+	}
+}
+
+// An upstream that floods the stateless session with requests while it
+// reads nothing cannot make the front hold a refusal (and, before,
+// a goroutine) for each: past ownLimit waiting, the refusals are dropped.
+func TestStatelessServerRequestFloodIsBounded(t *testing.T) {
+	t.Parallel()
+	logs := watchLog("one is dropped")
+	ts := newTestServer(t, func(s *Server) { s.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
+	ts.up.modern.Store(true)
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(ts.up.release) }) })
+	resp := ts.do(t, modernCall(1, "echo", `{}`)) // the upstream is set up
+	require.Equal(t, http.StatusOK, resp.StatusCode, readAll(t, resp))
+	fc := ts.up.next(t)
+	held := make(chan string, 1)
+	go func() { held <- readAll(t, ts.do(t, modernCall(2, "hang", `{}`))) }()
+	<-ts.up.hung // the upstream reads nothing from now on
+
+	for i := range ownLimit + 3 {
+		fc.Push(fmt.Sprintf(`{"jsonrpc":"2.0","id":"flood-%d","method":"sampling/createMessage","params":{}}`, i))
+	}
+	select {
+	case <-logs.seen:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the refusals of a flood were all kept")
+	}
+	release.Do(func() { close(ts.up.release) })
+	assert.Contains(t, <-held, "hang done", "the session still serves")
 }
