@@ -69,13 +69,12 @@ type requestFacts struct {
 	metaVersion string          // _meta's protocol version
 	name        string          // tool or prompt name, or resource URI, for Mcp-Name
 	hasName     bool            // the method has one
+	nameOK      bool            // the body spells it once, exactly, as a string
 	meta        json.RawMessage // the whole _meta
 }
 
 func parseFacts(env framing.Envelope) requestFacts {
 	var p struct {
-		Name string                     `json:"name"`
-		URI  string                     `json:"uri"`
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
 	var f requestFacts
@@ -88,13 +87,55 @@ func parseFacts(env framing.Envelope) requestFacts {
 	if p.Meta != nil {
 		f.meta, _ = json.Marshal(p.Meta)
 	}
+	// The name is read as framing reads it for the gate, not as
+	// encoding/json would (last of duplicates wins, any letter case
+	// matches): a name that parsers read differently matches no header,
+	// since the upstream may act on another than the one checked.
 	switch env.Method {
 	case "tools/call", "prompts/get":
-		f.name, f.hasName = p.Name, true
+		f.hasName = true
+		if env.Name != nil { // nil: absent, or ambiguous
+			f.name, f.nameOK = stringOf(env.Name)
+		}
 	case "resources/read":
-		f.name, f.hasName = p.URI, true
+		f.hasName = true
+		f.name, f.nameOK = soleMember(env.Params, "uri")
 	}
 	return f
+}
+
+// stringOf decodes raw, a JSON value, when it is a string.
+func stringOf(raw []byte) (string, bool) {
+	s, err := framing.String(raw)
+	return s, err == nil
+}
+
+// soleMember returns the string value of the member of the JSON object
+// obj named name, when obj has exactly one member whose name matches it in
+// any letter case (as encoding/json would match it), spelled exactly so.
+func soleMember(obj []byte, name string) (string, bool) {
+	members, err := framing.Members(obj)
+	if err != nil {
+		return "", false
+	}
+	var value []byte
+	for _, m := range members {
+		key, err := framing.String(m.Name)
+		if err != nil {
+			return "", false
+		}
+		if !strings.EqualFold(key, name) {
+			continue
+		}
+		if key != name || value != nil {
+			return "", false
+		}
+		value = m.Value
+	}
+	if value == nil {
+		return "", false
+	}
+	return stringOf(value)
 }
 
 // checkStateless validates a 2026-07-28 message against its headers, as the
@@ -142,6 +183,9 @@ func checkStateless(h http.Header, m incoming) *postError {
 		case name == "":
 			return &postError{id: m.env.ID, code: codeHeaderMismatch,
 				message: fmt.Sprintf("missing required %s header for method %q", HeaderName, m.env.Method)}
+		case !f.nameOK:
+			return &postError{id: m.env.ID, code: codeHeaderMismatch,
+				message: fmt.Sprintf("header mismatch: the body's value for %s is missing, not a string, or spelled more than once (in any letter case)", HeaderName)}
 		case name != f.name:
 			return &postError{id: m.env.ID, code: codeHeaderMismatch,
 				message: fmt.Sprintf("header mismatch: %s header value %q does not match body value %q", HeaderName, name, f.name)}

@@ -33,6 +33,15 @@ func modernCall(id int, tool, args string) request {
 	}
 }
 
+// namedRequest is a 2026-07-28 request of method with params members
+// (and _meta), sent with Mcp-Name: name.
+func namedRequest(method, members, name string) request {
+	return request{
+		Body:   fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":%q,"params":{%s,%s}}`, method, members, modernMeta),
+		Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: method, HeaderName: name},
+	}
+}
+
 func newModernServer(t *testing.T) *testServer {
 	t.Helper()
 	ts := newTestServer(t, nil)
@@ -109,6 +118,21 @@ func TestStatelessHeaderValidation(t *testing.T) {
 			wantStatus: http.StatusNotFound, wantBody: `"id":9,"error":{"code":-32601`},
 		{name: "batch", req: request{Body: "[" + listBody + "]", Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "tools/list"}},
 			wantStatus: http.StatusBadRequest},
+		// A name that parsers read differently (a duplicate, first or last
+		// wins; another letter case, which Go's encoding/json matches)
+		// matches no header: the upstream might act on the other one.
+		{name: "duplicate name", req: namedRequest("prompts/get", `"name":"a","name":"b"`, "b"),
+			wantStatus: http.StatusBadRequest, wantBody: `"code":-32020`},
+		{name: "name in another letter case", req: namedRequest("prompts/get", `"name":"a","Name":"b"`, "b"),
+			wantStatus: http.StatusBadRequest, wantBody: `"code":-32020`},
+		{name: "tool name in another letter case", req: namedRequest("tools/call", `"name":"echo","NAME":"evil"`, "evil"),
+			wantStatus: http.StatusBadRequest, wantBody: `"code":-32020`},
+		{name: "uri in another letter case", req: namedRequest("resources/read", `"uri":"file:///a","URI":"file:///b"`, "file:///b"),
+			wantStatus: http.StatusBadRequest, wantBody: `"code":-32020`},
+		{name: "uri only in another letter case", req: namedRequest("resources/read", `"URI":"file:///b"`, "file:///b"),
+			wantStatus: http.StatusBadRequest, wantBody: `"code":-32020`},
+		{name: "escaped name", req: namedRequest("prompts/get", `"n\u0061me":"\u0061"`, "a"),
+			wantStatus: http.StatusNotFound, wantBody: `"code":-32601`}, // valid: the fake knows no prompts
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
