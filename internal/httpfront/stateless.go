@@ -66,31 +66,32 @@ func isStateless(r *http.Request) bool {
 
 // requestFacts are what the transport checks of a 2026-07-28 message.
 type requestFacts struct {
-	metaVersion string          // _meta's protocol version
-	name        string          // tool or prompt name, or resource URI, for Mcp-Name
-	hasName     bool            // the method has one
-	nameOK      bool            // the body spells it once, exactly, as a string
-	meta        json.RawMessage // the whole _meta
+	metaVersion   string          // _meta's protocol version
+	metaAmbiguous bool            // _meta, or its version, is spelled twice or in another letter case
+	name          string          // tool or prompt name, or resource URI, for Mcp-Name
+	hasName       bool            // the method has one
+	nameOK        bool            // the body spells it once, exactly, as a string
+	meta          json.RawMessage // the whole _meta
 }
 
+// parseFacts reads what the transport checks of a 2026-07-28 message as
+// framing reads it for the gate, not as encoding/json would (last of
+// duplicates wins, any letter case matches, and two such objects merge):
+// a member that parsers read differently is ambiguous, since the upstream
+// may act on another value than the one checked.
 func parseFacts(env framing.Envelope) requestFacts {
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
 	var f requestFacts
-	if json.Unmarshal(env.Params, &p) != nil {
-		return f
+	metaRaw, _, err := framing.LookupMember(env.Params, "_meta")
+	f.metaAmbiguous = err != nil
+	var meta map[string]json.RawMessage
+	if metaRaw != nil && json.Unmarshal(metaRaw, &meta) == nil {
+		version, _, err := framing.LookupMember(metaRaw, metaProtocolVersion)
+		f.metaAmbiguous = f.metaAmbiguous || err != nil
+		if version != nil {
+			_ = json.Unmarshal(version, &f.metaVersion)
+		}
+		f.meta, _ = json.Marshal(meta)
 	}
-	if raw, ok := p.Meta[metaProtocolVersion]; ok {
-		_ = json.Unmarshal(raw, &f.metaVersion)
-	}
-	if p.Meta != nil {
-		f.meta, _ = json.Marshal(p.Meta)
-	}
-	// The name is read as framing reads it for the gate, not as
-	// encoding/json would (last of duplicates wins, any letter case
-	// matches): a name that parsers read differently matches no header,
-	// since the upstream may act on another than the one checked.
 	switch env.Method {
 	case "tools/call", "prompts/get":
 		f.hasName = true
@@ -99,7 +100,9 @@ func parseFacts(env framing.Envelope) requestFacts {
 		}
 	case "resources/read":
 		f.hasName = true
-		f.name, f.nameOK = soleMember(env.Params, "uri")
+		if uri, _, err := framing.LookupMember(env.Params, "uri"); uri != nil && err == nil {
+			f.name, f.nameOK = stringOf(uri)
+		}
 	}
 	return f
 }
@@ -108,34 +111,6 @@ func parseFacts(env framing.Envelope) requestFacts {
 func stringOf(raw []byte) (string, bool) {
 	s, err := framing.String(raw)
 	return s, err == nil
-}
-
-// soleMember returns the string value of the member of the JSON object
-// obj named name, when obj has exactly one member whose name matches it in
-// any letter case (as encoding/json would match it), spelled exactly so.
-func soleMember(obj []byte, name string) (string, bool) {
-	members, err := framing.Members(obj)
-	if err != nil {
-		return "", false
-	}
-	var value []byte
-	for _, m := range members {
-		key, err := framing.String(m.Name)
-		if err != nil {
-			return "", false
-		}
-		if !strings.EqualFold(key, name) {
-			continue
-		}
-		if key != name || value != nil {
-			return "", false
-		}
-		value = m.Value
-	}
-	if value == nil {
-		return "", false
-	}
-	return stringOf(value)
 }
 
 // checkStateless validates a 2026-07-28 message against its headers, as the
@@ -163,6 +138,9 @@ func checkStateless(h http.Header, m incoming) *postError {
 	if m.env.Kind == framing.Request {
 		version := h.Get(HeaderProtocolVersion)
 		switch {
+		case f.metaAmbiguous:
+			return &postError{id: m.env.ID, code: codeInvalidParams,
+				message: fmt.Sprintf("ambiguous _meta: it, or its field %q, is spelled more than once or in another letter case", metaProtocolVersion)}
 		case f.metaVersion == "":
 			return &postError{id: m.env.ID, code: codeInvalidParams,
 				message: fmt.Sprintf("missing or invalid _meta field %q", metaProtocolVersion)}

@@ -845,3 +845,43 @@ func TestStatelessServerRequestFloodIsBounded(t *testing.T) {
 	release.Do(func() { close(ts.up.release) })
 	assert.Contains(t, <-held, "hang done", "the session still serves")
 }
+
+// A client cannot send the shared upstream a server/discover that the
+// front reads as 2026-07-28 and the upstream as of the session era: the
+// upstream's refusal (method not found) would be taken for an upstream
+// that speaks only the session era, and every 2026-07-28 client would be
+// sent to initialize from then on. A _meta that parsers read differently
+// (spelled twice, or in another letter case, which encoding/json matches
+// and merges) is refused.
+func TestStatelessClientCannotDowngradeOthers(t *testing.T) {
+	t.Parallel()
+	const (
+		v2025 = `{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}`
+		v2026 = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	)
+	tests := []struct{ name, params string }{
+		{name: "_meta in another letter case", params: `"_meta":` + v2025 + `,"_META":` + v2026},
+		{name: "_meta twice", params: `"_meta":` + v2026 + `,"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}`},
+		{name: "version twice", params: `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ts := newModernServer(t)
+			resp := ts.do(t, modernCall(1, "echo", `{"text":"before"}`))
+			require.Contains(t, readAll(t, resp), "before")
+
+			resp = ts.do(t, request{
+				Body:   `{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{` + tt.params + `}}`,
+				Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "server/discover"},
+			})
+			body := readAll(t, resp)
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+			assert.Contains(t, body, `"id":2,"error":{"code":-32602`)
+
+			resp = ts.do(t, modernCall(3, "echo", `{"text":"after"}`))
+			assert.Contains(t, readAll(t, resp), "after", "another client is still served")
+			assert.False(t, ts.front.legacyOnly.Load(), "2026-07-28 clients are sent to initialize")
+		})
+	}
+}

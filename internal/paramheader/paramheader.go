@@ -177,16 +177,10 @@ func Validate(h http.Header, bindings []Binding, params []byte) error {
 	return nil
 }
 
-// errAmbiguous is why an argument that parsers read differently matches no
-// header: a member spelled twice (first or last wins), or in another letter
-// case (which an upstream decoding into a struct with Go's encoding/json
-// matches, and others do not).
-var errAmbiguous = errors.New("spelled more than once, or in another letter case")
-
 // arguments returns the raw "arguments" of tools/call params; nil when
 // absent or params is not an object.
 func arguments(params []byte) ([]byte, error) {
-	v, _, err := member(params, "arguments")
+	v, _, err := framing.LookupMember(params, "arguments")
 	return v, err
 }
 
@@ -197,36 +191,11 @@ func lookup(args []byte, path []string) (value []byte, ok bool, err error) {
 	}
 	cur := args
 	for _, part := range path {
-		if cur, ok, err = member(cur, part); !ok || err != nil {
+		if cur, ok, err = framing.LookupMember(cur, part); !ok || err != nil {
 			return nil, false, err
 		}
 	}
 	return cur, true, nil
-}
-
-// member returns the value of obj's member name, read as every parser
-// reads it, or errAmbiguous when parsers may read another: a second member
-// whose name matches in any letter case, or the only one spelled
-// otherwise. ok is false when obj has none, or is not an object.
-func member(obj []byte, name string) (value []byte, ok bool, err error) {
-	members, err := framing.Members(obj)
-	if err != nil {
-		return nil, false, nil // not an object: nothing in it
-	}
-	for _, m := range members {
-		key, err := framing.String(m.Name)
-		if err != nil {
-			return nil, false, errAmbiguous // an escape parsers may decode differently
-		}
-		if !strings.EqualFold(key, name) {
-			continue
-		}
-		if key != name || ok {
-			return nil, false, errAmbiguous
-		}
-		value, ok = m.Value, true
-	}
-	return value, ok, nil
 }
 
 // maxSafeInteger bounds the integers every JSON peer reads exactly.
