@@ -45,8 +45,10 @@ type fakeUpstream struct {
 	// rejectDiscovers counts the server/discover requests still to be
 	// refused with an unsupported-version error offering 2026-07-28.
 	rejectDiscovers atomic.Int32
-	// rejectInvalid makes those refusals invalid-params errors instead.
-	rejectInvalid atomic.Bool
+	// rejectInvalid makes those refusals invalid-params errors instead,
+	// and rejectNotFound method-not-found errors.
+	rejectInvalid  atomic.Bool
+	rejectNotFound atomic.Bool
 }
 
 func newFakeUpstream() *fakeUpstream {
@@ -185,6 +187,10 @@ func (fc *fakeConn) handle(id json.RawMessage, method string, params json.RawMes
 			return
 		}
 		if fc.up.rejectDiscovers.Add(-1) >= 0 {
+			if fc.up.rejectNotFound.Load() {
+				fc.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, id))
+				return
+			}
 			if fc.up.rejectInvalid.Load() {
 				fc.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"missing clientCapabilities"}}`, id))
 				return

@@ -644,18 +644,21 @@ func (ss *session) refuseServerRequest(env framing.Envelope) {
 const ownLimit = 256
 
 // sendOwn queues msg, a message of the stateless session's own (a refusal
-// of a server request, a cancellation of a request its client abandoned),
-// for its relay, without waiting: its callers are the relay's write path,
-// which must not wait on the relay's own client pump, and handlers whose
-// clients left, which must not wait on an upstream that stopped reading.
-// While ownLimit wait (the upstream is not reading, or floods the session
-// with requests), msg is dropped: a cancellation or a refusal lost then
-// leaves only the upstream's own request, or work, unfinished.
-func (ss *session) sendOwn(msg []byte) {
+// of a server request, a cancellation of a request its client abandoned,
+// its own server/discover), for its relay, without waiting: its callers
+// are the relay's write path, which must not wait on the relay's own
+// client pump, and handlers whose clients left, which must not wait on an
+// upstream that stopped reading. While ownLimit wait (the upstream is not
+// reading, or floods the session with requests), msg is dropped and
+// sendOwn reports false: a cancellation or a refusal lost then leaves only
+// the upstream's own request, or work, unfinished.
+func (ss *session) sendOwn(msg []byte) bool {
 	select {
 	case ss.own <- msg:
+		return true
 	default:
 		ss.log.Warn("the upstream is not taking the front's own messages; one is dropped", "limit", ownLimit)
+		return false
 	}
 }
 
@@ -761,11 +764,17 @@ func errorStatus(msg []byte) int {
 // result sets the session up. An error saying the upstream does not know
 // server/discover, or knows no version of the 2026-07-28 era, means the
 // upstream speaks the session era only: the session ends, and stateless
-// requests are sent to initialize from now on. Any other error (a version
-// to retry with, invalid params) is the asker's: a client reads it, and
-// the requests waiting for the Server's own discover get it.
+// requests are sent to initialize from now on. Only the Server's own
+// discover, which it builds itself, is trusted to say so: a client's,
+// which every 2026-07-28 client's fate would hang on, may be made to be
+// refused (a _meta its upstream reads otherwise than the front), so its
+// refusal is that client's answer, and, while the session is not set up,
+// has the Server send its own to find out. Any other error (a version to
+// retry with, invalid params) is the asker's: a client reads it, and the
+// requests waiting for the Server's own discover get it.
 func (ss *session) discoverAnswered(msg []byte, env framing.Envelope, synthetic bool) {
-	legacy := env.Error != nil && refusesModernProtocol(env.Error)
+	refusal := env.Error != nil && refusesModernProtocol(env.Error)
+	legacy := refusal && synthetic
 	ss.mu.Lock()
 	switch {
 	case env.Result != nil:
@@ -774,10 +783,15 @@ func (ss *session) discoverAnswered(msg []byte, env framing.Envelope, synthetic 
 		ss.refused = true
 	}
 	hs := ss.attempt
-	if synthetic || env.Result != nil || legacy {
+	if synthetic || env.Result != nil {
 		ss.attempt = nil
 	} else {
 		hs = nil // a client's error is its own
+	}
+	var check *handshake // the Server's own discover, to tell whether a client's refusal holds for all
+	if refusal && !synthetic && !ss.ready && !ss.refused && ss.attempt == nil {
+		check = &handshake{done: make(chan struct{})}
+		ss.attempt = check
 	}
 	ss.mu.Unlock()
 	if hs != nil {
@@ -786,12 +800,27 @@ func (ss *session) discoverAnswered(msg []byte, env framing.Envelope, synthetic 
 		}
 		close(hs.done)
 	}
+	if check != nil && !ss.sendOwn(ownDiscover()) {
+		ss.mu.Lock()
+		if ss.attempt == check {
+			ss.attempt = nil // the next request waiting sends one
+		}
+		ss.mu.Unlock()
+		close(check.done)
+	}
 	if legacy {
 		ss.log.Info("the upstream refused server/discover", "error", string(env.Error))
 		ss.srv.legacyOnly.Store(true)
 		// Its upstream is of no use to stateless requests.
 		ss.end("the upstream refused server/discover; 2026-07-28 requests are answered with the session versions")
 	}
+}
+
+// ownDiscover is the Server's own server/discover when no client request
+// gives it a _meta: the first 2026-07-28 version, and no capabilities.
+func ownDiscover() []byte {
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":"server/discover","params":{"_meta":{%q:%q,%q:{}}}}`,
+		handshakeID, metaProtocolVersion, statelessProtocolVersion, metaClientCapabilities)
 }
 
 // refusesModernProtocol reports whether a JSON-RPC error answering

@@ -885,3 +885,46 @@ func TestStatelessClientCannotDowngradeOthers(t *testing.T) {
 		})
 	}
 }
+
+// Nor is an upstream that refuses one client's server/discover (however
+// that client made it) taken for one of the session era: only the front's
+// own discover, which it builds itself, can tell that for every client.
+func TestOneClientsRefusedDiscoverIsNotEveryones(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	resp := ts.do(t, modernCall(1, "echo", `{"text":"before"}`))
+	require.Contains(t, readAll(t, resp), "before")
+
+	ts.up.rejectNotFound.Store(true)
+	ts.up.rejectDiscovers.Store(1)
+	resp = ts.do(t, request{
+		Body:   `{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{` + modernMeta + `}}`,
+		Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "server/discover"},
+	})
+	body := readAll(t, resp)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, body)
+	assert.Contains(t, body, `"id":2,"error":{"code":-32601`, "the client's own answer")
+
+	resp = ts.do(t, modernCall(3, "echo", `{"text":"after"}`))
+	assert.Contains(t, readAll(t, resp), "after", "another client is still served")
+	assert.False(t, ts.front.legacyOnly.Load(), "2026-07-28 clients are sent to initialize")
+}
+
+// A session-era upstream is still found out when a client's server/discover
+// comes first: the client gets the refusal, and the front's own discover,
+// sent then, confirms it, so that the session (and its child) ends at once
+// and later 2026-07-28 requests are sent to initialize without one.
+func TestLegacyUpstreamFoundOutAfterAClientsDiscover(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil) // the fake refuses server/discover
+	resp := ts.do(t, request{
+		Body:   `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`,
+		Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "server/discover"},
+	})
+	assert.Contains(t, readAll(t, resp), `"id":1,"error":{"code":-32601`)
+	waitClosed(t, ts.up.next(t))
+	assert.True(t, ts.front.legacyOnly.Load())
+	resp = ts.do(t, modernCall(2, "echo", `{}`))
+	assert.Contains(t, readAll(t, resp), `"code":-32022`)
+	assert.EqualValues(t, 1, ts.up.dials.Load(), "no child is started again for a legacy upstream")
+}
