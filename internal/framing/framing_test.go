@@ -480,6 +480,31 @@ func TestLookupMember(t *testing.T) {
 	}
 }
 
+// FuzzLookupMember: a value LookupMember finds without ambiguity is the
+// one encoding/json reads, into a map (exact names) and into a struct
+// (names in any letter case) alike; when it finds none, neither does.
+func FuzzLookupMember(f *testing.F) {
+	for _, obj := range []string{`{"uri":"x"}`, `{"ur\u0069":1,"a":2}`, `{"uri":1,"URI":2}`, `{"Uri":3}`, `{"a":{"uri":1}}`, `[1]`} {
+		f.Add([]byte(obj))
+	}
+	f.Fuzz(func(t *testing.T, obj []byte) {
+		value, found, err := LookupMember(obj, "uri")
+		var m map[string]json.RawMessage
+		var st struct {
+			URI json.RawMessage `json:"uri"`
+		}
+		if err != nil || json.Unmarshal(obj, &m) != nil || json.Unmarshal(obj, &st) != nil {
+			return
+		}
+		if !found {
+			assert.Nil(t, st.URI, "encoding/json found one in %s", obj)
+			return
+		}
+		assert.Equal(t, string(m["uri"]), string(value), "as a map")
+		assert.Equal(t, string(st.URI), string(value), "as a struct")
+	})
+}
+
 // FuzzEnvScanner checks the scanner that recovers the id of an oversized
 // line against Peek, fed in two pieces split anywhere: on every valid,
 // unambiguous object it finds the same id and method.
