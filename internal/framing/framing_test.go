@@ -451,6 +451,60 @@ func TestMembersSplit(t *testing.T) {
 	}
 }
 
+func TestLookupMember(t *testing.T) {
+	tests := []struct {
+		name, obj string
+		want      string // "": not found
+		ambiguous bool
+	}{
+		{name: "found", obj: `{"a":1,"uri":"x"}`, want: `"x"`},
+		{name: "escaped name", obj: `{"ur\u0069":"x"}`, want: `"x"`},
+		{name: "absent", obj: `{"a":1}`},
+		{name: "not an object", obj: `[1]`},
+		{name: "twice", obj: `{"uri":"x","uri":"y"}`, ambiguous: true},
+		{name: "also in another letter case", obj: `{"uri":"x","URI":"y"}`, ambiguous: true},
+		{name: "only in another letter case", obj: `{"Uri":"y"}`, ambiguous: true},
+		{name: "a bad escape", obj: `{"\ud800":1,"uri":"x"}`, want: `"x"`}, // a lone surrogate decodes (to U+FFFD)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, found, err := LookupMember([]byte(tt.obj), "uri")
+			if tt.ambiguous {
+				assert.ErrorIs(t, err, ErrAmbiguous)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want != "", found)
+			assert.Equal(t, tt.want, string(v))
+		})
+	}
+}
+
+// FuzzLookupMember: a value LookupMember finds without ambiguity is the
+// one encoding/json reads, into a map (exact names) and into a struct
+// (names in any letter case) alike; when it finds none, neither does.
+func FuzzLookupMember(f *testing.F) {
+	for _, obj := range []string{`{"uri":"x"}`, `{"ur\u0069":1,"a":2}`, `{"uri":1,"URI":2}`, `{"Uri":3}`, `{"a":{"uri":1}}`, `[1]`} {
+		f.Add([]byte(obj))
+	}
+	f.Fuzz(func(t *testing.T, obj []byte) {
+		value, found, err := LookupMember(obj, "uri")
+		var m map[string]json.RawMessage
+		var st struct {
+			URI json.RawMessage `json:"uri"`
+		}
+		if err != nil || json.Unmarshal(obj, &m) != nil || json.Unmarshal(obj, &st) != nil {
+			return
+		}
+		if !found {
+			assert.Nil(t, st.URI, "encoding/json found one in %s", obj)
+			return
+		}
+		assert.Equal(t, string(m["uri"]), string(value), "as a map")
+		assert.Equal(t, string(st.URI), string(value), "as a struct")
+	})
+}
+
 // FuzzEnvScanner checks the scanner that recovers the id of an oversized
 // line against Peek, fed in two pieces split anywhere: on every valid,
 // unambiguous object it finds the same id and method.

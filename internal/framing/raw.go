@@ -2,7 +2,9 @@ package framing
 
 import (
 	"bytes"
+	"fmt"
 	"hash/maphash"
+	"strings"
 )
 
 // Elements returns the raw elements of the JSON array arr, aliasing it.
@@ -138,6 +140,34 @@ type Member struct {
 // Members returns the members of the JSON object obj in order.
 func Members(obj []byte) ([]Member, error) {
 	return MembersSplit(obj, nil)
+}
+
+// LookupMember returns the value of the member of the JSON object obj
+// named name, read as every JSON parser reads it. found is false when obj
+// has no such member, or is not an object. The error wraps [ErrAmbiguous]
+// when parsers may read another value: a second member whose name matches
+// name in any letter case (first or last wins, or, with Go's
+// encoding/json, a case-insensitive match, merged into a map), the only
+// one spelled otherwise, or a member name whose escapes do not decode.
+func LookupMember(obj []byte, name string) (value []byte, found bool, err error) {
+	members, err := Members(obj)
+	if err != nil {
+		return nil, false, nil
+	}
+	for _, m := range members {
+		key, err := String(m.Name)
+		if err != nil {
+			return nil, false, fmt.Errorf("%w: a member name does not decode", ErrAmbiguous)
+		}
+		if !strings.EqualFold(key, name) {
+			continue
+		}
+		if key != name || found {
+			return nil, false, fmt.Errorf("%w: %q is spelled more than once, or in another letter case", ErrAmbiguous, name)
+		}
+		value, found = m.Value, true
+	}
+	return value, found, nil
 }
 
 // MembersSplit is [Members] that also splits, in the same pass, the array

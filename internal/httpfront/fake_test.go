@@ -45,8 +45,10 @@ type fakeUpstream struct {
 	// rejectDiscovers counts the server/discover requests still to be
 	// refused with an unsupported-version error offering 2026-07-28.
 	rejectDiscovers atomic.Int32
-	// rejectInvalid makes those refusals invalid-params errors instead.
-	rejectInvalid atomic.Bool
+	// rejectInvalid makes those refusals invalid-params errors instead,
+	// and rejectNotFound method-not-found errors.
+	rejectInvalid  atomic.Bool
+	rejectNotFound atomic.Bool
 }
 
 func newFakeUpstream() *fakeUpstream {
@@ -177,11 +179,18 @@ func (fc *fakeConn) handle(id json.RawMessage, method string, params json.RawMes
 		}
 		fc.reply(id, `{"protocolVersion":"`+p.ProtocolVersion+`","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"fake","version":"1"}}`)
 	case "server/discover":
-		if !fc.up.modern.Load() {
+		if !fc.up.modern.Load() || !exactMetaVersion(params) {
+			// As the go-sdk's server: a discover whose _meta (read
+			// exactly, last duplicate wins) names no 2026-07-28 version is
+			// of the session era, which has no server/discover.
 			fc.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, id))
 			return
 		}
 		if fc.up.rejectDiscovers.Add(-1) >= 0 {
+			if fc.up.rejectNotFound.Load() {
+				fc.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, id))
+				return
+			}
 			if fc.up.rejectInvalid.Load() {
 				fc.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"missing clientCapabilities"}}`, id))
 				return
@@ -289,4 +298,16 @@ func (fc *fakeConn) sample(id json.RawMessage) {
 		fc.reply(id, textResult("sampled: "+r.Content.Text))
 	case <-fc.closed:
 	}
+}
+
+// exactMetaVersion reports whether params' "_meta" (its member names
+// matched exactly, as the go-sdk's server reads them) names a 2026-07-28
+// protocol version.
+func exactMetaVersion(params json.RawMessage) bool {
+	var p, meta map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p["_meta"], &meta) != nil {
+		return false
+	}
+	var v string
+	return json.Unmarshal(meta["io.modelcontextprotocol/protocolVersion"], &v) == nil && v >= "2026-07-28"
 }

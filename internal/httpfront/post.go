@@ -115,7 +115,7 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, ss *session, msg
 	}
 	defer ss.leave()
 	for _, m := range msgs {
-		if m.env.Method == "notifications/cancelled" {
+		if isCancellation(m.env) {
 			ss.cancelled(m.env.Params)
 		}
 		if !ss.deliver(r.Context(), m.msg) {
@@ -124,6 +124,13 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, ss *session, msg
 		}
 	}
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// isCancellation reports whether env is the client's notifications/cancelled.
+// A request of that name (with an id) cancels nothing: it is relayed, and
+// answered, like any other.
+func isCancellation(env framing.Envelope) bool {
+	return env.Kind == framing.Notification && env.Method == "notifications/cancelled"
 }
 
 // answer feeds the POST's messages to the session and answers its requests.
@@ -137,13 +144,15 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex 
 			return false
 		}
 	}
+	delivered := 0
 	for _, m := range msgs {
-		if m.env.Method == "notifications/cancelled" {
+		if isCancellation(m.env) {
 			ss.cancelled(m.env.Params)
 		}
 		if !ss.deliver(r.Context(), m.msg) {
 			break
 		}
+		delivered++
 	}
 	gone := false
 	var broken <-chan struct{} // the stream failed, on the stateless session: nil elsewhere
@@ -172,7 +181,7 @@ wait:
 		if len(unanswered) > 0 {
 			ss.log.Debug("the client left before its requests were answered", "requests", len(unanswered))
 		}
-		if ss.stateless {
+		if ss.stateless && delivered > 0 { // its one request reached the relay
 			ss.cancelAbandoned(unanswered)
 		}
 		if ex.stream != nil {

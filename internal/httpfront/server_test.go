@@ -392,6 +392,27 @@ func TestCancelledRequestEndsItsPOST(t *testing.T) {
 	assert.Empty(t, events(t, resp.Body), "no response after cancellation")
 }
 
+// Only a notification cancels: a request (with an id) that is named
+// notifications/cancelled, here in a batch, is relayed and answered like
+// any other, and the POST of the request it names still waits for its
+// answer.
+func TestCancelledRequestDoesNotCancel(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil)
+	id := ts.initialize(t)
+	slow := ts.do(t, request{Session: id, Accept: acceptBoth, Body: call(7, "slow", `{}`)})
+	require.Equal(t, http.StatusOK, slow.StatusCode)
+	resp := ts.do(t, request{Session: id, Body: `[{"jsonrpc":"2.0","id":9,"method":"notifications/cancelled","params":{"requestId":7}}]`})
+	body := readAll(t, resp)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, body)
+	assert.Contains(t, body, `"id":9,"error"`, "the request is answered (by the upstream: no such method)")
+	close(ts.up.release)
+	got := events(t, slow.Body)
+	if assert.Len(t, got, 1, "the slow call was taken for cancelled") {
+		assert.Contains(t, got[0], "slow done")
+	}
+}
+
 func TestRequestIDInFlightIsRefused(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, nil)

@@ -43,13 +43,16 @@ type session struct {
 	ended   chan struct{} // closed when the session ends: no new HTTP work
 	endOnce sync.Once
 	done    chan struct{} // closed when the relay's Run returned
-	// async runs the messages the session sends its own relay from its
-	// write path (see refuseServerRequest); run waits for them.
+	// own queues the messages the stateless session sends its own relay
+	// (see sendOwn), which the goroutine in async delivers; run waits for
+	// it. nil on other sessions.
+	own   chan []byte
 	async sync.WaitGroup
 
 	// The stateless session's (see serveStateless); zero for others.
 	stateless bool
 	seq       atomic.Uint64 // numbers the rewritten request ids
+	idSalt    string        // the random part of the rewritten request ids
 	// beforeWait, when set (by tests), runs in awaitReady just before it
 	// waits for the handshake: a test makes the handshake end there.
 	beforeWait func()
@@ -104,7 +107,7 @@ func (ss *session) start() {
 func (ss *session) run() {
 	defer close(ss.done)
 	defer ss.cancel()
-	defer ss.async.Wait() // they end with the session
+	defer ss.async.Wait() // it ends with the session
 	if err := ss.relay.Run(ss.ctx); err != nil {
 		ss.log.Warn("relay stopped", "error", err)
 	}

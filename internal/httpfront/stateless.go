@@ -54,7 +54,8 @@ const (
 
 // handshakeID is the id of the server/discover the Server sends on a new
 // stateless session's relay, so that the relay sets up its upstream; no
-// rewritten id (statelessIDPrefix and a number) can equal it.
+// rewritten id (statelessIDPrefix, a random part and a number) can equal
+// it.
 const handshakeID = `"httpfront-discover"`
 
 // isStateless reports whether a POST without a session id speaks the
@@ -65,35 +66,51 @@ func isStateless(r *http.Request) bool {
 
 // requestFacts are what the transport checks of a 2026-07-28 message.
 type requestFacts struct {
-	metaVersion string          // _meta's protocol version
-	name        string          // tool or prompt name, or resource URI, for Mcp-Name
-	hasName     bool            // the method has one
-	meta        json.RawMessage // the whole _meta
+	metaVersion   string          // _meta's protocol version
+	metaAmbiguous bool            // _meta, or its version, is spelled twice or in another letter case
+	name          string          // tool or prompt name, or resource URI, for Mcp-Name
+	hasName       bool            // the method has one
+	nameOK        bool            // the body spells it once, exactly, as a string
+	meta          json.RawMessage // the whole _meta
 }
 
+// parseFacts reads what the transport checks of a 2026-07-28 message as
+// framing reads it for the gate, not as encoding/json would (last of
+// duplicates wins, any letter case matches, and two such objects merge):
+// a member that parsers read differently is ambiguous, since the upstream
+// may act on another value than the one checked.
 func parseFacts(env framing.Envelope) requestFacts {
-	var p struct {
-		Name string                     `json:"name"`
-		URI  string                     `json:"uri"`
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
 	var f requestFacts
-	if json.Unmarshal(env.Params, &p) != nil {
-		return f
-	}
-	if raw, ok := p.Meta[metaProtocolVersion]; ok {
-		_ = json.Unmarshal(raw, &f.metaVersion)
-	}
-	if p.Meta != nil {
-		f.meta, _ = json.Marshal(p.Meta)
+	metaRaw, _, err := framing.LookupMember(env.Params, "_meta")
+	f.metaAmbiguous = err != nil
+	var meta map[string]json.RawMessage
+	if metaRaw != nil && json.Unmarshal(metaRaw, &meta) == nil {
+		version, _, err := framing.LookupMember(metaRaw, metaProtocolVersion)
+		f.metaAmbiguous = f.metaAmbiguous || err != nil
+		if version != nil {
+			_ = json.Unmarshal(version, &f.metaVersion)
+		}
+		f.meta, _ = json.Marshal(meta)
 	}
 	switch env.Method {
 	case "tools/call", "prompts/get":
-		f.name, f.hasName = p.Name, true
+		f.hasName = true
+		if env.Name != nil { // nil: absent, or ambiguous
+			f.name, f.nameOK = stringOf(env.Name)
+		}
 	case "resources/read":
-		f.name, f.hasName = p.URI, true
+		f.hasName = true
+		if uri, _, err := framing.LookupMember(env.Params, "uri"); uri != nil && err == nil {
+			f.name, f.nameOK = stringOf(uri)
+		}
 	}
 	return f
+}
+
+// stringOf decodes raw, a JSON value, when it is a string.
+func stringOf(raw []byte) (string, bool) {
+	s, err := framing.String(raw)
+	return s, err == nil
 }
 
 // checkStateless validates a 2026-07-28 message against its headers, as the
@@ -121,6 +138,9 @@ func checkStateless(h http.Header, m incoming) *postError {
 	if m.env.Kind == framing.Request {
 		version := h.Get(HeaderProtocolVersion)
 		switch {
+		case f.metaAmbiguous:
+			return &postError{id: m.env.ID, code: codeInvalidParams,
+				message: fmt.Sprintf("ambiguous _meta: it, or its field %q, is spelled more than once or in another letter case", metaProtocolVersion)}
 		case f.metaVersion == "":
 			return &postError{id: m.env.ID, code: codeInvalidParams,
 				message: fmt.Sprintf("missing or invalid _meta field %q", metaProtocolVersion)}
@@ -141,12 +161,31 @@ func checkStateless(h http.Header, m incoming) *postError {
 		case name == "":
 			return &postError{id: m.env.ID, code: codeHeaderMismatch,
 				message: fmt.Sprintf("missing required %s header for method %q", HeaderName, m.env.Method)}
+		case !f.nameOK:
+			return &postError{id: m.env.ID, code: codeHeaderMismatch,
+				message: fmt.Sprintf("header mismatch: the body's value for %s is missing, not a string, or spelled more than once (in any letter case)", HeaderName)}
 		case name != f.name:
 			return &postError{id: m.env.ID, code: codeHeaderMismatch,
 				message: fmt.Sprintf("header mismatch: %s header value %q does not match body value %q", HeaderName, name, f.name)}
 		}
 	}
 	return nil
+}
+
+// sessionEraOnly are the methods the 2026-07-28 protocol removed with
+// sessions. Each sets state for the whole session it is sent on (its
+// handshake, which the relay replays to a restarted upstream, its log
+// level, its resource subscriptions), and the stateless session is every
+// 2026-07-28 client's: they are refused as unknown, as the go-sdk's server
+// refuses them, and never reach its relay. ping, which sets nothing, is
+// left to the upstream.
+var sessionEraOnly = map[string]bool{
+	"initialize":                       true,
+	"notifications/initialized":        true,
+	"notifications/roots/list_changed": true,
+	"logging/setLevel":                 true,
+	"resources/subscribe":              true,
+	"resources/unsubscribe":            true,
 }
 
 // serveStateless serves a 2026-07-28 POST on the stateless session.
@@ -167,6 +206,11 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 	}
 	if perr := checkStateless(r.Header, m); perr != nil {
 		writeError(w, http.StatusBadRequest, perr.id, perr.code, perr.message)
+		return
+	}
+	if sessionEraOnly[m.env.Method] {
+		writeError(w, http.StatusNotFound, m.env.ID, codeMethodNotFound,
+			fmt.Sprintf("%s is not supported in protocol version %s, which has no sessions", m.env.Method, r.Header.Get(HeaderProtocolVersion)))
 		return
 	}
 	if s.legacyOnly.Load() {
@@ -319,9 +363,12 @@ func (s *Server) openStateless(r *http.Request, first incoming) (*session, error
 	id := rand.Text()
 	ss := newSession(s, id)
 	ss.stateless = true
+	ss.idSalt = rand.Text()
 	ss.discovers = make(map[string]bool)
 	ss.log = s.log.With("session", "stateless")
 	ss.relay = s.NewSession(ss, ss.log)
+	ss.own = make(chan []byte, ownLimit)
+	ss.async.Go(ss.deliverOwn)
 	s.sessions[id] = ss
 	s.stateless = ss
 	n := len(s.sessions)
@@ -417,9 +464,12 @@ func peekID(msg []byte) []byte {
 // rewritten to.
 const statelessIDPrefix = "httpfront-"
 
-// nextID returns a fresh request id for the stateless session's relay.
+// nextID returns a fresh request id for the stateless session's relay:
+// the prefix, the session's random part (see openStateless) and a number.
+// The random part keeps the ids of one client's requests from being
+// guessed by another, who could otherwise name them.
 func (ss *session) nextID() []byte {
-	return strconv.AppendQuote(nil, statelessIDPrefix+strconv.FormatUint(ss.seq.Add(1), 10))
+	return strconv.AppendQuote(nil, statelessIDPrefix+ss.idSalt+"-"+strconv.FormatUint(ss.seq.Add(1), 10))
 }
 
 // subscriptions are the notifications a subscriptions/listen request asks
@@ -586,9 +636,44 @@ func (ss *session) routeStateless(msg []byte, env framing.Envelope) {
 // own client pump.
 func (ss *session) refuseServerRequest(env framing.Envelope) {
 	ss.log.Warn("refusing a server request on the stateless session: the 2026-07-28 protocol has none", "method", env.Method)
-	msg := errorMessage(env.ID, codeMethodNotFound,
-		fmt.Sprintf("%s: no client can answer a server request in the 2026-07-28 protocol", env.Method), nil)
-	ss.async.Go(func() { ss.deliver(ss.ctx, msg) })
+	ss.sendOwn(errorMessage(env.ID, codeMethodNotFound, "no client can answer a server request in the 2026-07-28 protocol", nil))
+}
+
+// ownLimit bounds the messages the stateless session has queued for its
+// own relay (see sendOwn).
+const ownLimit = 256
+
+// sendOwn queues msg, a message of the stateless session's own (a refusal
+// of a server request, a cancellation of a request its client abandoned,
+// its own server/discover), for its relay, without waiting: its callers
+// are the relay's write path, which must not wait on the relay's own
+// client pump, and handlers whose clients left, which must not wait on an
+// upstream that stopped reading. While ownLimit wait (the upstream is not
+// reading, or floods the session with requests), msg is dropped and
+// sendOwn reports false: a cancellation or a refusal lost then leaves only
+// the upstream's own request, or work, unfinished.
+func (ss *session) sendOwn(msg []byte) bool {
+	select {
+	case ss.own <- msg:
+		return true
+	default:
+		ss.log.Warn("the upstream is not taking the front's own messages; one is dropped", "limit", ownLimit)
+		return false
+	}
+}
+
+// deliverOwn delivers the messages sendOwn queued, until the session ends.
+func (ss *session) deliverOwn() {
+	for {
+		select {
+		case msg := <-ss.own:
+			if !ss.deliver(ss.ctx, msg) {
+				return
+			}
+		case <-ss.ended:
+			return
+		}
+	}
 }
 
 // noteLimit and noteByteLimit bound the notifications waiting for a
@@ -637,13 +722,10 @@ func (ss *session) writeNotes(ex *exchange) {
 
 // cancelAbandoned tells the relay that the requests of a client that left
 // will not be read, so that the upstream can stop working on them (and a
-// listen request's subscription ends).
+// listen request's subscription ends). It does not wait for the relay.
 func (ss *session) cancelAbandoned(ids [][]byte) {
 	for _, id := range ids {
-		msg := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the client closed the request"}}`, id)
-		if !ss.deliver(ss.ctx, msg) {
-			return
-		}
+		ss.sendOwn(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the client closed the request"}}`, id))
 	}
 }
 
@@ -682,11 +764,17 @@ func errorStatus(msg []byte) int {
 // result sets the session up. An error saying the upstream does not know
 // server/discover, or knows no version of the 2026-07-28 era, means the
 // upstream speaks the session era only: the session ends, and stateless
-// requests are sent to initialize from now on. Any other error (a version
-// to retry with, invalid params) is the asker's: a client reads it, and
-// the requests waiting for the Server's own discover get it.
+// requests are sent to initialize from now on. Only the Server's own
+// discover, which it builds itself, is trusted to say so: a client's,
+// which every 2026-07-28 client's fate would hang on, may be made to be
+// refused (a _meta its upstream reads otherwise than the front), so its
+// refusal is that client's answer, and, while the session is not set up,
+// has the Server send its own to find out. Any other error (a version to
+// retry with, invalid params) is the asker's: a client reads it, and the
+// requests waiting for the Server's own discover get it.
 func (ss *session) discoverAnswered(msg []byte, env framing.Envelope, synthetic bool) {
-	legacy := env.Error != nil && refusesModernProtocol(env.Error)
+	refusal := env.Error != nil && refusesModernProtocol(env.Error)
+	legacy := refusal && synthetic
 	ss.mu.Lock()
 	switch {
 	case env.Result != nil:
@@ -695,10 +783,15 @@ func (ss *session) discoverAnswered(msg []byte, env framing.Envelope, synthetic 
 		ss.refused = true
 	}
 	hs := ss.attempt
-	if synthetic || env.Result != nil || legacy {
+	if synthetic || env.Result != nil {
 		ss.attempt = nil
 	} else {
 		hs = nil // a client's error is its own
+	}
+	var check *handshake // the Server's own discover, to tell whether a client's refusal holds for all
+	if refusal && !synthetic && !ss.ready && !ss.refused && ss.attempt == nil {
+		check = &handshake{done: make(chan struct{})}
+		ss.attempt = check
 	}
 	ss.mu.Unlock()
 	if hs != nil {
@@ -707,12 +800,27 @@ func (ss *session) discoverAnswered(msg []byte, env framing.Envelope, synthetic 
 		}
 		close(hs.done)
 	}
+	if check != nil && !ss.sendOwn(ownDiscover()) {
+		ss.mu.Lock()
+		if ss.attempt == check {
+			ss.attempt = nil // the next request waiting sends one
+		}
+		ss.mu.Unlock()
+		close(check.done)
+	}
 	if legacy {
 		ss.log.Info("the upstream refused server/discover", "error", string(env.Error))
 		ss.srv.legacyOnly.Store(true)
 		// Its upstream is of no use to stateless requests.
 		ss.end("the upstream refused server/discover; 2026-07-28 requests are answered with the session versions")
 	}
+}
+
+// ownDiscover is the Server's own server/discover when no client request
+// gives it a _meta: the first 2026-07-28 version, and no capabilities.
+func ownDiscover() []byte {
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":"server/discover","params":{"_meta":{%q:%q,%q:{}}}}`,
+		handshakeID, metaProtocolVersion, statelessProtocolVersion, metaClientCapabilities)
 }
 
 // refusesModernProtocol reports whether a JSON-RPC error answering

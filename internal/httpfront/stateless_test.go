@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +30,15 @@ func modernCall(id int, tool, args string) request {
 	return request{
 		Body:   fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s,%s}}`, id, tool, args, modernMeta),
 		Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "tools/call", HeaderName: tool},
+	}
+}
+
+// namedRequest is a 2026-07-28 request of method with params members
+// (and _meta), sent with Mcp-Name: name.
+func namedRequest(method, members, name string) request {
+	return request{
+		Body:   fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":%q,"params":{%s,%s}}`, method, members, modernMeta),
+		Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: method, HeaderName: name},
 	}
 }
 
@@ -107,6 +118,21 @@ func TestStatelessHeaderValidation(t *testing.T) {
 			wantStatus: http.StatusNotFound, wantBody: `"id":9,"error":{"code":-32601`},
 		{name: "batch", req: request{Body: "[" + listBody + "]", Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "tools/list"}},
 			wantStatus: http.StatusBadRequest},
+		// A name that parsers read differently (a duplicate, first or last
+		// wins; another letter case, which Go's encoding/json matches)
+		// matches no header: the upstream might act on the other one.
+		{name: "duplicate name", req: namedRequest("prompts/get", `"name":"a","name":"b"`, "b"),
+			wantStatus: http.StatusBadRequest, wantBody: `"code":-32020`},
+		{name: "name in another letter case", req: namedRequest("prompts/get", `"name":"a","Name":"b"`, "b"),
+			wantStatus: http.StatusBadRequest, wantBody: `"code":-32020`},
+		{name: "tool name in another letter case", req: namedRequest("tools/call", `"name":"echo","NAME":"evil"`, "evil"),
+			wantStatus: http.StatusBadRequest, wantBody: `"code":-32020`},
+		{name: "uri in another letter case", req: namedRequest("resources/read", `"uri":"file:///a","URI":"file:///b"`, "file:///b"),
+			wantStatus: http.StatusBadRequest, wantBody: `"code":-32020`},
+		{name: "uri only in another letter case", req: namedRequest("resources/read", `"URI":"file:///b"`, "file:///b"),
+			wantStatus: http.StatusBadRequest, wantBody: `"code":-32020`},
+		{name: "escaped name", req: namedRequest("prompts/get", `"n\u0061me":"\u0061"`, "a"),
+			wantStatus: http.StatusNotFound, wantBody: `"code":-32601`}, // valid: the fake knows no prompts
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -527,12 +553,13 @@ func TestStatelessClientCannotCancelAnothers(t *testing.T) {
 	ts := newModernServer(t)
 	victim := make(chan string, 1)
 	go func() { victim <- readAll(t, ts.do(t, modernCall(1, "progress", `{"hold":"true"}`))) }()
-	<-ts.up.hung // the victim's call is in flight, as httpfront-1
+	<-ts.up.hung // the victim's call is in flight
 	fc := ts.up.next(t)
+	victimID := relayIDOf(t, fc, "tools/call") // as if the forger had guessed it
 
 	cancel := func(id string) request {
 		return request{
-			Body:   `{"jsonrpc":"2.0"` + id + `,"method":"notifications/cancelled","params":{"requestId":"httpfront-1",` + modernMeta + `}}`,
+			Body:   `{"jsonrpc":"2.0"` + id + `,"method":"notifications/cancelled","params":{"requestId":` + victimID + `,` + modernMeta + `}}`,
 			Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "notifications/cancelled"},
 		}
 	}
@@ -624,4 +651,280 @@ func TestStatelessServerRequestIsRefused(t *testing.T) {
 		}
 	}
 	assert.Contains(t, answer, `"code":-32601`, "the upstream is told its request has no taker")
+}
+
+// The stateless session's relay, and its upstream, are every 2026-07-28
+// client's: a client cannot send it the session era's methods, which that
+// protocol removed and which set state for the whole session (its
+// handshake, replayed to a restarted upstream, its log level, its
+// resource subscriptions). They are refused as unknown, as the go-sdk's
+// server does, and never reach the relay.
+func TestStatelessSessionEraMethodsAreRefused(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	resp := ts.do(t, modernCall(1, "echo", `{"text":"set up"}`))
+	require.Equal(t, http.StatusOK, resp.StatusCode, readAll(t, resp))
+	fc := ts.up.next(t)
+
+	tests := []struct {
+		method string
+		params string
+		id     string // "": a notification
+	}{
+		{method: "initialize", params: `"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"evil","version":"1"}`, id: `"i"`},
+		{method: "logging/setLevel", params: `"level":"debug"`, id: `"l"`},
+		{method: "resources/subscribe", params: `"uri":"file:///a"`, id: `"s"`},
+		{method: "resources/unsubscribe", params: `"uri":"file:///a"`, id: `"u"`},
+		{method: "notifications/initialized"},
+		{method: "notifications/roots/list_changed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method, func(t *testing.T) {
+			params := modernMeta
+			if tt.params != "" {
+				params = tt.params + "," + modernMeta
+			}
+			id := ""
+			if tt.id != "" {
+				id = `"id":` + tt.id + `,`
+			}
+			resp := ts.do(t, request{
+				Body:   `{"jsonrpc":"2.0",` + id + `"method":"` + tt.method + `","params":{` + params + `}}`,
+				Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: tt.method},
+			})
+			body := readAll(t, resp)
+			assert.Equal(t, http.StatusNotFound, resp.StatusCode, body)
+			assert.Contains(t, body, `"code":-32601`)
+			if tt.id != "" {
+				assert.Contains(t, body, `"id":`+tt.id+`,`)
+			}
+		})
+	}
+
+	resp = ts.do(t, modernCall(2, "echo", `{"text":"still"}`))
+	assert.Contains(t, readAll(t, resp), "still")
+	relays := ts.front.Sessions()
+	require.Len(t, relays, 1)
+	assert.Equal(t, "server/discover", relays[0].Handshake().Method, "the handshake a restarted upstream is given")
+	for _, line := range fc.Lines() {
+		for _, tt := range tests {
+			assert.NotContains(t, line, `"method":"`+tt.method+`"`, "the shared upstream got it")
+		}
+	}
+}
+
+// The ids a stateless request is rewritten to cannot be guessed: each
+// stateless session numbers its requests after a random part of its own,
+// so that no client can name another's request, even on a path not
+// closed yet (a cancellation, an answer).
+func TestStatelessRequestIDsAreUnguessable(t *testing.T) {
+	t.Parallel()
+	relayID := func() string {
+		ts := newModernServer(t)
+		resp := ts.do(t, modernCall(1, "echo", `{}`))
+		require.Equal(t, http.StatusOK, resp.StatusCode, readAll(t, resp))
+		return relayIDOf(t, ts.up.next(t), "tools/call")
+	}
+	first, second := relayID(), relayID()
+	assert.NotEqual(t, first, second, "two sessions' first requests")
+	assert.Greater(t, len(first), len(`"httpfront-1"`)+20, "room for a random part: %s", first)
+}
+
+// relayIDOf returns the id of the first request of method that fc
+// received: a stateless request's id as the relay rewrote it.
+func relayIDOf(t *testing.T, fc *fakeConn, method string) string {
+	t.Helper()
+	for _, line := range fc.Lines() {
+		if env, err := framing.Peek([]byte(line)); err == nil && env.Kind == framing.Request && env.Method == method {
+			return string(env.ID)
+		}
+	}
+	t.Fatalf("the upstream got no %s", method)
+	return ""
+}
+
+// A stateless POST returns once its client leaves, even while the shared
+// relay takes no message (its upstream stopped reading): the cancellation
+// it owes the upstream for its abandoned request is left to the session,
+// so that the handler, its connection slot and the shutdown it delays are
+// not held until the upstream reads again.
+func TestStatelessPOSTReturnsWhenItsClientLeaves(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(ts.up.release) }) })
+	resp := ts.do(t, modernCall(1, "echo", `{}`)) // the upstream is set up
+	require.Equal(t, http.StatusOK, resp.StatusCode, readAll(t, resp))
+	fc := ts.up.next(t)
+	ctx, leave := context.WithCancel(t.Context())
+	post := func(tag string, r request) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL, strings.NewReader(r.Body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", acceptBoth)
+		for k, v := range r.Header {
+			req.Header.Set(k, v)
+		}
+		req.Header.Set("X-Test-Tag", tag)
+		go func() {
+			if resp, err := ts.Client().Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body) // until the client leaves
+				resp.Body.Close()
+			}
+		}()
+		require.Equal(t, tag, <-ts.started)
+	}
+	post("hang", modernCall(2, "hang", `{}`))
+	select {
+	case <-ts.up.hung:
+	case tag := <-ts.returned:
+		t.Fatalf("the POST %q returned before its call reached the upstream", tag)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hang call never reached the upstream")
+	}
+	post("a", modernCall(3, "echo", `{}`)) // the relay takes one, and waits for the upstream
+	post("b", modernCall(4, "echo", `{}`)) // the other waits for the relay
+
+	leave()
+	returned := map[string]bool{}
+	for range 3 {
+		select {
+		case tag := <-ts.returned:
+			returned[tag] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a POST is still held after its client left; returned: %v", returned)
+		}
+	}
+
+	// Once the upstream reads again, it is told of the abandoned calls
+	// that reached it.
+	var hang framing.Envelope
+	for _, line := range fc.Lines() {
+		if env, err := framing.Peek([]byte(line)); err == nil && env.Method == "tools/call" && strings.Contains(line, `"hang"`) {
+			hang = env
+		}
+	}
+	require.NotNil(t, hang.ID)
+	release.Do(func() { close(ts.up.release) })
+	cancelled := `"method":"notifications/cancelled","params":{"requestId":` + string(hang.ID) + `,`
+	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+		if slices.ContainsFunc(fc.Lines(), func(l string) bool { return strings.Contains(l, cancelled) }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the upstream was not told the hang call was abandoned: %q", fc.Lines())
+		}
+	}
+}
+
+// An upstream that floods the stateless session with requests while it
+// reads nothing cannot make the front hold a refusal (and, before,
+// a goroutine) for each: past ownLimit waiting, the refusals are dropped.
+func TestStatelessServerRequestFloodIsBounded(t *testing.T) {
+	t.Parallel()
+	logs := watchLog("one is dropped")
+	ts := newTestServer(t, func(s *Server) { s.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
+	ts.up.modern.Store(true)
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(ts.up.release) }) })
+	resp := ts.do(t, modernCall(1, "echo", `{}`)) // the upstream is set up
+	require.Equal(t, http.StatusOK, resp.StatusCode, readAll(t, resp))
+	fc := ts.up.next(t)
+	held := make(chan string, 1)
+	go func() { held <- readAll(t, ts.do(t, modernCall(2, "hang", `{}`))) }()
+	<-ts.up.hung // the upstream reads nothing from now on
+
+	for i := range ownLimit + 3 {
+		fc.Push(fmt.Sprintf(`{"jsonrpc":"2.0","id":"flood-%d","method":"sampling/createMessage","params":{}}`, i))
+	}
+	select {
+	case <-logs.seen:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the refusals of a flood were all kept")
+	}
+	release.Do(func() { close(ts.up.release) })
+	assert.Contains(t, <-held, "hang done", "the session still serves")
+}
+
+// A client cannot send the shared upstream a server/discover that the
+// front reads as 2026-07-28 and the upstream as of the session era: the
+// upstream's refusal (method not found) would be taken for an upstream
+// that speaks only the session era, and every 2026-07-28 client would be
+// sent to initialize from then on. A _meta that parsers read differently
+// (spelled twice, or in another letter case, which encoding/json matches
+// and merges) is refused.
+func TestStatelessClientCannotDowngradeOthers(t *testing.T) {
+	t.Parallel()
+	const (
+		v2025 = `{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}`
+		v2026 = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	)
+	tests := []struct{ name, params string }{
+		{name: "_meta in another letter case", params: `"_meta":` + v2025 + `,"_META":` + v2026},
+		{name: "_meta twice", params: `"_meta":` + v2026 + `,"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}`},
+		{name: "version twice", params: `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ts := newModernServer(t)
+			resp := ts.do(t, modernCall(1, "echo", `{"text":"before"}`))
+			require.Contains(t, readAll(t, resp), "before")
+
+			resp = ts.do(t, request{
+				Body:   `{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{` + tt.params + `}}`,
+				Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "server/discover"},
+			})
+			body := readAll(t, resp)
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+			assert.Contains(t, body, `"id":2,"error":{"code":-32602`)
+
+			resp = ts.do(t, modernCall(3, "echo", `{"text":"after"}`))
+			assert.Contains(t, readAll(t, resp), "after", "another client is still served")
+			assert.False(t, ts.front.legacyOnly.Load(), "2026-07-28 clients are sent to initialize")
+		})
+	}
+}
+
+// Nor is an upstream that refuses one client's server/discover (however
+// that client made it) taken for one of the session era: only the front's
+// own discover, which it builds itself, can tell that for every client.
+func TestOneClientsRefusedDiscoverIsNotEveryones(t *testing.T) {
+	t.Parallel()
+	ts := newModernServer(t)
+	resp := ts.do(t, modernCall(1, "echo", `{"text":"before"}`))
+	require.Contains(t, readAll(t, resp), "before")
+
+	ts.up.rejectNotFound.Store(true)
+	ts.up.rejectDiscovers.Store(1)
+	resp = ts.do(t, request{
+		Body:   `{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{` + modernMeta + `}}`,
+		Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "server/discover"},
+	})
+	body := readAll(t, resp)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, body)
+	assert.Contains(t, body, `"id":2,"error":{"code":-32601`, "the client's own answer")
+
+	resp = ts.do(t, modernCall(3, "echo", `{"text":"after"}`))
+	assert.Contains(t, readAll(t, resp), "after", "another client is still served")
+	assert.False(t, ts.front.legacyOnly.Load(), "2026-07-28 clients are sent to initialize")
+}
+
+// A session-era upstream is still found out when a client's server/discover
+// comes first: the client gets the refusal, and the front's own discover,
+// sent then, confirms it, so that the session (and its child) ends at once
+// and later 2026-07-28 requests are sent to initialize without one.
+func TestLegacyUpstreamFoundOutAfterAClientsDiscover(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, nil) // the fake refuses server/discover
+	resp := ts.do(t, request{
+		Body:   `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`,
+		Header: map[string]string{HeaderProtocolVersion: "2026-07-28", HeaderMethod: "server/discover"},
+	})
+	assert.Contains(t, readAll(t, resp), `"id":1,"error":{"code":-32601`)
+	waitClosed(t, ts.up.next(t))
+	assert.True(t, ts.front.legacyOnly.Load())
+	resp = ts.do(t, modernCall(2, "echo", `{}`))
+	assert.Contains(t, readAll(t, resp), `"code":-32022`)
+	assert.EqualValues(t, 1, ts.up.dials.Load(), "no child is started again for a legacy upstream")
 }

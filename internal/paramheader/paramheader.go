@@ -17,6 +17,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
 )
 
 // Prefix starts the name of every tool-designated header.
@@ -104,15 +106,19 @@ func isToken(s string) bool {
 
 // Headers returns the headers of a tools/call with params (its "arguments"
 // read): one for each bound argument present with a primitive value; null
-// and absent arguments, and values of other types, get none.
+// and absent arguments, and values of other types, get none. Params with a
+// bound argument that parsers read differently (see [Validate]) get none.
 func Headers(bindings []Binding, params []byte) map[string]string {
-	args := arguments(params)
-	if args == nil {
+	args, err := arguments(params)
+	if args == nil || err != nil {
 		return nil
 	}
 	out := make(map[string]string, len(bindings))
 	for _, b := range bindings {
-		raw, ok := lookup(args, b.Path)
+		raw, ok, err := lookup(args, b.Path)
+		if err != nil {
+			return nil // which the server refuses, with or without headers
+		}
 		if !ok {
 			continue
 		}
@@ -126,16 +132,27 @@ func Headers(bindings []Binding, params []byte) map[string]string {
 // Validate checks the headers h of a tools/call with params against the
 // tool's bindings, as a server must: a bound argument that is present and
 // not null needs its header, with the argument's value; an absent or null
-// one must have none. The error wraps [ErrMismatch].
+// one must have none. Bound arguments (and the arguments object) are read
+// as every parser reads them, or refused: a member spelled twice, or in
+// another letter case (which Go's encoding/json matches when an upstream
+// decodes into a struct, and other parsers do not), matches no header,
+// since the upstream may act on another value than the one checked. The
+// error wraps [ErrMismatch].
 func Validate(h http.Header, bindings []Binding, params []byte) error {
-	args := arguments(params)
+	args, err := arguments(params)
+	if err != nil && len(bindings) > 0 {
+		return fmt.Errorf("%w: %w", ErrMismatch, err)
+	}
 	for _, b := range bindings {
 		name := Prefix + b.Header
 		// An empty string argument is sent as an empty header: present.
 		values := h.Values(name)
 		present := len(values) > 0
 		got := h.Get(name)
-		raw, ok := lookup(args, b.Path)
+		raw, ok, err := lookup(args, b.Path)
+		if err != nil {
+			return fmt.Errorf("%w: parameter %q: %w", ErrMismatch, strings.Join(b.Path, "."), err)
+		}
 		if !ok || string(raw) == "null" {
 			if present {
 				return fmt.Errorf("%w: unexpected %s header for absent or null parameter %q", ErrMismatch, name, strings.Join(b.Path, "."))
@@ -160,32 +177,25 @@ func Validate(h http.Header, bindings []Binding, params []byte) error {
 	return nil
 }
 
-func arguments(params []byte) map[string]json.RawMessage {
-	var p struct {
-		Arguments map[string]json.RawMessage `json:"arguments"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return nil
-	}
-	return p.Arguments
+// arguments returns the raw "arguments" of tools/call params; nil when
+// absent or params is not an object.
+func arguments(params []byte) ([]byte, error) {
+	v, _, err := framing.LookupMember(params, "arguments")
+	return v, err
 }
 
-func lookup(args map[string]json.RawMessage, path []string) (json.RawMessage, bool) {
+// lookup returns the raw value at path in args, an object.
+func lookup(args []byte, path []string) (value []byte, ok bool, err error) {
 	if len(path) == 0 {
-		return nil, false
+		return nil, false, nil
 	}
-	cur, ok := args[path[0]]
-	for _, part := range path[1:] {
-		if !ok {
-			return nil, false
+	cur := args
+	for _, part := range path {
+		if cur, ok, err = framing.LookupMember(cur, part); !ok || err != nil {
+			return nil, false, err
 		}
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(cur, &obj) != nil {
-			return nil, false
-		}
-		cur, ok = obj[part]
 	}
-	return cur, ok
+	return cur, true, nil
 }
 
 // maxSafeInteger bounds the integers every JSON peer reads exactly.

@@ -70,7 +70,7 @@ func TestBindings(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	bindings := []Binding{{Path: []string{"region"}, Header: "Region"}, {Path: []string{"n"}, Header: "N"}}
+	bindings := []Binding{{Path: []string{"region"}, Header: "Region"}, {Path: []string{"n"}, Header: "N"}, {Path: []string{"o", "n"}, Header: "On"}}
 	tests := []struct {
 		name   string
 		args   string
@@ -87,6 +87,18 @@ func TestValidate(t *testing.T) {
 		{name: "header for a null argument", args: `{"region":null}`, header: map[string]string{"Mcp-Param-Region": "eu"}},
 		{name: "bad base64", args: `{"region":"eu"}`, header: map[string]string{"Mcp-Param-Region": "=?base64?***?="}},
 		{name: "not a primitive", args: `{"region":{"a":1}}`, header: map[string]string{"Mcp-Param-Region": "x"}},
+		{name: "escaped member name", args: `{"r\u0065gion":"eu"}`, header: map[string]string{"Mcp-Param-Region": "eu"}, ok: true},
+		// An argument that parsers read differently matches no header: an
+		// upstream decoding into a struct (Go's encoding/json) matches
+		// member names in any letter case, last wins; others take only the
+		// exact spelling.
+		{name: "argument also in another letter case", args: `{"region":"us","Region":"eu"}`, header: map[string]string{"Mcp-Param-Region": "us"}},
+		{name: "argument also in another letter case, other header", args: `{"region":"us","Region":"eu"}`, header: map[string]string{"Mcp-Param-Region": "eu"}},
+		{name: "argument only in another letter case", args: `{"REGION":"eu"}`, header: map[string]string{"Mcp-Param-Region": "eu"}},
+		{name: "argument only in another letter case, no header", args: `{"REGION":"eu"}`},
+		{name: "duplicate argument", args: `{"region":"us","region":"eu"}`, header: map[string]string{"Mcp-Param-Region": "eu"}},
+		{name: "nested argument also in another letter case", args: `{"o":{"n":1,"N":2}}`, header: map[string]string{"Mcp-Param-On": "1"}},
+		{name: "nested object also in another letter case", args: `{"o":{"n":1},"O":{"n":2}}`, header: map[string]string{"Mcp-Param-On": "1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,6 +113,16 @@ func TestValidate(t *testing.T) {
 				assert.ErrorIs(t, err, ErrMismatch)
 			}
 		})
+	}
+	for _, params := range []string{
+		`{"arguments":{"region":"us"},"Arguments":{"region":"eu"}}`,
+		`{"Arguments":{"region":"eu"}}`,
+		`{"arguments":{"region":"us"},"arguments":{"region":"eu"}}`,
+	} {
+		for _, header := range []string{"us", "eu"} {
+			h := http.Header{"Mcp-Param-Region": {header}}
+			assert.ErrorIs(t, Validate(h, bindings, []byte(params)), ErrMismatch, "%s with %s", params, header)
+		}
 	}
 }
 
