@@ -1,6 +1,8 @@
 package middleware
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
@@ -159,4 +161,68 @@ func TestAmbiguousIDNeverUnfiltersAList(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUpstreamAnswersEachRequestOnce is an attack on "every client request
+// gets exactly one answer" and "nothing locked is listed": the upstream
+// answers a request twice, or sends an answer under an id it was never
+// sent (one the client has not used yet, with a tools/list result listing
+// a locked tool), alone, in a batch, or long enough to be relayed as it
+// arrives. Each reached the client as a response to an id mcpwrap knew
+// no request under: the first request was answered twice, and a client
+// that had written its next request under that id, not yet read by
+// mcpwrap, took the unfiltered list for its answer. A response whose id
+// is null (an error the upstream could not tie to a request) still passes.
+func TestUpstreamAnswersEachRequestOnce(t *testing.T) {
+	list := `{"tools":[` + tool("open", "") + `,` + tool("secret", "LOCKED TOOL") + `]}`
+	tests := []struct {
+		name  string
+		extra string // what the upstream sends after answering id 5 once
+	}{
+		{name: "twice", extra: `{"jsonrpc":"2.0","id":5,"result":{"again":true}}`},
+		{name: "twice in a batch", extra: `[{"jsonrpc":"2.0","id":5,"result":{"again":true}}]`},
+		{name: "twice, long", extra: `{"jsonrpc":"2.0","id":5,"result":{"again":"` + long + `"}}`},
+		{name: "never asked", extra: `{"jsonrpc":"2.0","id":6,"result":` + list + `}`},
+		{name: "never asked, in a batch", extra: `[{"jsonrpc":"2.0","id":6,"result":` + list + `}]`},
+		{name: "never asked, long", extra: `{"jsonrpc":"2.0","id":6,"result":{"pad":"` + long + `","tools":[` + tool("secret", "LOCKED TOOL") + `]}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			policy := &fakePolicy{status: map[string]string{"secret": "disabled_by_config"}}
+			h := start(t, 0, func(s *Session) { s.Tools = policy })
+			h.client.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}` + "\n")
+			h.up.next()
+			h.up.send(`{"jsonrpc":"2.0","id":5,"result":{}}` + "\n")
+			h.up.send(tt.extra + "\n")
+			var got [][]byte // a batch's elements apart
+			for _, msg := range untilMarker(t, h) {
+				if elems, err := framing.Elements(msg); err == nil {
+					got = append(got, elems...)
+				} else {
+					got = append(got, msg)
+				}
+			}
+
+			answers := append(withID(got, "5"), withID(got, "6")...)
+			assert.Equal(t, 1, len(answers), "the ping is answered once, and nothing else: %s", heads(answers))
+			for _, msg := range got {
+				assert.False(t, bytes.Contains(msg, []byte("LOCKED TOOL")), "a locked tool's definition reached the client: %s", heads([][]byte{msg}))
+			}
+		})
+	}
+	t.Run("null id passes", func(t *testing.T) {
+		h := start(t, 0)
+		const parseError = `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`
+		h.up.send(parseError + "\n")
+		assert.Equal(t, [][]byte{[]byte(parseError)}, untilMarker(t, h))
+	})
+}
+
+// heads returns the first 100 bytes of each of msgs, for a failure message.
+func heads(msgs [][]byte) string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, string(m[:min(len(m), 100)]))
+	}
+	return strings.Join(out, " | ")
 }

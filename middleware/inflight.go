@@ -13,7 +13,7 @@ import (
 // maxEnded bounds the requests remembered as ended before their answer.
 // An upstream that honours cancellation never answers them, so without a
 // bound they would pile up; past it an arbitrary one is forgotten, and its
-// answer, should it still come, passes as one to an unknown id.
+// answer, should it still come, is dropped as one to no request.
 const maxEnded = 4096
 
 // A tracker is the one owner of where each request id in flight is: the

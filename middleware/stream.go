@@ -64,6 +64,10 @@ func (s *Session) streamUpstream(l *link, heads headReader, parts partsWriter, h
 			discard(heads)
 			return true
 		}
+		if s.answersNothing(method, env.ID) {
+			discard(heads)
+			return true
+		}
 		early = func(how string) {
 			if method != "" {
 				s.replyError(clientID, codeInternalError, "the upstream server "+how+" in the middle of its response; the request may or may not have been carried out")
