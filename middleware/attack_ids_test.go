@@ -191,7 +191,8 @@ func TestUpstreamAnswersEachRequestOnce(t *testing.T) {
 			policy := &fakePolicy{status: map[string]string{"secret": "disabled_by_config"}}
 			h := start(t, 0, func(s *Session) { s.Tools = policy })
 			h.client.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}` + "\n")
-			h.up.next()
+			h.client.send(`{"jsonrpc":"2.0","id":"marker","method":"ping"}` + "\n")
+			upstreamReceived(t, h, `"marker"`) // the sidecar's own requests, and the ping
 			h.up.send(`{"jsonrpc":"2.0","id":5,"result":{}}` + "\n")
 			h.up.send(tt.extra + "\n")
 			var got [][]byte // a batch's elements apart
