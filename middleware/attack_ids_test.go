@@ -3,6 +3,7 @@ package middleware
 import (
 	"bytes"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
@@ -226,4 +227,32 @@ func heads(msgs [][]byte) string {
 		out = append(out, string(m[:min(len(m), 100)]))
 	}
 	return strings.Join(out, " | ")
+}
+
+// TestLongResponseNeverPassesForAListTrackedAfterItsHead is an attack on
+// "nothing locked is listed": the upstream sends a long answer, listing a
+// locked tool, under the id the client's next tools/list will have; the
+// client sends that tools/list after the relay has looked at the answer's
+// head (no tools/list was pending, so it could be relayed as it arrives)
+// and before it takes the request the answer is for. The relay took the
+// tools/list and relayed the answer to it unfiltered, as it arrived.
+func TestLongResponseNeverPassesForAListTrackedAfterItsHead(t *testing.T) {
+	policy := &fakePolicy{status: map[string]string{"secret": "disabled_by_config"}}
+	var h *harness
+	var once sync.Once
+	h = start(t, 0, func(s *Session) {
+		s.Tools = policy
+		s.streamHead = func() {
+			once.Do(func() {
+				h.client.send(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}` + "\n")
+				h.up.next() // tracked before it was written
+			})
+		}
+	})
+	h.up.send(`{"jsonrpc":"2.0","id":7,"result":{"tools":[` + tool("open", long) + `,` + tool("secret", "LOCKED TOOL") + `]}}` + "\n")
+	answer := h.client.next()
+	env, err := framing.Peek(answer)
+	require.NoError(t, err)
+	assert.Equal(t, "7", string(env.ID))
+	assert.False(t, bytes.Contains(answer, []byte("LOCKED TOOL")), "the tools/list answer is filtered: %s", heads([][]byte{answer}))
 }

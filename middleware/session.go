@@ -190,6 +190,10 @@ type Session struct {
 	// handshake between marking the upstream ready and answering the
 	// client's handshakes waiting.
 	handshakeReady func()
+	// streamHead, when set (by tests), is called by streamUpstream with the
+	// head of a response it may relay as it arrives, before it takes the
+	// request the response answers.
+	streamHead func()
 	// ready is up when its handshake is done, else nil: set with up and
 	// its ready under mu, read without it by every client request.
 	ready atomic.Pointer[link]

@@ -52,13 +52,26 @@ func (s *Session) streamUpstream(l *link, heads headReader, parts partsWriter, h
 	var early func(how string) // answers what the message was part of, should it end early
 	switch env.Kind {
 	case framing.Response:
-		if s.isOwnID(env.ID) || s.Tools != nil && s.listPending() {
-			// A tools/list result is filtered whole. While the client waits
-			// for one, any response is held: a second "id" after the head,
-			// which no head shows, could make it pass for that one.
+		if s.isOwnID(env.ID) {
 			return false
 		}
-		method, clientID, late := s.answeredBy(env.ID)
+		if s.streamHead != nil {
+			s.streamHead()
+		}
+		var method string
+		var clientID []byte
+		var late, hold bool
+		if s.Tools != nil {
+			// A tools/list result is filtered whole, so it is held, and so
+			// is any response while the client waits for one (see
+			// answeredUnlessList).
+			method, clientID, late, hold = s.tracker.answeredUnlessList(env.ID)
+		} else {
+			method, clientID, late = s.answeredBy(env.ID)
+		}
+		if hold {
+			return false
+		}
 		if late {
 			s.log.Debug("dropping the upstream's late answer to a request that timed out", "id", string(env.ID))
 			discard(heads)
