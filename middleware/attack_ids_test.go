@@ -2,6 +2,8 @@ package middleware
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -255,4 +257,58 @@ func TestLongResponseNeverPassesForAListTrackedAfterItsHead(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "7", string(env.ID))
 	assert.False(t, bytes.Contains(answer, []byte("LOCKED TOOL")), "the tools/list answer is filtered: %s", heads([][]byte{answer}))
+}
+
+// TestHostileUpstreamAnswersEachRequestExactlyOnce holds "every client
+// request gets exactly one answer" against an upstream that, for each
+// request, answers it once or twice, alone or in a batch, long or short,
+// and in between answers ids it was never sent (counting up past the
+// client's, as a guess at its next ones, and null): the client gets one
+// answer per request, and nothing under an id it never used.
+func TestHostileUpstreamAnswersEachRequestExactlyOnce(t *testing.T) {
+	const n = 20 // all it sends the client, fixed or not, fits the client peer's queue of 64
+	rng := rand.New(rand.NewPCG(31, 32)) // a fixed sequence, the same every run
+	h := start(t, 0)
+	for i := 1; i <= n; i++ {
+		h.client.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":"u"}}`+"\n", i))
+	}
+	answer := func(id string) string {
+		pad := ""
+		if rng.IntN(4) == 0 {
+			pad = long // relayed as it arrives
+		}
+		msg := `{"jsonrpc":"2.0","id":` + id + `,"result":{"contents":[{"text":"` + pad + `"}]}}`
+		if rng.IntN(3) == 0 {
+			msg = "[" + msg + "]"
+		}
+		return msg + "\n"
+	}
+	for range n {
+		env, err := framing.Peek(h.up.next())
+		require.NoError(t, err)
+		id := string(env.ID)
+		h.up.send(answer(id))
+		if rng.IntN(2) == 0 {
+			h.up.send(answer(id)) // again
+		}
+		h.up.send(answer(fmt.Sprint(n + 1 + rng.IntN(8)))) // never asked
+	}
+	h.up.send(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}` + "\n")
+	count := map[string]int{}
+	for _, msg := range untilMarker(t, h) {
+		elems, err := framing.Elements(msg)
+		if err != nil {
+			elems = [][]byte{msg}
+		}
+		for _, e := range elems {
+			env, err := framing.Peek(e)
+			require.NoError(t, err)
+			count[framing.IDKey(env.ID)]++
+		}
+	}
+	want := map[string]int{framing.IDKey([]byte("null")): 1}
+	for i := 1; i <= n; i++ {
+		want[framing.IDKey([]byte(fmt.Sprint(i)))] = 1
+	}
+	assert.Equal(t, want, count, "answers by id")
 }
