@@ -266,7 +266,7 @@ func TestLongResponseNeverPassesForAListTrackedAfterItsHead(t *testing.T) {
 // client's, as a guess at its next ones, and null): the client gets one
 // answer per request, and nothing under an id it never used.
 func TestHostileUpstreamAnswersEachRequestExactlyOnce(t *testing.T) {
-	const n = 20 // all it sends the client, fixed or not, fits the client peer's queue of 64
+	const n = 20                         // all it sends the client, fixed or not, fits the client peer's queue of 64
 	rng := rand.New(rand.NewPCG(31, 32)) // a fixed sequence, the same every run
 	h := start(t, 0)
 	for i := 1; i <= n; i++ {
