@@ -1,6 +1,11 @@
 package middleware
 
 import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
@@ -159,4 +164,151 @@ func TestAmbiguousIDNeverUnfiltersAList(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUpstreamAnswersEachRequestOnce is an attack on "every client request
+// gets exactly one answer" and "nothing locked is listed": the upstream
+// answers a request twice, or sends an answer under an id it was never
+// sent (one the client has not used yet, with a tools/list result listing
+// a locked tool), alone, in a batch, or long enough to be relayed as it
+// arrives. Each reached the client as a response to an id mcpwrap knew
+// no request under: the first request was answered twice, and a client
+// that had written its next request under that id, not yet read by
+// mcpwrap, took the unfiltered list for its answer. A response whose id
+// is null (an error the upstream could not tie to a request) still passes.
+func TestUpstreamAnswersEachRequestOnce(t *testing.T) {
+	list := `{"tools":[` + tool("open", "") + `,` + tool("secret", "LOCKED TOOL") + `]}`
+	tests := []struct {
+		name  string
+		extra string // what the upstream sends after answering id 5 once
+	}{
+		{name: "twice", extra: `{"jsonrpc":"2.0","id":5,"result":{"again":true}}`},
+		{name: "twice in a batch", extra: `[{"jsonrpc":"2.0","id":5,"result":{"again":true}}]`},
+		{name: "twice, long", extra: `{"jsonrpc":"2.0","id":5,"result":{"again":"` + long + `"}}`},
+		{name: "never asked", extra: `{"jsonrpc":"2.0","id":6,"result":` + list + `}`},
+		{name: "never asked, in a batch", extra: `[{"jsonrpc":"2.0","id":6,"result":` + list + `}]`},
+		{name: "never asked, long", extra: `{"jsonrpc":"2.0","id":6,"result":{"pad":"` + long + `","tools":[` + tool("secret", "LOCKED TOOL") + `]}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			policy := &fakePolicy{status: map[string]string{"secret": "disabled_by_config"}}
+			h := start(t, 0, func(s *Session) { s.Tools = policy })
+			h.client.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}` + "\n")
+			h.client.send(`{"jsonrpc":"2.0","id":"marker","method":"ping"}` + "\n")
+			upstreamReceived(t, h, `"marker"`) // the sidecar's own requests, and the ping
+			h.up.send(`{"jsonrpc":"2.0","id":5,"result":{}}` + "\n")
+			h.up.send(tt.extra + "\n")
+			var got [][]byte // a batch's elements apart
+			for _, msg := range untilMarker(t, h) {
+				if elems, err := framing.Elements(msg); err == nil {
+					got = append(got, elems...)
+				} else {
+					got = append(got, msg)
+				}
+			}
+
+			answers := append(withID(got, "5"), withID(got, "6")...)
+			assert.Equal(t, 1, len(answers), "the ping is answered once, and nothing else: %s", heads(answers))
+			for _, msg := range got {
+				assert.False(t, bytes.Contains(msg, []byte("LOCKED TOOL")), "a locked tool's definition reached the client: %s", heads([][]byte{msg}))
+			}
+		})
+	}
+	t.Run("null id passes", func(t *testing.T) {
+		h := start(t, 0)
+		const parseError = `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`
+		h.up.send(parseError + "\n")
+		assert.Equal(t, [][]byte{[]byte(parseError)}, untilMarker(t, h))
+	})
+}
+
+// heads returns the first 100 bytes of each of msgs, for a failure message.
+func heads(msgs [][]byte) string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, string(m[:min(len(m), 100)]))
+	}
+	return strings.Join(out, " | ")
+}
+
+// TestLongResponseNeverPassesForAListTrackedAfterItsHead is an attack on
+// "nothing locked is listed": the upstream sends a long answer, listing a
+// locked tool, under the id the client's next tools/list will have; the
+// client sends that tools/list after the relay has looked at the answer's
+// head (no tools/list was pending, so it could be relayed as it arrives)
+// and before it takes the request the answer is for. The relay took the
+// tools/list and relayed the answer to it unfiltered, as it arrived.
+func TestLongResponseNeverPassesForAListTrackedAfterItsHead(t *testing.T) {
+	policy := &fakePolicy{status: map[string]string{"secret": "disabled_by_config"}}
+	var h *harness
+	var once sync.Once
+	h = start(t, 0, func(s *Session) {
+		s.Tools = policy
+		s.streamHead = func() {
+			once.Do(func() {
+				h.client.send(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}` + "\n")
+				h.up.next() // tracked before it was written
+			})
+		}
+	})
+	h.up.send(`{"jsonrpc":"2.0","id":7,"result":{"tools":[` + tool("open", long) + `,` + tool("secret", "LOCKED TOOL") + `]}}` + "\n")
+	answer := h.client.next()
+	env, err := framing.Peek(answer)
+	require.NoError(t, err)
+	assert.Equal(t, "7", string(env.ID))
+	assert.False(t, bytes.Contains(answer, []byte("LOCKED TOOL")), "the tools/list answer is filtered: %s", heads([][]byte{answer}))
+}
+
+// TestHostileUpstreamAnswersEachRequestExactlyOnce holds "every client
+// request gets exactly one answer" against an upstream that, for each
+// request, answers it once or twice, alone or in a batch, long or short,
+// and in between answers ids it was never sent (counting up past the
+// client's, as a guess at its next ones, and null): the client gets one
+// answer per request, and nothing under an id it never used.
+func TestHostileUpstreamAnswersEachRequestExactlyOnce(t *testing.T) {
+	const n = 20                         // all it sends the client, fixed or not, fits the client peer's queue of 64
+	rng := rand.New(rand.NewPCG(31, 32)) // a fixed sequence, the same every run
+	h := start(t, 0)
+	for i := 1; i <= n; i++ {
+		h.client.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":"u"}}`+"\n", i))
+	}
+	answer := func(id string) string {
+		pad := ""
+		if rng.IntN(4) == 0 {
+			pad = long // relayed as it arrives
+		}
+		msg := `{"jsonrpc":"2.0","id":` + id + `,"result":{"contents":[{"text":"` + pad + `"}]}}`
+		if rng.IntN(3) == 0 {
+			msg = "[" + msg + "]"
+		}
+		return msg + "\n"
+	}
+	for range n {
+		env, err := framing.Peek(h.up.next())
+		require.NoError(t, err)
+		id := string(env.ID)
+		h.up.send(answer(id))
+		if rng.IntN(2) == 0 {
+			h.up.send(answer(id)) // again
+		}
+		h.up.send(answer(fmt.Sprint(n + 1 + rng.IntN(8)))) // never asked
+	}
+	h.up.send(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}` + "\n")
+	count := map[string]int{}
+	for _, msg := range untilMarker(t, h) {
+		elems, err := framing.Elements(msg)
+		if err != nil {
+			elems = [][]byte{msg}
+		}
+		for _, e := range elems {
+			env, err := framing.Peek(e)
+			require.NoError(t, err)
+			count[framing.IDKey(env.ID)]++
+		}
+	}
+	want := map[string]int{framing.IDKey([]byte("null")): 1}
+	for i := 1; i <= n; i++ {
+		want[framing.IDKey([]byte(fmt.Sprint(i)))] = 1
+	}
+	assert.Equal(t, want, count, "answers by id")
 }

@@ -79,10 +79,6 @@ func (s *Session) answeredBy(id []byte) (method string, clientID []byte, late bo
 	return s.tracker.answeredBy(id)
 }
 
-// listPending reports whether the client waits for the answer to a
-// tools/list (see tracker.listPending).
-func (s *Session) listPending() bool { return s.tracker.listPending() }
-
 // stopCallTimers stops the call timers still armed as Run returns and
 // returns a channel closed once none is running.
 func (s *Session) stopCallTimers() <-chan struct{} {

@@ -13,7 +13,7 @@ import (
 // maxEnded bounds the requests remembered as ended before their answer.
 // An upstream that honours cancellation never answers them, so without a
 // bound they would pile up; past it an arbitrary one is forgotten, and its
-// answer, should it still come, passes as one to an unknown id.
+// answer, should it still come, is dropped as one to no request.
 const maxEnded = 4096
 
 // A tracker is the one owner of where each request id in flight is: the
@@ -282,11 +282,35 @@ func (t *tracker) answeredBy(id []byte) (method string, clientID []byte, late bo
 	return t.take(id, true)
 }
 
+// answeredUnlessList is answeredBy for a response relayed as it arrives,
+// which cannot be filtered: it takes nothing and reports hold while the
+// client waits for a tools/list (see listPending), whose answer must be held
+// whole, as must any response then: a second "id" after the head, which no
+// head shows, could make it pass for that answer. The look and the take are
+// one step, so that a tools/list tracked between them is never taken for a
+// response relayed unfiltered.
+func (t *tracker) answeredUnlessList(id []byte) (method string, clientID []byte, late, hold bool) {
+	var buf [64]byte
+	key := framing.AppendIDKey(buf[:0], id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.listPendingLocked() {
+		return "", nil, false, true
+	}
+	method, clientID, late = t.takeLocked(key, true)
+	return method, clientID, late, false
+}
+
 func (t *tracker) take(id []byte, wantID bool) (method string, clientID []byte, late bool) {
 	var buf [64]byte
 	key := framing.AppendIDKey(buf[:0], id) // looked up without allocating
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.takeLocked(key, wantID)
+}
+
+// takeLocked is take for the request with IDKey key; t.mu must be held.
+func (t *tracker) takeLocked(key []byte, wantID bool) (method string, clientID []byte, late bool) {
 	if r, ok := lookup(&t.reqs, key); ok {
 		t.untrackLocked(r)
 		if wantID {
@@ -308,6 +332,10 @@ func (t *tracker) take(id []byte, wantID bool) (method string, clientID []byte, 
 func (t *tracker) listPending() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.listPendingLocked()
+}
+
+func (t *tracker) listPendingLocked() bool {
 	for r := range t.reqs.all {
 		if r.method == "tools/list" {
 			return true

@@ -190,6 +190,10 @@ type Session struct {
 	// handshake between marking the upstream ready and answering the
 	// client's handshakes waiting.
 	handshakeReady func()
+	// streamHead, when set (by tests), is called by streamUpstream with the
+	// head of a response it may relay as it arrives, before it takes the
+	// request the response answers.
+	streamHead func()
 	// ready is up when its handshake is done, else nil: set with up and
 	// its ready under mu, read without it by every client request.
 	ready atomic.Pointer[link]
@@ -861,6 +865,9 @@ func (s *Session) pumpUpstream(l *link) {
 				s.log.Debug("dropping the upstream's late answer to a request that timed out", "id", string(env.ID))
 				continue
 			}
+			if s.answersNothing(method, env.ID) {
+				continue
+			}
 			switch {
 			case method != "tools/list" || s.Tools == nil:
 			case ambiguous:
@@ -957,7 +964,7 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 				continue
 			}
 			method, late := s.answered(env.ID)
-			if late {
+			if late || s.answersNothing(method, env.ID) {
 				changed = true
 				continue
 			}
@@ -984,6 +991,21 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 		return nil
 	}
 	return append(append([]byte{'['}, bytes.Join(kept, []byte{','})...), ']')
+}
+
+// answersNothing reports whether an upstream response with id, which the
+// tracker matched to no request (method is ""), answers none of the
+// client's, and logs that it is dropped: the upstream answered a request
+// twice, or one it was never sent, perhaps under an id the client is about
+// to use, which the client would take for that request's answer. A
+// response whose id is null or missing (an error the upstream could not tie
+// to a request) answers nothing the client waits for, and passes.
+func (s *Session) answersNothing(method string, id []byte) bool {
+	if method != "" || id == nil || string(id) == "null" {
+		return false
+	}
+	s.log.Warn("dropping the upstream's response to no request in flight", "id", printable(id))
+	return true
 }
 
 // orphanServerRequests ends the requests of dead link l that the client

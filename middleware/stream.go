@@ -25,10 +25,10 @@ import (
 // requests, notifications (no head shows that a message has no id),
 // batches, and any message whose head does not settle what it is.
 //
-// Of a relayed message only the head is checked (see framing.PeekHead):
-// the rest is relayed as it was written, as a direct pipe would: neither
-// validated, nor searched for a routing member after the head, nor bound
-// by max_line_bytes. A sender that stops in the middle of one, or stalls
+// A relayed message is routed on its head alone (see framing.PeekHead):
+// the rest is relayed as it was written, as a direct pipe would, neither
+// validated nor bound by max_line_bytes, but watched for a routing member
+// spelled again (see relayParts). A sender that stops in the middle of one, or stalls
 // there for StreamIdleTimeout, has its line ended there, so that the
 // receiver's next message starts clean and the other writers to the
 // receiver (which the line holds up) go on; the request the message was
@@ -52,15 +52,32 @@ func (s *Session) streamUpstream(l *link, heads headReader, parts partsWriter, h
 	var early func(how string) // answers what the message was part of, should it end early
 	switch env.Kind {
 	case framing.Response:
-		if s.isOwnID(env.ID) || s.Tools != nil && s.listPending() {
-			// A tools/list result is filtered whole. While the client waits
-			// for one, any response is held: a second "id" after the head,
-			// which no head shows, could make it pass for that one.
+		if s.isOwnID(env.ID) {
 			return false
 		}
-		method, clientID, late := s.answeredBy(env.ID)
+		if s.streamHead != nil {
+			s.streamHead()
+		}
+		var method string
+		var clientID []byte
+		var late, hold bool
+		if s.Tools != nil {
+			// A tools/list result is filtered whole, so it is held, and so
+			// is any response while the client waits for one (see
+			// answeredUnlessList).
+			method, clientID, late, hold = s.tracker.answeredUnlessList(env.ID)
+		} else {
+			method, clientID, late = s.answeredBy(env.ID)
+		}
+		if hold {
+			return false
+		}
 		if late {
 			s.log.Debug("dropping the upstream's late answer to a request that timed out", "id", string(env.ID))
+			discard(heads)
+			return true
+		}
+		if s.answersNothing(method, env.ID) {
 			discard(heads)
 			return true
 		}
@@ -76,13 +93,13 @@ func (s *Session) streamUpstream(l *link, heads headReader, parts partsWriter, h
 		}
 		serverID := bytes.Clone(env.ID) // the head's bytes are overwritten by the parts
 		early = func(how string) {
-			if how == stalled { // else it is gone, and with it its requests
+			if how != stopped { // else it is gone, and with it its requests
 				s.takeServerRequest(framing.Envelope{ID: serverID})
 				s.writeUpstream(l, errorResponse(serverID, codeInternalError, "mcpwrap: the request stalled in the middle of its message, which was cut off; the client never received it", nil))
 			}
 		}
 	}
-	s.relayParts(heads, parts.BeginMessage(), "the upstream", env.Kind, early)
+	s.relayParts(heads, parts.BeginMessage(), "the upstream", env.Kind, false, early)
 	return true
 }
 
@@ -130,19 +147,25 @@ func (s *Session) streamClient(heads headReader, head []byte) bool {
 		}
 		clientID := bytes.Clone(env.ID)
 		early = func(how string) {
-			if s.untrack(clientID) != "" {
-				s.replyError(clientID, codeInvalidRequest, "mcpwrap: the request "+how+" in the middle of its message, which was cut off before the server could read it whole; send it again")
+			if s.untrack(clientID) == "" {
+				return
 			}
+			if how == spelledTwice {
+				s.replyError(clientID, codeInvalidRequest, `Invalid Request: "id" or "method" appears again after the start of the message (twice, or in another letter case or spelling); it was cut off there, before the server could read it whole`)
+				return
+			}
+			s.replyError(clientID, codeInvalidRequest, "mcpwrap: the request "+how+" in the middle of its message, which was cut off before the server could read it whole; send it again")
 		}
 	}
-	s.relayParts(heads, parts.BeginMessage(), "the client", env.Kind, early)
+	s.relayParts(heads, parts.BeginMessage(), "the client", env.Kind, true, early)
 	return true
 }
 
 // The ways a message relayed as it arrives may end early.
 const (
-	stalled = "stalled" // its sender was silent for StreamIdleTimeout
-	stopped = "stopped" // its sender's stream ended
+	stalled      = "stalled"                        // its sender was silent for StreamIdleTimeout
+	stopped      = "stopped"                        // its sender's stream ended
+	spelledTwice = "spelled a routing member twice" // see relayParts
 )
 
 // relayParts writes the rest of the message whose head heads.ReadHead
@@ -151,8 +174,19 @@ const (
 // there and early is called with how; for a stall, from the watchdog's
 // goroutine, as soon as the line is ended. relayParts returns once the
 // sender has reached the message's end, or its stream has ended.
-func (s *Session) relayParts(heads headReader, line MessageWriter, who string, kind framing.Kind, early func(how string)) {
+//
+// The message was routed on its head, where "id" and "method" are each
+// spelled once and exactly; a parser that keeps the last spelling of a
+// member would route it on a second one after the head instead (a ping
+// the gate let through could reach the upstream as a tools/call). So the
+// line is also ended, and the rest of the message dropped, before a
+// second "id" (or, when method is set, a second "method") would be
+// written; the receiver gets a line that is not JSON, as the message's
+// object is not closed, and early is called with spelledTwice.
+func (s *Session) relayParts(heads headReader, line MessageWriter, who string, kind framing.Kind, method bool, early func(how string)) {
 	var cut error // why the message ended early
+	var watch framing.MemberWatch
+	refused := false // a routing member was spelled twice: the rest is dropped
 	for {
 		// A watchdog ends the line when the sender stalls inside it, for
 		// the line holds every other writer to the receiver; it is armed
@@ -169,7 +203,19 @@ func (s *Session) relayParts(heads headReader, line MessageWriter, who string, k
 		if !watchdog.Stop() {
 			<-fired
 		}
-		if werr := line.Write(part); werr != nil && !errors.Is(werr, framing.ErrLineEnded) {
+		if !refused {
+			watch.Write(part)
+			if id, m := watch.Twice(); id || method && m {
+				refused = true
+				if first, _ := line.End(); first {
+					s.log.Warn(who+" spelled a routing member again after the head of a message relayed as it arrived; the line was ended", "kind", kind.String())
+					early(spelledTwice)
+				}
+			}
+		}
+		if refused {
+			// Dropped.
+		} else if werr := line.Write(part); werr != nil && !errors.Is(werr, framing.ErrLineEnded) {
 			s.log.Debug("cannot write a message relayed as it arrives", "error", werr)
 		}
 		if err != nil {

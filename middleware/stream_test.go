@@ -190,6 +190,76 @@ func TestLongClientMessagesTheSidecarJudgesAreHeldWhole(t *testing.T) {
 	assert.Contains(t, rpcErr.Message, "exceeds the 1024-byte limit")
 }
 
+// TestLongClientRequestNeverCarriesACallPastTheGate is an attack on "a
+// locked tool is never run": a long request of a method the sidecar
+// relays as it arrives (ping) spells "method" again after its head, as
+// tools/call, with params naming a locked tool. Its head showed a ping, so
+// it was relayed whole, unjudged; an upstream whose parser keeps the last
+// spelling of a member (JavaScript's JSON.parse, Python's json, Go's
+// encoding/json, which also matches "Method") ran the locked tool. The
+// line is cut off before the second spelling reaches the upstream (which
+// gets a line that is not JSON) and the client's request refused.
+func TestLongClientRequestNeverCarriesACallPastTheGate(t *testing.T) {
+	tests := []struct {
+		name   string
+		method string // the second "method" member's name, as the client spells it
+	}{
+		{name: "spelled again", method: `"method"`},
+		{name: "in another letter case", method: `"Method"`},
+		{name: "escaped", method: `"meth\u006fd"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, 0, func(s *Session) { s.Tools = lockedSecret })
+			h.client.send(`{"jsonrpc":"2.0","id":5,"method":"ping","params":{"pad":"` + long + `"},` +
+				tt.method + `:"tools/call","params":{"name":"secret","arguments":{}}}` + "\n")
+			h.client.send(`{"jsonrpc":"2.0","id":"marker","method":"ping"}` + "\n")
+			for {
+				msg := h.up.next()
+				var req struct {
+					ID     json.RawMessage
+					Method string
+					Params struct{ Name string }
+				}
+				if json.Unmarshal(msg, &req) != nil {
+					continue // not JSON: no upstream runs it
+				}
+				assert.False(t, req.Method == "tools/call" && req.Params.Name == "secret", "the upstream was sent a call to the locked tool: %.100s", msg)
+				if string(req.ID) == `"marker"` {
+					break
+				}
+			}
+			rpcErr := errorAnswer(t, h.client.next(), "5")
+			assert.Equal(t, codeInvalidRequest, rpcErr.Code, rpcErr.Message)
+		})
+	}
+}
+
+// TestLongResponseNeverPassesForAnotherRequestsAnswer is an attack on
+// "one request's answer never goes to another": a long answer to one
+// request spells "id" again after its head, as another request's id. It
+// was relayed whole, and a client whose parser keeps the last spelling
+// (JavaScript's JSON.parse) took it for the other request's answer. The
+// line is cut off before the second "id", and the first request answered
+// with an error.
+func TestLongResponseNeverPassesForAnotherRequestsAnswer(t *testing.T) {
+	h := start(t, 0)
+	h.client.send(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"a"}}` + "\n")
+	h.client.send(`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"b"}}` + "\n")
+	h.up.next()
+	h.up.next()
+	h.up.send(`{"jsonrpc":"2.0","id":1,"result":{"contents":[{"text":"` + long + `"}]},"id":2}` + "\n")
+	h.up.send(`{"jsonrpc":"2.0","id":2,"result":{"contents":[{"text":"b"}]}}` + "\n")
+	var answers []string // the ids a last-wins parser reads, in order
+	for len(answers) < 2 {
+		var resp struct{ ID json.RawMessage }
+		if msg := h.client.next(); json.Unmarshal(msg, &resp) == nil {
+			answers = append(answers, string(resp.ID))
+		}
+	}
+	assert.Equal(t, []string{"1", "2"}, answers, "request 1 answered (with an error), then request 2 with its own answer")
+}
+
 // TestStalledLongClientRequestIsEndedAndAnswered: a client that stalls in
 // the middle of a long request would hold up every other message to the
 // upstream; after StreamIdleTimeout the upstream's line is ended and the

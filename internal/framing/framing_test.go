@@ -545,3 +545,53 @@ func TestRoutingVariantFastRefusal(t *testing.T) {
 		assert.LessOrEqual(t, longest, len("paramſ"), "the longest variant of %q", key)
 	}
 }
+
+// TestMemberWatch: a routing member spelled again is seen wherever the
+// object is split into pieces, and nothing else is taken for one.
+func TestMemberWatch(t *testing.T) {
+	tests := []struct {
+		name       string
+		obj        string
+		id, method bool
+	}{
+		{name: "each once", obj: `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"id":2,"method":"x","s":"\"id\":3"}}`},
+		{name: "method again", obj: `{"id":1,"method":"ping","params":{},"method":"tools/call"}`, method: true},
+		{name: "method in another case", obj: `{"id":1,"method":"ping","params":{},"Method":"tools/call"}`, method: true},
+		{name: "method escaped", obj: `{"id":1,"method":"ping","params":{},"meth\u006fd":"tools/call"}`, method: true},
+		{name: "id again", obj: `{"id":1,"result":{"s":"}"},"id":2}`, id: true},
+		{name: "id in another case", obj: `{"id":1,"result":[],"ID":2}`, id: true},
+		{name: "after the object", obj: `{"id":1,"result":{}} ,"id":2}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for split := range len(tt.obj) + 1 {
+				var w MemberWatch
+				w.Write([]byte(tt.obj[:split]))
+				w.Write([]byte(tt.obj[split:]))
+				id, method := w.Twice()
+				assert.Equal(t, tt.id, id, "id, split at %d", split)
+				assert.Equal(t, tt.method, method, "method, split at %d", split)
+			}
+		})
+	}
+}
+
+// FuzzMemberWatch holds MemberWatch to Peek: an object it sees spell "id"
+// or "method" twice, fed in two pieces split anywhere, is one Peek finds
+// ambiguous.
+func FuzzMemberWatch(f *testing.F) {
+	seedGolden(f)
+	f.Add([]byte(`{"id":1,"method":"ping","params":{},"Method":"tools/call"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var w MemberWatch
+		half := len(line) / 3
+		w.Write(line[:half])
+		w.Write(line[half:])
+		id, method := w.Twice()
+		if !id && !method || !json.Valid(line) {
+			return
+		}
+		_, err := Peek(line)
+		require.ErrorIs(t, err, ErrAmbiguous, "%s", line)
+	})
+}

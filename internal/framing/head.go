@@ -14,8 +14,8 @@ package framing
 //
 // What follows the head is not seen: a relay that routes on the head has
 // not checked that the rest is valid JSON, nor that it spells no routing
-// member again. A message whose head settles nothing (say its "id" comes
-// last) must be read whole.
+// member again (see MemberWatch). A message whose head settles nothing
+// (say its "id" comes last) must be read whole.
 func PeekHead(head []byte) (env Envelope, ok bool) {
 	i := skipSpace(head, 0)
 	if i == len(head) || head[i] != '{' {

@@ -204,3 +204,21 @@ func (s *envScanner) result() (id []byte, method string) {
 	}
 	return id, method
 }
+
+// A MemberWatch watches a JSON object fed to it in pieces, as a relay
+// passes it on, for a routing member spelled again: an "id" or "method"
+// that appears twice, or in another letter case or escaped spelling. A
+// relay that routed the object on its head (see [PeekHead]), where each
+// appears once and exactly, must not pass such an object on whole: a
+// parser that keeps the last spelling would route it elsewhere.
+//
+// Its zero value is ready for an object's first piece. It is not safe for
+// concurrent use.
+type MemberWatch struct{ s envScanner }
+
+// Write scans p, the next piece of the object.
+func (w *MemberWatch) Write(p []byte) { w.s.write(p) }
+
+// Twice reports whether the pieces written so far spell "id", or
+// "method", more than once.
+func (w *MemberWatch) Twice() (id, method bool) { return w.s.badID, w.s.badMethod }
