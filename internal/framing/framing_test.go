@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -505,23 +506,61 @@ func FuzzLookupMember(f *testing.F) {
 	})
 }
 
+// The scanner skips what it does not keep by looking only at the bytes
+// that can end it; a quote, a bracket or routing text inside a string, and
+// escapes, must not end it early, whatever the pieces.
+func TestEnvScannerSkipsWhatItDoesNotKeep(t *testing.T) {
+	tests := []struct {
+		name   string
+		line   string
+		id     string
+		method string
+	}{
+		{name: "escaped quotes around routing text", line: `{"params":{"t":"x\",\"id\":9,\"method\":\"tools/call\",\"y"},"id":1,"method":"m"}`, id: `1`, method: "m"},
+		{name: "escaped backslash before the closing quote", line: `{"params":"a\\","id":1,"method":"m"}`, id: `1`, method: "m"},
+		{name: "structure inside a string", line: `{"params":{"t":"}]},{[\"id\":7"},"id":1,"method":"m"}`, id: `1`, method: "m"},
+		{name: "nested arrays and numbers", line: `{"params":[1,[2,{"a":3,"b":[true,null]}],-4.5e3],"id":1,"method":"m"}`, id: `1`, method: "m"},
+		{name: "unicode escapes", line: `{"params":"\u0022\u005c","id":"\u0061","method":"m"}`, id: `"\u0061"`, method: "m"},
+		{name: "routing members first", line: `{"id":2,"method":"m","params":"` + strings.Repeat(`\"x`, 100) + `"}`, id: `2`, method: "m"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.True(t, json.Valid([]byte(tt.line)), tt.line)
+			for size := 1; size <= len(tt.line); size++ {
+				var s envScanner
+				for b := range slices.Chunk([]byte(tt.line), size) {
+					s.write(b)
+				}
+				id, method := s.result()
+				require.Equal(t, tt.id, string(id), "pieces of %d", size)
+				require.Equal(t, tt.method, method, "pieces of %d", size)
+			}
+		})
+	}
+}
+
 // FuzzEnvScanner checks the scanner that recovers the id of an oversized
-// line against Peek, fed in two pieces split anywhere: on every valid,
-// unambiguous object it finds the same id and method.
+// line against Peek, fed in pieces of one byte, of seven, and split once:
+// on every valid, unambiguous object it finds the same id and method.
 func FuzzEnvScanner(f *testing.F) {
+	f.Add([]byte(`{"params":{"t":"x\",\"id\":9,\"y"},"id":1,"method":"m"}`))
 	seedGolden(f)
 	f.Fuzz(func(t *testing.T, line []byte) {
-		var s envScanner
-		half := len(line) / 3
-		s.write(line[:half])
-		s.write(line[half:])
-		id, method := s.result() // must not panic on anything
-		env, err := Peek(line)
-		if err != nil || !json.Valid(line) || len(env.ID) > maxScannedValue {
-			return
+		// In pieces of one byte (a backslash and what it escapes apart),
+		// of a few, and split once.
+		for _, size := range []int{1, 7, max(1, len(line)/3)} {
+			var s envScanner
+			for b := range slices.Chunk(line, size) {
+				s.write(b)
+			}
+			id, method := s.result() // must not panic on anything
+			env, err := Peek(line)
+			if err != nil || !json.Valid(line) || len(env.ID) > maxScannedValue {
+				return
+			}
+			require.Equal(t, string(env.ID), string(id), "pieces of %d", size)
+			require.Equal(t, env.Method, method, "pieces of %d", size)
 		}
-		require.Equal(t, string(env.ID), string(id))
-		require.Equal(t, env.Method, method)
 	})
 }
 

@@ -1,6 +1,9 @@
 package framing
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // maxScannedValue bounds the raw "id" and "method" values an envScanner
 // keeps; a longer one is not recovered.
@@ -87,6 +90,18 @@ func (s *envScanner) write(p []byte) {
 			s.state, s.depth = scanValue, 0
 			i-- // c starts the value
 		case scanValue:
+			if s.capture == nil {
+				// A value not kept matters only for where it ends: skip to
+				// the next byte that can end it, a string's quote or
+				// backslash inside one, else structure. A long message is
+				// mostly values not kept, mostly strings.
+				j := skipUnkept(p[i:], s.inStr && !s.esc, s.inStr)
+				if j < 0 {
+					return
+				}
+				i += j
+				c = p[i]
+			}
 			if s.inStr {
 				switch {
 				case s.esc:
@@ -122,6 +137,38 @@ func (s *envScanner) write(p []byte) {
 		}
 	}
 }
+
+// skipUnkept returns the index in p of the first byte the scanner must
+// look at inside a value it does not keep, or -1 when there is none: in a
+// string (unescaped says the last byte was not a backslash), its quote or
+// a backslash; outside one, a byte of structure.
+func skipUnkept(p []byte, unescaped, inStr bool) int {
+	switch {
+	case unescaped:
+		q := bytes.IndexByte(p, '"')
+		if q < 0 {
+			return bytes.IndexByte(p, '\\')
+		}
+		if b := bytes.IndexByte(p[:q], '\\'); b >= 0 {
+			return b
+		}
+		return q
+	case inStr: // the byte after a backslash
+		if len(p) == 0 {
+			return -1
+		}
+		return 0
+	}
+	for j, c := range p {
+		if structural[c] {
+			return j
+		}
+	}
+	return -1
+}
+
+// structural marks the bytes that matter in a value outside its strings.
+var structural = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true, ',': true}
 
 // startValue decides, from the member's name, whether to keep its value.
 func (s *envScanner) startValue() {
