@@ -670,6 +670,11 @@ func (w *flushHook) Flush() {
 	w.flushed()
 }
 
+// Shutdown past its deadline cancels the relays without waiting: the
+// upstream is closed, and a POST still waiting returns. Its stream carries
+// the session's end when the relay's drain wrote it before the relay was
+// cancelled, or nothing (the relay's Close aborts the streams it could
+// not finish): never another answer, never a stream left open.
 func TestShutdownDeadline(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, nil)
@@ -682,7 +687,9 @@ func TestShutdownDeadline(t *testing.T) {
 	cancel()
 	assert.ErrorIs(t, ts.front.Shutdown(ctx), context.Canceled)
 	waitClosed(t, fc)
-	got := events(t, slow.Body)
-	require.Len(t, got, 1)
-	assert.Contains(t, got[0], "session ended")
+	got := events(t, slow.Body) // ends: the stream is not left open
+	require.LessOrEqual(t, len(got), 1)
+	for _, ev := range got {
+		assert.Contains(t, ev, "session ended")
+	}
 }
