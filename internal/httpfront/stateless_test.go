@@ -466,16 +466,9 @@ func TestStalledStreamsDoNotAddUp(t *testing.T) {
 		}
 	}
 	other := modernCall(2, "echo", `{"text":"still served"}`)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL, strings.NewReader(other.Body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", acceptBoth)
-	for k, v := range other.Header {
-		req.Header.Set(k, v)
-	}
-	resp, err := ts.Client().Do(req)
+	other.Accept = acceptBoth
+	resp, err := ts.send(ctx, t, other)
 	require.NoError(t, err, "another client's call waits behind the stalled streams")
-	defer resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	got := events(t, resp.Body)
 	require.Len(t, got, 1)
@@ -503,16 +496,9 @@ func TestStalledNotificationsDoNotHoldOtherClients(t *testing.T) {
 		t.Fatal("the relay waits on a client that stopped reading before it takes the next notification")
 	}
 	other := modernCall(2, "echo", `{"text":"still served"}`)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL, strings.NewReader(other.Body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", acceptJSON)
-	for k, v := range other.Header {
-		req.Header.Set(k, v)
-	}
-	resp, err := ts.Client().Do(req)
+	other.Accept = acceptJSON
+	resp, err := ts.send(ctx, t, other)
 	require.NoError(t, err, "another client's call waits behind the stalled stream")
-	defer resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, readAll(t, resp), "still served")
 }

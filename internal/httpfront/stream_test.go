@@ -246,16 +246,9 @@ func TestStalledStreamDoesNotHoldOtherClients(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	other := modernCall(2, "echo", `{"text":"still served"}`)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL, strings.NewReader(other.Body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", acceptJSON)
-	for k, v := range other.Header {
-		req.Header.Set(k, v)
-	}
-	resp, err := ts.Client().Do(req)
+	other.Accept = acceptJSON
+	resp, err := ts.send(ctx, t, other)
 	require.NoError(t, err, "another client's call waits behind the stalled stream")
-	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
