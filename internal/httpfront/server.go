@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -469,30 +470,55 @@ func (s *Server) stopTaking() (all []*session, noCalls <-chan struct{}) {
 type acceptance struct {
 	json     bool // application/json
 	sse      bool // text/event-stream, named
-	wildcard bool // */*
+	wildcard bool // */*, with SSE not refused by name
 }
 
 // accepts reads the Accept header values. No Accept header at all admits
-// anything.
+// anything. A type or range with q=0 is refused, and a type named exactly
+// outweighs a range that covers it; */* admits JSON, or SSE when JSON is
+// refused.
 func accepts(values []string) acceptance {
 	if len(values) == 0 {
 		return acceptance{json: true, wildcard: true}
 	}
-	var a acceptance
+	var jsonOK, jsonNo, sseOK, sseNo, jsonRange, sseRange, any bool
 	for _, v := range values {
 		for _, part := range strings.Split(v, ",") {
-			media, _, _ := strings.Cut(part, ";")
+			media, params, _ := strings.Cut(part, ";")
+			ok := !refusedQuality(params)
 			switch strings.ToLower(strings.TrimSpace(media)) {
-			case "application/json", "application/*":
-				a.json = true
-			case "text/event-stream", "text/*":
-				a.sse = true
+			case "application/json":
+				jsonOK, jsonNo = jsonOK || ok, jsonNo || !ok
+			case "text/event-stream":
+				sseOK, sseNo = sseOK || ok, sseNo || !ok
+			case "application/*":
+				jsonRange = jsonRange || ok
+			case "text/*":
+				sseRange = sseRange || ok
 			case "*/*":
-				a.json, a.wildcard = true, true
+				any = any || ok
 			}
 		}
 	}
+	var a acceptance
+	a.json = jsonOK || !jsonNo && (jsonRange || any)
+	a.sse = sseOK || !sseNo && (sseRange || any && !a.json)
+	a.wildcard = any && !sseNo
 	return a
+}
+
+// refusedQuality reports whether params, the parameters of one Accept
+// element, give it the quality 0: not acceptable.
+func refusedQuality(params string) bool {
+	for _, p := range strings.Split(params, ";") {
+		name, value, _ := strings.Cut(p, "=")
+		if !strings.EqualFold(strings.TrimSpace(name), "q") {
+			continue
+		}
+		q, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		return err == nil && q == 0
+	}
+	return false
 }
 
 // mediaType returns the media type of a Content-Type value, "" when absent

@@ -704,3 +704,33 @@ func TestShutdownDeadline(t *testing.T) {
 		assert.Contains(t, ev, "session ended")
 	}
 }
+
+// accepts reads Accept as HTTP does: a media type (or range) with q=0 is
+// refused, and a type named exactly outweighs a range that covers it.
+func TestAccepts(t *testing.T) {
+	tests := []struct {
+		name   string
+		values []string
+		want   acceptance
+	}{
+		{name: "no header", values: nil, want: acceptance{json: true, wildcard: true}},
+		{name: "both", values: []string{"application/json, text/event-stream"}, want: acceptance{json: true, sse: true}},
+		{name: "two header lines", values: []string{"application/json", "text/event-stream"}, want: acceptance{json: true, sse: true}},
+		{name: "case and spaces", values: []string{" Application/JSON ; charset=utf-8 ,TEXT/Event-Stream"}, want: acceptance{json: true, sse: true}},
+		{name: "wildcard", values: []string{"*/*"}, want: acceptance{json: true, wildcard: true}},
+		{name: "ranges", values: []string{"application/*, text/*"}, want: acceptance{json: true, sse: true}},
+		{name: "SSE refused", values: []string{"application/json, text/event-stream;q=0"}, want: acceptance{json: true}},
+		{name: "JSON refused", values: []string{"application/json;q=0.0, text/event-stream;q=0.5"}, want: acceptance{sse: true}},
+		{name: "refused wildcard", values: []string{"*/*;q=0"}, want: acceptance{}},
+		{name: "refused type outweighs its range", values: []string{"text/*, text/event-stream; q=0"}, want: acceptance{}},
+		{name: "named type outweighs a refused range", values: []string{"text/*;q=0, text/event-stream"}, want: acceptance{sse: true}},
+		{name: "refused JSON, wildcard", values: []string{"*/*, application/json;q=0"}, want: acceptance{sse: true, wildcard: true}},
+		{name: "wildcard, SSE refused", values: []string{"*/*, text/event-stream;q=0"}, want: acceptance{json: true}},
+		{name: "other types only", values: []string{"text/html"}, want: acceptance{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, accepts(tt.values))
+		})
+	}
+}
