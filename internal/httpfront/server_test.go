@@ -487,15 +487,7 @@ func TestPOSTReturnsWhenItsClientLeaves(t *testing.T) {
 	post("b", `{"jsonrpc":"2.0","id":3,"method":"x/b"}`) // the other waits for the relay
 
 	leave()
-	returned := map[string]bool{}
-	for range 3 {
-		select {
-		case tag := <-ts.returned:
-			returned[tag] = true
-		case <-time.After(10 * time.Second):
-			t.Fatalf("a POST is still held after its client left; returned: %v", returned)
-		}
-	}
+	ts.awaitReturned(t, 3)
 }
 
 // A session whose initialize POST's client left before the answer can
@@ -732,5 +724,20 @@ func TestAccepts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, accepts(tt.values))
 		})
+	}
+}
+
+// awaitReturned waits for n tagged requests' handlers to return, each
+// within 10 s, as those of clients that left must.
+func (ts *testServer) awaitReturned(t *testing.T, n int) {
+	t.Helper()
+	returned := map[string]bool{}
+	for range n {
+		select {
+		case tag := <-ts.returned:
+			returned[tag] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a POST is still held after its client left; returned: %v", returned)
+		}
 	}
 }

@@ -245,14 +245,7 @@ func TestStalledStreamDoesNotHoldOtherClients(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	other := modernCall(2, "echo", `{"text":"still served"}`)
-	other.Accept = acceptJSON
-	resp, err := ts.send(ctx, t, other)
-	require.NoError(t, err, "another client's call waits behind the stalled stream")
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	assert.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.Contains(t, string(body), "still served")
+	ts.stillServed(ctx, t, acceptJSON, "another client's call waits behind the stalled stream")
 
 	// The stalled client's connection was closed, the operator told why:
 	// reading it ends short of the whole answer.
@@ -261,10 +254,33 @@ func TestStalledStreamDoesNotHoldOtherClients(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no stall logged")
 	}
-	require.NoError(t, stalled.SetReadDeadline(time.Now().Add(10*time.Second)))
-	n, err := io.Copy(io.Discard, stalled)
-	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the stalled client's connection stays open")
-	assert.Less(t, n, int64(size), "the stalled client got the whole answer")
+	cutShort(t, stalled, size)
+}
+
+// stillServed checks that another stateless client's echo, accepting
+// accept, is answered within ctx; why says what a timeout means.
+func (ts *testServer) stillServed(ctx context.Context, t *testing.T, accept, why string) {
+	t.Helper()
+	other := modernCall(2, "echo", `{"text":"still served"}`)
+	other.Accept = accept
+	resp, err := ts.send(ctx, t, other)
+	require.NoError(t, err, why)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	body := readAll(t, resp)
+	assert.Contains(t, body, "still served")
+	if accept == acceptBoth {
+		require.Len(t, events(t, strings.NewReader(body)), 1, "one event: the answer")
+	}
+}
+
+// cutShort checks that the server closed conn, a client's that stopped
+// reading, before it had sent all of its whole bytes.
+func cutShort(t *testing.T, conn net.Conn, whole int) {
+	t.Helper()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	n, err := io.Copy(io.Discard, conn)
+	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the client's connection stays open")
+	assert.Less(t, n, int64(whole), "the client got everything")
 }
 
 // rawSSEPost sends r as a POST accepting SSE on a connection of its own,
