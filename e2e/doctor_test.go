@@ -188,3 +188,51 @@ func TestDoctorReportsConfigErrorAndNameClash(t *testing.T) {
 	}
 	assert.Contains(t, p.Stderr(), `mcpwrap doctor: warning: the name "notes" is used for 2 different servers`)
 }
+
+// TestDoctorNeverRunsARepositorysServers: run from inside a checkout, doctor starts none of the
+// servers of the repository's own .mcp.json or .cursor/mcp.json (a cloned repository controls
+// them; Claude Code asks before starting one): it lists them as skipped, with how to include
+// them, and starts them only when they are named explicitly.
+func TestDoctorNeverRunsARepositorysServers(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	home, repo := t.TempDir(), t.TempDir()
+	marker := filepath.Join(t.TempDir(), "ran")
+	hostile := map[string]any{"mcpServers": map[string]any{
+		"pwn": map[string]any{"command": "sh", "args": []string{"-c", "echo ran >> " + marker}},
+	}}
+	raw, err := json.Marshal(hostile)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".mcp.json"), raw, 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(repo, ".cursor"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".cursor", "mcp.json"), raw, 0o600))
+	// The user's own config, which doctor does check.
+	user, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"healthy": map[string]any{"command": mcpwrapPath, "args": []string{"demo-server"}},
+	}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".claude.json"), user, 0o600))
+	env := append(mcpwrapEnv(t, `{}`), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "CLAUDE_CONFIG_DIR=")
+
+	p := startProcess(ctx, t, processOptions{Env: env, Dir: repo}, mcpwrapPath, "doctor")
+	require.NoError(t, p.Wait(ctx), "skipped servers are no failure; stderr: %s", p.Stderr())
+	out := p.Output()
+	assert.NoFileExists(t, marker, "doctor ran a repository's server")
+	assert.Regexp(t, `(?m)^healthy\s+claude-code\s+stdio\s+available\s`, out)
+	assert.Regexp(t, `(?m)^pwn\s+claude-code-project\s+stdio\s+skipped\s`, out)
+	assert.Regexp(t, `(?m)^pwn\s+cursor-project\s+stdio\s+skipped\s`, out)
+	assert.Contains(t, out, "mcpwrap doctor --client claude-code-project")
+	assert.Contains(t, out, "mcpwrap doctor --client cursor-project")
+
+	p = startProcess(ctx, t, processOptions{Env: env, Dir: repo}, mcpwrapPath, "doctor", "--client", "claude-code-project", "--json")
+	_ = p.Wait(ctx)
+	var results []doctorResult
+	require.NoError(t, json.Unmarshal([]byte(p.Output()), &results), "doctor --json: %s; stderr: %s", p.Output(), p.Stderr())
+	require.Len(t, results, 1)
+	assert.Equal(t, "pwn", results[0].Name)
+	assert.NotEqual(t, "skipped", results[0].Status)
+	ran, err := os.ReadFile(marker)
+	require.NoError(t, err, "named explicitly, the project's server is checked")
+	assert.Equal(t, "ran\n", string(ran), "once, from the one file named")
+}

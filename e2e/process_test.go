@@ -42,6 +42,7 @@ type processOptions struct {
 	Env        []string // extra KEY=VALUE entries appended to os.Environ()
 	PipeStdin  bool     // Stdin is the write end of the process's stdin
 	PipeStdout bool     // Stdout is the read end of the process's stdout, instead of capturing it
+	Dir        string   // the working directory; "" is the test's
 }
 
 // startProcess starts name with args in its own process group, bound to ctx: when ctx ends, the
@@ -51,6 +52,7 @@ func startProcess(ctx context.Context, t testing.TB, opts processOptions, name s
 	t.Helper()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = append(os.Environ(), opts.Env...)
+	cmd.Dir = opts.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay

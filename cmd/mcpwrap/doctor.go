@@ -29,10 +29,13 @@ server: its status (available, transient, permanent or denied), load
 attempts, load time and tools (callable, and locked by policy), then what
 went wrong and how to fix it. Servers already wrapped by mcpwrap are checked
 as they are wrapped: their mcpwrap flags apply. Nothing is written: no
-catalog is recorded and no tool approved.
+catalog is recorded and no tool approved. The servers of the working
+directory's project config (.mcp.json, .cursor/mcp.json), which a cloned
+repository writes, are listed as skipped and not started, unless named
+with --client claude-code-project, --client cursor-project or --config-path.
 
-Exit codes: 0 every server is available, 1 some server is not, 2 bad flags
-or no config file.
+Exit codes: 0 every server checked is available, 1 some server is not, 2
+bad flags or no config file.
 
 Flags:
 `
@@ -56,7 +59,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprint(fs.Output(), doctorUsage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&d.client, "client", clientconfig.AllClients, "whose config to read: claude-desktop, claude-code, cursor or all")
+	fs.StringVar(&d.client, "client", clientconfig.AllClients, "whose config to read: claude-desktop, claude-code, cursor or all; the working directory's project servers (a repository's .mcp.json, .cursor/mcp.json) are started only with claude-code-project or cursor-project")
 	fs.StringVar(&d.configPath, "config-path", "", "read this client config file instead (any file with \"mcpServers\")")
 	fs.BoolVar(&d.asJSON, "json", false, "print a JSON array of objects (name, status, attempts, load_ms, tools, locked, error, hint...)")
 	fs.StringVar(&d.mcpwrapCfg, "config", "", "mcpwrap's config file, as for the wrap command (default: the entry's, else $MCPWRAP_CONFIG, else the user's)")
@@ -108,6 +111,10 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				continue
 			}
 			seen[e.Name] = true
+			if f.Project() && !slices.Contains(projectClients, d.client) {
+				targets = append(targets, skippedTarget(e, f))
+				continue
+			}
 			targets = append(targets, doctorTarget(ctx, d, e, f.label(), childStderr, logger))
 			if o, err := entryOptions(e); err == nil {
 				uses = append(uses, serverUse{name: o.name, client: f.label(), command: o.command, url: o.url})
@@ -138,11 +145,29 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitError
 	}
 	for _, r := range results {
-		if !r.Available() {
+		if !r.Available() && !r.Skipped() {
 			return exitError
 		}
 	}
 	return exitOK
+}
+
+// projectClients are the --client names that ask doctor to check the
+// working directory's project config, whose servers it otherwise skips.
+var projectClients = []string{clientconfig.ClaudeCodeProject, clientconfig.CursorProject}
+
+// skippedTarget is an entry of a project's config that doctor does not
+// start: a cloned repository wrote it, so it runs only when named.
+func skippedTarget(e doctor.Entry, f clientFile) doctor.Target {
+	t := doctor.Target{Name: e.Name, Client: f.label(), Transport: doctor.TransportStdio,
+		Skip: fmt.Sprintf("it comes from the project's %s, which a repository can write, so it was not started; to check it, run `mcpwrap doctor --client %s`", f.Path, f.Client)}
+	if o, err := entryOptions(e); err == nil {
+		t.Name = o.name
+		if o.url != "" {
+			t.Transport = doctor.TransportHTTP
+		}
+	}
+	return t
 }
 
 // doctorTarget builds the check of one client config entry: the Session

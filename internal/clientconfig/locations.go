@@ -11,21 +11,35 @@ import (
 )
 
 // The clients whose config files this package knows, as --client spells them.
+// ClaudeCodeProject and CursorProject name only the working directory's
+// project files (.mcp.json, .cursor/mcp.json), which ClaudeCode and Cursor
+// include too.
 const (
-	ClaudeDesktop = "claude-desktop"
-	ClaudeCode    = "claude-code"
-	Cursor        = "cursor"
-	AllClients    = "all"
+	ClaudeDesktop     = "claude-desktop"
+	ClaudeCode        = "claude-code"
+	ClaudeCodeProject = "claude-code-project"
+	Cursor            = "cursor"
+	CursorProject     = "cursor-project"
+	AllClients        = "all"
 )
 
-// clients lists the clients Locations knows, in the order it returns them.
-var clients = []string{ClaudeDesktop, ClaudeCode, Cursor}
+// clients lists the clients Locations knows, in the order it returns them;
+// AllClients means the first three, which include the project files.
+var clients = []string{ClaudeDesktop, ClaudeCode, Cursor, ClaudeCodeProject, CursorProject}
 
 // Location is one config file a client reads MCP servers from.
 type Location struct {
-	Client string // ClaudeDesktop, ClaudeCode or Cursor
+	// Client is ClaudeDesktop, ClaudeCode or Cursor for a user's own file,
+	// ClaudeCodeProject or CursorProject for a project's.
+	Client string
 	Path   string
 }
+
+// Project reports whether the file is the working directory's project
+// config. A cloned repository writes it, so whatever its entries would run
+// is untrusted: nothing may start them unless the user names them (Claude
+// Code itself asks before starting a project's servers).
+func (l Location) Project() bool { return l.Client == ClaudeCodeProject || l.Client == CursorProject }
 
 // Platform is the machine whose client configs [Locations] finds. Its zero
 // value finds nothing.
@@ -56,7 +70,7 @@ func Locations(client string, p Platform) ([]Location, error) {
 	wanted := []string{client}
 	switch {
 	case client == "" || client == AllClients:
-		wanted = clients
+		wanted = clients[:3]
 	case !slices.Contains(clients, client):
 		return nil, fmt.Errorf("%w %q: want one of %s or %s",
 			ErrUnknownClient, client, strings.Join(clients, ", "), AllClients)
@@ -71,9 +85,10 @@ func Locations(client string, p Platform) ([]Location, error) {
 			return
 		}
 		loc := Location{Client: client, Path: p.join(dir, elem...)}
-		if !slices.Contains(locs, loc) { // the project may be the home directory
-			locs = append(locs, loc)
+		if slices.ContainsFunc(locs, func(l Location) bool { return l.Path == loc.Path }) {
+			return // the project may be the home directory: its file is the user's own
 		}
+		locs = append(locs, loc)
 	}
 	for _, c := range wanted {
 		switch c {
@@ -85,9 +100,13 @@ func Locations(client string, p Platform) ([]Location, error) {
 			} else {
 				add(c, p.Home, ".claude.json")
 			}
+			add(ClaudeCodeProject, p.Dir, ".mcp.json")
+		case ClaudeCodeProject:
 			add(c, p.Dir, ".mcp.json")
 		case Cursor:
 			add(c, p.Home, ".cursor", "mcp.json")
+			add(CursorProject, p.Dir, ".cursor", "mcp.json")
+		case CursorProject:
 			add(c, p.Dir, ".cursor", "mcp.json")
 		}
 	}

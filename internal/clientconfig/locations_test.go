@@ -25,9 +25,9 @@ func TestLocations(t *testing.T) {
 			want: []Location{
 				{ClaudeDesktop, "/Users/me/Library/Application Support/Claude/claude_desktop_config.json"},
 				{ClaudeCode, "/Users/me/.claude.json"},
-				{ClaudeCode, "/Users/me/src/app/.mcp.json"},
+				{ClaudeCodeProject, "/Users/me/src/app/.mcp.json"},
 				{Cursor, "/Users/me/.cursor/mcp.json"},
-				{Cursor, "/Users/me/src/app/.cursor/mcp.json"},
+				{CursorProject, "/Users/me/src/app/.cursor/mcp.json"},
 			},
 		},
 		{
@@ -64,7 +64,19 @@ func TestLocations(t *testing.T) {
 			client: ClaudeCode,
 			platform: Platform{GOOS: "linux", Home: "/home/me", Dir: "/work",
 				Getenv: env(map[string]string{"CLAUDE_CONFIG_DIR": "/home/me/.claude-work"})},
-			want: []Location{{ClaudeCode, "/home/me/.claude-work/.claude.json"}, {ClaudeCode, "/work/.mcp.json"}},
+			want: []Location{{ClaudeCode, "/home/me/.claude-work/.claude.json"}, {ClaudeCodeProject, "/work/.mcp.json"}},
+		},
+		{
+			name:     "a project's files alone",
+			client:   ClaudeCodeProject,
+			platform: Platform{GOOS: "linux", Home: "/home/me", Dir: "/work"},
+			want:     []Location{{ClaudeCodeProject, "/work/.mcp.json"}},
+		},
+		{
+			name:     "Cursor's project file alone",
+			client:   CursorProject,
+			platform: Platform{GOOS: "linux", Home: "/home/me", Dir: "/work"},
+			want:     []Location{{CursorProject, "/work/.cursor/mcp.json"}},
 		},
 		{
 			name:     "Cursor run from the home directory lists its file once",
@@ -90,7 +102,14 @@ func TestLocations(t *testing.T) {
 func TestLocationsUnknownClient(t *testing.T) {
 	_, err := Locations("vscode", Platform{Home: "/home/me"})
 	require.ErrorIs(t, err, ErrUnknownClient)
-	assert.ErrorContains(t, err, `"vscode": want one of claude-desktop, claude-code, cursor or all`)
+	assert.ErrorContains(t, err, `"vscode": want one of claude-desktop, claude-code, cursor, claude-code-project, cursor-project or all`)
+}
+
+func TestLocationProject(t *testing.T) {
+	for client, project := range map[string]bool{ClaudeDesktop: false, ClaudeCode: false, Cursor: false,
+		ClaudeCodeProject: true, CursorProject: true, "": false} {
+		assert.Equal(t, project, Location{Client: client}.Project(), client)
+	}
 }
 
 func TestLocationsDefaultsToThisOS(t *testing.T) {

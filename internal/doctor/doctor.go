@@ -57,7 +57,16 @@ type Target struct {
 	// Err, when set, says why no Session could be built (a bad entry or
 	// config): it is reported, classified, without loading anything.
 	Err error
+	// Skip, when set, keeps the server from being started at all: the
+	// result's Status is [StatusSkipped] and Skip its hint, how to include
+	// it. It is for what nothing may run unasked, such as a repository's
+	// own project config.
+	Skip string
 }
+
+// StatusSkipped is the Status of a server that was not started (see
+// [Target.Skip]). It counts neither as available nor as failing.
+const StatusSkipped = "skipped"
 
 // Result is how one server fared.
 type Result struct {
@@ -84,6 +93,9 @@ type Result struct {
 // Available reports whether the server loaded.
 func (r Result) Available() bool { return r.Status == resilience.Available.String() }
 
+// Skipped reports whether the server was not started (see [Target.Skip]).
+func (r Result) Skipped() bool { return r.Status == StatusSkipped }
+
 // MarshalJSON adds load_ms, the load time in milliseconds.
 func (r Result) MarshalJSON() ([]byte, error) {
 	type plain Result
@@ -109,6 +121,10 @@ func Run(ctx context.Context, targets []Target) []Result {
 // returns once the Session has shut the server down again.
 func Check(ctx context.Context, t Target) Result {
 	res := Result{Name: t.Name, Client: t.Client, Transport: t.Transport}
+	if t.Skip != "" {
+		res.Status, res.Hint = StatusSkipped, t.Skip
+		return res
+	}
 	if t.Err != nil {
 		res.fail(resilience.Outcome{Class: resilience.Permanent, Err: resilience.Classify(t.Err)})
 		return res

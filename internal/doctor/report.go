@@ -86,18 +86,27 @@ func tools(r Result) string {
 }
 
 func summary(results []Result) string {
-	failed := 0
+	failed, skipped := 0, 0
 	for _, r := range results {
-		if !r.Available() {
+		switch {
+		case r.Skipped():
+			skipped++
+		case !r.Available():
 			failed++
 		}
 	}
+	checked := len(results) - skipped
+	var s string
 	switch {
-	case len(results) == 0:
-		return "No servers to check."
+	case checked == 0:
+		s = "No servers to check."
 	case failed == 0:
-		return fmt.Sprintf("All %d server(s) available.", len(results))
+		s = fmt.Sprintf("All %d server(s) available.", checked)
 	default:
-		return fmt.Sprintf("%d of %d server(s) not available.", failed, len(results))
+		s = fmt.Sprintf("%d of %d server(s) not available.", failed, checked)
 	}
+	if skipped > 0 {
+		s += fmt.Sprintf(" %d project server(s) skipped, not started.", skipped)
+	}
+	return s
 }
