@@ -444,3 +444,36 @@ func TestOAuthDoctor(t *testing.T) {
 	assert.Equal(t, "available", r.Status, r.Error)
 	assert.Equal(t, 1, r.Tools)
 }
+
+// TestSignInOpensOnlyAWebPage: an authorization server whose metadata names an
+// authorization_endpoint of another scheme on a loopback host (a file, a share, a
+// protocol handler) never gets it handed to a browser launcher (CVE-2025-6514 in
+// mcp-remote was this): the sign-in fails, saying why, and nothing is launched.
+func TestSignInOpensOnlyAWebPage(t *testing.T) {
+	t.Parallel()
+	for _, endpoint := range []string{
+		"file://localhost/etc/passwd",
+		"smb://localhost/share/x.exe",
+		"ms-msdt://localhost/id",
+		"vscode://localhost/open?url=x",
+		"ftp://localhost/x",
+	} {
+		t.Run(endpoint, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			as, err := oauthtest.Start(oauthtest.Options{AuthorizationEndpoint: endpoint})
+			require.NoError(t, err)
+			t.Cleanup(as.Close)
+			browserLog := filepath.Join(t.TempDir(), "browser.log")
+			env := signInEnv(t, t.TempDir(), browserLog, true)
+			cmd := exec.CommandContext(ctx, mcpwrapPath, "login", "notes", "--url", as.URL+"/mcp",
+				"--oauth-redirect-port", strconv.Itoa(freeLoopbackPort(t)))
+			cmd.Env = append(os.Environ(), env...)
+			out, err := cmd.CombinedOutput()
+			require.Error(t, err, "the sign-in cannot succeed: %s", out)
+			assert.Zero(t, launches(t, browserLog), "a browser was launched: %s", out)
+			assert.Contains(t, string(out), "not a web page", "the refusal says why")
+		})
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	neturl "net/url"
 	"os/exec"
 	"strings"
 	"sync"
@@ -27,8 +29,12 @@ type Browser struct {
 }
 
 // Open opens url. It returns [ErrNoBrowser] when opening is switched off,
-// and does not wait for the browser to exit.
+// an error matching [ErrNotWebPage] for a url [CheckWebPage] refuses, and
+// does not wait for the browser to exit.
 func (b *Browser) Open(ctx context.Context, url string) error {
+	if err := CheckWebPage(url); err != nil {
+		return err
+	}
 	command := b.command()
 	switch {
 	case command == "none":
@@ -70,6 +76,44 @@ func (b *Browser) Wait(ctx context.Context) {
 	case <-done:
 	case <-ctx.Done():
 	}
+}
+
+// CheckWebPage reports, with an error matching [ErrNotWebPage], whether raw
+// must not reach a browser launcher. Only a web page may: an https URL, or
+// an http URL on a loopback host (a local callback or panel). Anything
+// else, such as file://localhost/..., smb://, ms-msdt: or vscode://, is
+// a handler that a launcher (xdg-open, open, rundll32) runs (CVE-2025-6514
+// in mcp-remote), and an authorization server's metadata can name it. A
+// URL with spaces or control characters, which launchers split or
+// interpret, is refused too. The error names the scheme and nothing else of
+// the URL, which may carry a secret.
+func CheckWebPage(raw string) error {
+	if strings.IndexFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return fmt.Errorf("%w: the address has spaces or control characters", ErrNotWebPage)
+	}
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%w: the address does not parse", ErrNotWebPage)
+	}
+	host := u.Hostname()
+	switch {
+	case u.Scheme == "https" && host != "":
+		return nil
+	case u.Scheme == "http" && loopbackHost(host):
+		return nil
+	case u.Scheme == "http":
+		return fmt.Errorf("%w: plain http to another machine (%s); only https, or http on this machine, is opened", ErrNotWebPage, host)
+	}
+	return fmt.Errorf("%w: its scheme is %q; only https, or http on this machine, is opened", ErrNotWebPage, u.Scheme)
+}
+
+// loopbackHost reports whether host names this machine.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // osDefault serialises launches through cli/browser's package variables.

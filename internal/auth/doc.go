@@ -22,6 +22,9 @@ var (
 	ErrNoToken = errors.New("not signed in")
 	// ErrNoBrowser means no browser may be opened ($MCPWRAP_BROWSER=none).
 	ErrNoBrowser = errors.New("opening a browser is switched off (MCPWRAP_BROWSER=none)")
+	// ErrNotWebPage means an address was refused before it reached a
+	// browser launcher: it is not a web page (see [CheckWebPage]).
+	ErrNotWebPage = errors.New("the sign-in address is not a web page")
 	// ErrLoginBusy means another mcpwrap process is running a sign-in for
 	// the same server.
 	ErrLoginBusy = errors.New("a sign-in for this server is under way in another mcpwrap process")

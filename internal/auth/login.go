@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -104,7 +105,7 @@ func (c *Client) authorize(ctx context.Context, ch challenge, open func(ctx cont
 	}
 	defer cb.close()
 	opened, err := c.authorizeOnce(ctx, ch, open, cb, RedirectURL(port), true)
-	if err != nil && !opened {
+	if err != nil && !opened && !errors.Is(err, ErrNotWebPage) {
 		if _, stored, _ := c.Store.Registration(c.ServerURL, RedirectURL(port)); stored && c.Config.ClientID == "" {
 			c.log.Debug("the stored registration does not fit; registering anew", "error", err)
 			_, err = c.authorizeOnce(ctx, ch, open, cb, RedirectURL(port), false)
@@ -137,6 +138,11 @@ func (c *Client) authorizeOnce(ctx context.Context, ch challenge, open func(ctx 
 			u, err := url.Parse(args.URL)
 			if err != nil {
 				return nil, fmt.Errorf("the authorization URL does not parse: %w", err)
+			}
+			// Refused before the user is shown it or a browser gets it:
+			// the metadata that names it is the server's.
+			if err := CheckWebPage(args.URL); err != nil {
+				return nil, err
 			}
 			cb.expect(u.Query().Get("state"))
 			opened = true

@@ -9,6 +9,7 @@
 package oauthtest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -31,6 +32,10 @@ import (
 type Options struct {
 	// TokenLifetime is how long an access token is valid; 0 means an hour.
 	TokenLifetime time.Duration
+	// AuthorizationEndpoint is the authorization_endpoint its metadata
+	// names; "" means its own /authorize. Tests of what a hostile server
+	// can make a client open set it.
+	AuthorizationEndpoint string
 }
 
 // Counts is how often the server's endpoints were used.
@@ -196,7 +201,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"issuer":                                         s.URL,
-		"authorization_endpoint":                         s.URL + "/authorize",
+		"authorization_endpoint":                         cmp.Or(s.opts.AuthorizationEndpoint, s.URL+"/authorize"),
 		"token_endpoint":                                 s.URL + "/token",
 		"registration_endpoint":                          s.URL + "/register",
 		"response_types_supported":                       []string{"code"},
