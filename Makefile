@@ -4,14 +4,20 @@ BIN         := bin/mcpwrap
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 NPM_STAMP   := e2e/node_modules/.installed
 UNIT_PKGS    = $(shell $(GO) list ./... | grep -v /e2e)
+# --version names the commit even where the toolchain records none (-buildvcs=false, no .git)
+COMMIT      := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -modified)
+LDFLAGS     := -X main.buildCommit=$(COMMIT)
 export NPM_CONFIG_UPDATE_NOTIFIER = false
 export NPM_CONFIG_FUND = false
 export NPM_CONFIG_AUDIT = false
 
-.PHONY: build demo test race store-procs e2e e2e-deps lint bench fuzz conformance cross check clean
+.PHONY: build install demo test race store-procs e2e e2e-deps lint bench fuzz conformance cross check clean
 
 build: ## the mcpwrap binary, in bin/
-	$(GO) build -o $(BIN) ./cmd/mcpwrap
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpwrap
+
+install: ## go install the mcpwrap binary, its commit stamped
+	$(GO) install -ldflags '$(LDFLAGS)' ./cmd/mcpwrap
 
 demo: build ## a narrated showcase around the built-in demo server
 	./$(BIN) demo

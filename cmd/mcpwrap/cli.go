@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -155,34 +156,50 @@ func usageFailed(stderr io.Writer, command string, err error) int {
 	return exitUsage
 }
 
+// buildCommit is the commit `make build` stamps (-ldflags -X), with
+// "-modified" appended for a tree with changes: the build info has no
+// commit where the VCS stamp is off (-buildvcs=false, a build outside the
+// checkout), and --version must still say which build this is.
+var buildCommit string
+
 // version returns the module version and the VCS commit the binary was
 // built from, as "v1.2.3 (commit 0123abc, modified)" or "(devel) (commit
-// 0123abc)"; the commit is missing when the build did not record it.
+// 0123abc)".
 func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown)"
-	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
+	bi, _ := debug.ReadBuildInfo()
+	return versionOf(bi, buildCommit)
+}
+
+// versionOf is version for the build info bi (nil when there is none) and
+// the commit stamped by make. The build info's commit wins: it is the Go
+// toolchain's own record; the stamp serves where it has none.
+func versionOf(bi *debug.BuildInfo, stamped string) string {
+	v := "(devel)"
 	var commit, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			commit = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = ", modified"
+	if bi != nil {
+		v = cmp.Or(bi.Main.Version, v)
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					modified = ", modified"
+				}
 			}
+		}
+	}
+	if commit == "" {
+		commit, modified = strings.TrimSuffix(stamped, "-modified"), ""
+		if strings.HasSuffix(stamped, "-modified") {
+			modified = ", modified"
 		}
 	}
 	if len(commit) > 12 {
 		commit = commit[:12]
 	}
-	if commit != "" {
-		v += " (commit " + commit + modified + ")"
+	if commit == "" {
+		return v + " (commit unknown: built without VCS information; build with make)"
 	}
-	return v
+	return v + " (commit " + commit + modified + ")"
 }

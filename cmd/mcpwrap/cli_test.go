@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -86,6 +87,31 @@ func TestCLI(t *testing.T) {
 				assert.Equal(t, tt.stderr, first)
 				assert.Contains(t, rest, "--help' for usage.")
 			}
+		})
+	}
+}
+
+func TestVersionOf(t *testing.T) {
+	vcs := func(rev, modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{{Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}
+	}
+	tests := []struct {
+		name    string
+		info    *debug.BuildInfo
+		stamped string
+		want    string
+	}{
+		{name: "a release", info: &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, want: "v1.2.3 (commit unknown: built without VCS information; build with make)"},
+		{name: "a release with its commit", info: &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: vcs("0123456789abcdef0123", "false")}, want: "v1.2.3 (commit 0123456789ab)"},
+		{name: "a modified checkout", info: &debug.BuildInfo{Settings: vcs("0123456789abcdef", "true")}, want: "(devel) (commit 0123456789ab, modified)"},
+		{name: "-buildvcs=false, stamped by make", info: &debug.BuildInfo{}, stamped: "fedcba9876543210", want: "(devel) (commit fedcba987654)"},
+		{name: "stamped from a modified tree", info: &debug.BuildInfo{}, stamped: "fedcba9876543210-modified", want: "(devel) (commit fedcba987654, modified)"},
+		{name: "the toolchain's record wins", info: &debug.BuildInfo{Settings: vcs("0123456789abcdef", "false")}, stamped: "fedcba9876543210", want: "(devel) (commit 0123456789ab)"},
+		{name: "no build info", stamped: "abc", want: "(devel) (commit abc)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, versionOf(tt.info, tt.stamped))
 		})
 	}
 }

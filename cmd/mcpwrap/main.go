@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"slices"
 	"strings"
@@ -71,6 +72,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			}
 			fmt.Fprintln(stdout, "mcpwrap", version())
 			return exitOK
+		}
+	}
+	if len(args) > 0 {
+		if c := misspeltCommand(args[0], exec.LookPath); c != "" {
+			return usageFailed(stderr, "mcpwrap", fmt.Errorf("unknown command %q; did you mean %q? (to wrap a program of that name, put -- before it)", args[0], c))
 		}
 	}
 	return runWrap(ctx, args, stdin, stdout, stderr)
