@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -325,6 +326,9 @@ func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 	}
 	cmd.HideEnv = secretEnvNames(o)
 	programs := &desktop.Resolver{Logger: logger} // GUI apps' minimal PATH, Windows .cmd scripts
+	if dir, err := config.StateDir(o.stateDir, os.Getenv); err == nil {
+		programs.CacheFile = filepath.Join(dir, "cache", "login-path")
+	}
 	return func(ctx context.Context) (middleware.Conn, error) {
 		child, err := upstream.StartStdio(ctx, programs.Command(ctx, cmd), srv.MaxLineBytes)
 		if err != nil {

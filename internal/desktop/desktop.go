@@ -18,17 +18,23 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/atomicfile"
 	"github.com/mcpwrap/mcpwrap/internal/upstream"
 )
 
 // DefaultShellTimeout bounds the login shell asked for the user's PATH: a
-// shell whose startup files hang must not hold up the server's start.
-const DefaultShellTimeout = 2 * time.Second
+// shell whose startup files hang must not hold up the server's start for
+// long. It fits a slow machine: a bash -l with nvm or conda in its startup
+// files takes a second or two alone and over three on a busy machine, and
+// a shorter bound turned "X is not installed" into a generic hint there.
+// [Resolver.CacheFile] makes the wait a first run's only.
+const DefaultShellTimeout = 10 * time.Second
 
 // defaultPathext is Windows' PATHEXT when the environment has none.
 const defaultPathext = ".COM;.EXE;.BAT;.CMD"
@@ -63,10 +69,17 @@ type Resolver struct {
 	ShellTimeout time.Duration
 	// Logger receives what was resolved and why; nil discards.
 	Logger *slog.Logger
+	// CacheFile keeps the login shell's PATH between runs, per user (in
+	// mcpwrap's state directory); "" keeps nothing. A program is looked
+	// up on the kept PATH first, and the shell is asked only when the
+	// program is not on it, so that a program installed since is found
+	// and the file renewed.
+	CacheFile string
 
 	mu        sync.Mutex
 	loginPath string // the login shell's PATH; "" when it could not be read
 	asked     bool
+	cached    *string // CacheFile's PATH, once read; "" when there is none
 }
 
 // Command returns c ready to start. A bare program name not found on
@@ -90,12 +103,10 @@ func (r *Resolver) Command(ctx context.Context, c upstream.Command) upstream.Com
 		inherited := r.getenv("PATH")
 		if found, ok := r.lookPath(goos, name, inherited); ok {
 			c.Path = found
-		} else if login := r.loginShellPath(ctx, goos); login != "" {
-			if found, ok := r.lookPath(goos, name, login); ok {
-				r.log().Info("command not on mcpwrap's PATH; found on the login shell's", "command", name, "path", found)
-				c.Path = found
-				c.Env = withPath(c.Env, r.environ, mergePath(goos, login, inherited))
-			}
+		} else if found, login := r.findOnLoginPath(ctx, goos, name); found != "" {
+			r.log().Info("command not on mcpwrap's PATH; found on the login shell's", "command", name, "path", found)
+			c.Path = found
+			c.Env = withPath(c.Env, r.environ, mergePath(goos, login, inherited))
 		}
 	}
 	if goos == "windows" && isBatch(c.Path) {
@@ -124,12 +135,59 @@ func (r *Resolver) NotInstalled(ctx context.Context, name string) bool {
 	if _, ok := r.lookPath(goos, name, r.getenv("PATH")); ok {
 		return false
 	}
+	found, login := r.findOnLoginPath(ctx, goos, name)
+	return found == "" && login != ""
+}
+
+// findOnLoginPath looks name up on the login shell's PATH: the one kept in
+// CacheFile first, then, when it is not there, the one the shell gives. It
+// returns the program's path ("" when not found) and the PATH searched
+// last ("" when the shell's could not be read).
+func (r *Resolver) findOnLoginPath(ctx context.Context, goos, name string) (found, loginPath string) {
+	if goos == "windows" {
+		return "", ""
+	}
+	if kept := r.keptPath(); kept != "" {
+		if found, ok := r.lookPath(goos, name, kept); ok {
+			return found, kept
+		}
+	}
 	login := r.loginShellPath(ctx, goos)
 	if login == "" {
-		return false
+		return "", ""
 	}
-	_, ok := r.lookPath(goos, name, login)
-	return !ok
+	found, _ = r.lookPath(goos, name, login)
+	return found, login
+}
+
+// keptPath is the PATH CacheFile holds, read once; "" when none.
+func (r *Resolver) keptPath() string {
+	if r.CacheFile == "" {
+		return ""
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cached == nil {
+		data, _ := os.ReadFile(r.CacheFile)
+		path := strings.TrimSpace(string(data))
+		r.cached = &path
+	}
+	return *r.cached
+}
+
+// keep writes path to CacheFile, best effort: a run that cannot keep it
+// asks the shell again next time.
+func (r *Resolver) keep(path string) {
+	if r.CacheFile == "" || path == "" {
+		return
+	}
+	err := os.MkdirAll(filepath.Dir(r.CacheFile), 0o700)
+	if err == nil {
+		err = atomicfile.Write(r.CacheFile, []byte(path+"\n"), 0o600, ".login-path-*")
+	}
+	if err != nil {
+		r.log().Debug("cannot keep the login shell's PATH", "error", err)
+	}
 }
 
 func (r *Resolver) goos() string {
@@ -226,6 +284,7 @@ func (r *Resolver) loginShellPath(ctx context.Context, goos string) string {
 	if !r.asked {
 		r.asked = true
 		r.loginPath = r.askLoginShell(ctx, goos)
+		r.keep(r.loginPath)
 	}
 	return r.loginPath
 }

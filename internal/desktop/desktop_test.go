@@ -347,3 +347,63 @@ func TestNotInstalled(t *testing.T) {
 		})
 	}
 }
+
+// TestLoginShellPathIsKept: the login shell's PATH is kept per user between runs, so that
+// only a first run waits for the shell; a program not on the kept PATH (installed since)
+// has the shell asked again, and the file renewed.
+func TestLoginShellPathIsKept(t *testing.T) {
+	t.Parallel()
+	cache := filepath.Join(t.TempDir(), "cache", "login-path")
+	fs := files{"/opt/homebrew/bin/npx": true}
+	resolver := func(shell *fakeShell) *Resolver {
+		return &Resolver{GOOS: "darwin", Getenv: env(map[string]string{"PATH": "/usr/bin", "SHELL": "/bin/zsh"}),
+			IsExecutable: fs.isExecutable, RunShell: shell.run, CacheFile: cache}
+	}
+
+	first := &fakeShell{out: pathMarker + "/opt/homebrew/bin"}
+	assert.Equal(t, "/opt/homebrew/bin/npx", resolver(first).Command(t.Context(), upstream.Command{Path: "npx"}).Path)
+	assert.Equal(t, int32(1), first.runs.Load())
+	kept, err := os.ReadFile(cache)
+	require.NoError(t, err)
+	assert.Equal(t, "/opt/homebrew/bin\n", string(kept))
+	info, err := os.Stat(cache)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	second := &fakeShell{block: true} // a shell that would make this run wait
+	r := resolver(second)
+	got := r.Command(t.Context(), upstream.Command{Path: "npx"})
+	assert.Equal(t, "/opt/homebrew/bin/npx", got.Path)
+	assert.Contains(t, got.Env, "PATH=/opt/homebrew/bin:/usr/bin")
+	assert.False(t, r.NotInstalled(t.Context(), "npx"))
+	assert.Zero(t, second.runs.Load(), "the kept PATH answered")
+
+	fs["/home/me/.local/bin/uvx"] = true // installed since the PATH was kept
+	third := &fakeShell{out: pathMarker + "/opt/homebrew/bin:/home/me/.local/bin"}
+	r = resolver(third)
+	assert.Equal(t, "/home/me/.local/bin/uvx", r.Command(t.Context(), upstream.Command{Path: "uvx"}).Path)
+	assert.Equal(t, int32(1), third.runs.Load(), "a program not on the kept PATH asks the shell")
+	kept, err = os.ReadFile(cache)
+	require.NoError(t, err)
+	assert.Equal(t, "/opt/homebrew/bin:/home/me/.local/bin\n", string(kept), "renewed")
+	assert.True(t, r.NotInstalled(t.Context(), "pipx"), "on neither PATH")
+}
+
+// TestLoginShellBoundFitsSlowMachines: the shell gets the whole default bound, enough for a
+// bash -l that takes 3 s on a busy machine.
+func TestLoginShellBoundFitsSlowMachines(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		slow := func(ctx context.Context, _ string, _ ...string) ([]byte, error) {
+			select {
+			case <-time.After(3 * time.Second):
+				return []byte(pathMarker + "/opt/bin"), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		r := &Resolver{GOOS: "linux", Getenv: env(map[string]string{"PATH": "/usr/bin", "SHELL": "/bin/bash"}),
+			IsExecutable: files{"/opt/bin/uvx": true}.isExecutable, RunShell: slow}
+		assert.Equal(t, "/opt/bin/uvx", r.Command(t.Context(), upstream.Command{Path: "uvx"}).Path)
+	})
+}
