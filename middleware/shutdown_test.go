@@ -359,3 +359,25 @@ func TestHandshakeAfterRunEndedTheWaitingArmsNoTimer(t *testing.T) {
 	defer s.mu.Unlock()
 	assert.Zero(t, s.held, "its hold released")
 }
+
+// TestHandshakeThenEOFIsAnswered: a client that sends initialize and closes its side at once
+// (echo '{...initialize...}' | mcpwrap -- server) is answered, as every request the session
+// leaves unanswered is: with an error once the drain is up, when the upstream is slower.
+func TestHandshakeThenEOFIsAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const drain = time.Second
+		client, clientConn := newPeer(t, 0)
+		up, upConn := newPeer(t, 0)
+		s := &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), DrainTimeout: drain, ReadyTimeout: time.Hour}
+		done := make(chan error, 1)
+		go func() { done <- s.Run(t.Context()) }()
+		client.send(clientInitialize + "\n")
+		client.closeSend()
+		env, err := framing.Peek(up.next())
+		require.NoError(t, err)
+		require.Equal(t, "initialize", env.Method, "the upstream is slow: it never answers")
+		assert.Equal(t, `{"jsonrpc":"2.0","id":0,"error":{"code":-32603,"message":"the session ended before the request was answered"}}`, string(client.next()))
+		require.NoError(t, <-done)
+		up.closed()
+	})
+}

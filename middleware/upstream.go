@@ -393,12 +393,17 @@ func (s *Session) answerWaiter(w *hsWaiter, msg []byte, env framing.Envelope) {
 }
 
 // endHandshakes ends the client's handshakes still waiting as Run ends,
-// stopping their ready timers; a handshake the client pump reads after it
-// does not wait (see handshakeState.capture), so that no ready timer is
-// armed once Run has stopped them.
+// stopping their ready timers, and answers each with an error, as every
+// request the session leaves unanswered is: a client that sent initialize
+// and closed its side at once still reads the answer. A handshake the
+// client pump reads after it does not wait (see handshakeState.capture), so
+// that no ready timer is armed once Run has stopped them.
 func (s *Session) endHandshakes() {
 	for _, w := range s.hs.endWaiting() {
-		w.once.Do(func() { s.endWaiter(w) })
+		w.once.Do(func() {
+			s.endWaiter(w)
+			s.replyError(w.id, codeInternalError, "the session ended before the request was answered")
+		})
 	}
 }
 
