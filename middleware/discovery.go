@@ -93,7 +93,12 @@ func (s *Session) discover(ctx context.Context, rawArgs json.RawMessage) json.Ra
 	}
 	up := s.upstreamState()
 	if !s.cat.loaded() && up.Available() {
-		s.refreshCatalog(ctx)
+		if err := s.refreshCatalog(ctx); err != nil {
+			// Its load fails the upstream's (see firstCatalog): say so now.
+			o := resilience.Outcome{Server: s.Name, Err: s.catalogError(err)}
+			o.Class = o.Err.Class
+			up = UpstreamState{Status: o.Class, Error: o.Err.Error(), Message: o.Message()}
+		}
 	}
 
 	v := s.view()

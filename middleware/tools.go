@@ -425,7 +425,11 @@ func (s *Session) gateCallLater(ctx context.Context, msg []byte, env framing.Env
 				s.awaitUpstream(ctx, msg, env, true) // the upstream crashed: wait for its restart
 				return
 			}
-			s.reject(env.ID, p.Name, "disabled_unknown") // fail closed
+			// Fail closed, telling the agent why the catalog is unknown
+			// (its load fails the upstream's: see firstCatalog).
+			o := resilience.Outcome{Server: s.Name, Err: s.catalogError(err)}
+			o.Class = o.Err.Class
+			s.reply(env.ID, toolError(o.Message(), statusMeta(o)))
 			s.unhold(msg, true)
 			return
 		}
