@@ -505,11 +505,15 @@ func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 		res, _ := json.Marshal(map[string]any{"tools": []json.RawMessage{s.discoveryDefinition(s.cat.lockedTools())}})
 		s.reply(env.ID, res)
 	case "tools/call":
-		if p, err := s.parseCall(env); err == nil && p.Name == s.discoveryName() {
+		p, err := s.parseCall(env)
+		switch {
+		case err == nil && p.Name == s.discoveryName():
 			s.reply(env.ID, s.discover(ctx, p.Arguments))
-			return
+		case err == nil && st.Err != nil && st.Err.Code == resilience.CodeServerDisabled:
+			s.reject(env.ID, p.Name, statusServerDisabled) // not started: every tool is locked so
+		default:
+			s.reply(env.ID, toolError(st.Message(), statusMeta(st)))
 		}
-		s.reply(env.ID, toolError(st.Message(), statusMeta(st)))
 	default:
 		b, _ := json.Marshal(statusMeta(st))
 		s.replyErrorData(env.ID, codeInternalError, st.Message(), b)

@@ -70,6 +70,10 @@ func (o Outcome) Message() string {
 		return fmt.Sprintf("Server '%s' denied access (%s). Check the credentials configured for it; retrying will not help.",
 			o.Server, o.reason())
 	default:
+		if o.Err != nil && o.Err.Code == CodeServerDisabled {
+			return fmt.Sprintf("Server '%s' is disabled in mcpwrap's config, so it is not started. %s; retrying will not help.",
+				o.Server, strings.TrimSuffix(o.Err.Hint, "."))
+		}
 		msg := fmt.Sprintf("Server '%s' failed to load and needs attention: %s.", o.Server, o.reason())
 		if o.Err != nil && o.Err.Hint != "" {
 			msg += " " + strings.TrimSuffix(o.Err.Hint, ".") + "."

@@ -208,6 +208,10 @@ func (g *Gate) SetEvaluator(eval *policy.Evaluator) bool {
 // depends on nothing else: a definition's parse is a function of its bytes.
 func (g *Gate) Version() uint64 { return g.version.Load() }
 
+// ServerDisabled reports whether the operator's config turns the server
+// off (`enabled: false`), as of the evaluator now in use.
+func (g *Gate) ServerDisabled() bool { return g.eval.Load().ServerDisabled() }
+
 // ConfigErr returns why the operator's config cannot be used, if it cannot
 // (the evaluator's ConfigErr).
 func (g *Gate) ConfigErr() error { return g.eval.Load().ConfigErr() }

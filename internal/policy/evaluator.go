@@ -66,6 +66,10 @@ func NewEvaluator(o Options) (*Evaluator, error) {
 	return &Evaluator{serverEnabled: !o.ServerDisabled, rules: rules, allow: o.Allow, approval: mode}, nil
 }
 
+// ServerDisabled reports whether the server is `enabled: false`: it is
+// not started at all (every tool is ServerDisabled).
+func (e *Evaluator) ServerDisabled() bool { return e.configErr == nil && !e.serverEnabled }
+
 // ConfigErr returns the Options.ConfigErr the evaluator was built with.
 func (e *Evaluator) ConfigErr() error { return e.configErr }
 
