@@ -174,6 +174,7 @@ func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
 	g.mu.RLock()
 	eval := g.eval.Load() // the one judging, and saying whether approval is on
 	ev := eval.Evaluate(tools, g.user, g.errUse)
+	user, errUse := g.user, g.errUse
 	g.mu.RUnlock()
 	out := make([]middleware.Availability, len(raws))
 	pinned := eval.Approval() != policy.ApprovalOff
@@ -181,6 +182,7 @@ func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
 		a := middleware.Availability{InScope: true, Pinned: pinned}
 		if e.Status.Locked() {
 			a.Status = string(e.Status)
+			a.Unapproved = pinned && eval.Unapproved(tools[e.Index], user, errUse) // whose description is withheld
 		}
 		out[e.Index] = a
 	}

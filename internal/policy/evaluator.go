@@ -129,6 +129,23 @@ func (e *Evaluator) facts(t Tool, user UserState, baseline bool, userErr error) 
 	return f
 }
 
+// Unapproved reports whether approval applies to t and its current
+// definition is not one the user approved (or the state store cannot tell),
+// whatever its status: what it says of itself may be what nobody approved.
+// See Facts for user and userErr.
+func (e *Evaluator) Unapproved(t Tool, user UserState, userErr error) bool {
+	user, baseline := e.user(user, userErr)
+	switch {
+	case e.approval == ApprovalOff:
+		return false
+	case userErr != nil || t.Refused:
+		return true
+	case e.approval == ApprovalTOFU && !baseline:
+		return false // the first catalog is the baseline
+	}
+	return t.Hash == "" || user.ApprovedHash(t.Name) != t.Hash
+}
+
 // Status returns the status of one tool, for gating a tools/call; inScope is
 // false (and s meaningless) when the allow-list excludes the tool. A refused
 // tool is always in scope. See Facts for user and userErr.
