@@ -76,6 +76,8 @@ func runFixture(args []string) int {
 	switch mode {
 	case fixturePipeCloser:
 		return runPipeCloser()
+	case fixtureListFails, fixtureListCut:
+		return runListFault(mode)
 	case fixtureBanner:
 		fmt.Println(fixtureBannerLine)
 	case fixtureStubborn:

@@ -132,11 +132,11 @@ func TestLockedCallAnsweredByMcpwrap(t *testing.T) {
 			config: `{"servers":{"notes":{"enabled":false}}}`,
 			tool:   "echo",
 			control: func(ctx context.Context, t *testing.T, s *lineSession) {
+				// The server is never started: mcpwrap answers everything.
 				resp := decodeResponse(t, s.Call(ctx, t, 2, "resources/read", map[string]any{"uri": "demo://readme"}))
-				require.Nil(t, resp.Error)
-				assert.Contains(t, string(resp.Result), "mcpwrap demo")
+				require.NotNil(t, resp.Error)
+				assert.Contains(t, resp.Error.Message, "is disabled in mcpwrap's config, so it is not started")
 			},
-			controlTrace: `resources/read {"uri":"demo://readme"}`,
 			wantText: []string{
 				"Tool is disabled and not callable.",
 				"servers.notes.enabled: true",
@@ -167,6 +167,9 @@ func TestLockedCallAnsweredByMcpwrap(t *testing.T) {
 
 			lines := finalRecord(ctx, t, s, record)
 			all := strings.Join(lines, "\n")
+			if tc.controlTrace == "" {
+				assert.Empty(t, lines, "the server was started")
+			}
 			require.Contains(t, all, tc.controlTrace, "the control request did not reach the upstream")
 			assert.NotContains(t, all, marker, "the locked call reached the upstream")
 			assert.Equal(t, tc.wantCalls, countRecorded(t, record, "tools/call"), "tools/call messages the upstream received:\n%s", all)

@@ -91,7 +91,7 @@ func TestCatalogMergedFromPagesIsBounded(t *testing.T) {
 // TestCatalogLargerThanTheBoundIsNotLoaded is an attack on "memory stays
 // bounded": the sidecar's own catalog load followed up to 1000 pages of up
 // to the line limit each. A catalog over MaxCatalogBytes now fails to load
-// (so a call to a tool it does not know fails closed).
+// (so a call to a tool it does not know fails closed, told why).
 func TestCatalogLargerThanTheBoundIsNotLoaded(t *testing.T) {
 	const limit = 16 << 10
 	client, clientConn := newPeer(t, 0)
@@ -109,8 +109,13 @@ func TestCatalogLargerThanTheBoundIsNotLoaded(t *testing.T) {
 	client.next()
 	client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t1"}}` + "\n")
 	resp := string(client.next())
+	if strings.Contains(resp, "notifications/tools/list_changed") { // the load failed: the tools changed
+		resp = string(client.next())
+	}
 	assert.Contains(t, resp, `"isError":true`)
-	assert.Contains(t, resp, "disabled_unknown", "fails closed")
+	// Fails closed, and says why: the catalog is part of the load.
+	assert.Contains(t, resp, "the tool catalog exceeds the size mcpwrap keeps")
+	assert.Contains(t, resp, `"class":"permanent"`)
 	catalog, _ := catalogSize(s)
 	assert.Zero(t, catalog)
 }

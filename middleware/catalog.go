@@ -57,6 +57,10 @@ type catalogState struct {
 	// kept: a refresh that joined a load ending as the upstream announced a
 	// change sees it below merges, and loads again.
 	keptMerges int
+	// refreshEnded is closed when the refresh under way ends, and
+	// refreshErr is how the last one ended (see refreshEnd).
+	refreshEnded chan struct{}
+	refreshErr   error
 }
 
 // loaded reports whether a catalog was loaded.
@@ -169,7 +173,36 @@ func (c *catalogState) startRefresh() bool {
 		return false
 	}
 	c.refreshing.Store(true)
+	c.refreshEnded = make(chan struct{})
 	return true
+}
+
+// refreshEnd returns a channel closed once the refresh under way (or the
+// last one) has ended, and a function that then returns how it ended. It
+// is how a load waits for the catalog its handshake asked for (see
+// Session.firstCatalog).
+func (c *catalogState) refreshEnd() (<-chan struct{}, func() error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	end := c.refreshEnded
+	if end == nil {
+		end = make(chan struct{})
+		close(end)
+	}
+	return end, func() error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.refreshErr
+	}
+}
+
+// endRefreshLocked records the end of the refresh under way; c.mu must be
+// held.
+func (c *catalogState) endRefreshLocked(err error) {
+	c.refreshing.Store(false)
+	c.stale = false
+	c.refreshErr = err
+	close(c.refreshEnded)
 }
 
 // refreshed ends one round of the refresh startRefresh began, which ended
@@ -180,7 +213,7 @@ func (c *catalogState) refreshed(err error) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.stale && (err != nil || c.keptMerges == c.merges) {
-		c.refreshing.Store(false)
+		c.endRefreshLocked(err)
 		return true
 	}
 	c.stale = false
@@ -191,8 +224,7 @@ func (c *catalogState) refreshed(err error) bool {
 func (c *catalogState) abandonRefresh() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.refreshing.Store(false)
-	c.stale = false
+	c.endRefreshLocked(errSessionEnded)
 }
 
 // lockedTools returns how many tools of the catalog are locked, as of the

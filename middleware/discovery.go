@@ -93,7 +93,12 @@ func (s *Session) discover(ctx context.Context, rawArgs json.RawMessage) json.Ra
 	}
 	up := s.upstreamState()
 	if !s.cat.loaded() && up.Available() {
-		s.refreshCatalog(ctx)
+		if err := s.refreshCatalog(ctx); err != nil {
+			// Its load fails the upstream's (see firstCatalog): say so now.
+			o := resilience.Outcome{Server: s.Name, Err: s.catalogError(err)}
+			o.Class = o.Err.Class
+			up = UpstreamState{Status: o.Class, Error: o.Err.Error(), Message: o.Message()}
+		}
 	}
 
 	v := s.view()
@@ -118,13 +123,17 @@ func (s *Session) discover(ctx context.Context, rawArgs json.RawMessage) json.Ra
 			counts[a.Status]++
 		}
 		name, desc := v.index.Shown(i), v.index.Description(i)
-		if withheld(a) {
+		hide := withheld(a)
+		if hide {
 			desc = ""
 		}
 		if !match(name, desc) {
 			continue
 		}
 		entry := DiscoveredTool{Name: name, Server: s.Name, Description: desc}
+		if hide {
+			entry.Description = withheldNote
+		}
 		switch {
 		case a.Status == "":
 			if len(res.Tools) < args.Limit {
@@ -172,13 +181,19 @@ func (s *Session) discover(ctx context.Context, rawArgs json.RawMessage) json.Ra
 
 // withheld reports whether the description of a tool with availability a
 // is kept from the agent, in answers and in the matching of queries: that
-// of a locked tool while approval is on, which may be a definition nobody
-// approved (a changed one is locked pending approval, or by whatever lock
-// comes first), and that of a definition the sidecar cannot trust. Its
-// name and status are still shown.
+// of a locked tool whose definition nobody approved (pending approval, or
+// changed since it was approved and locked by whatever lock comes first),
+// and that of a definition the sidecar cannot trust. Its name and status
+// are still shown, and its entry says the description is withheld.
 func withheld(a Availability) bool {
-	return a.Status != "" && (a.Pinned || a.Status == statusUnknown)
+	return a.Status != "" && (a.Unapproved || a.Status == statusPending || a.Status == statusUnknown)
 }
+
+// statusPending is the status of a tool whose definition awaits approval.
+const statusPending = "pending_approval"
+
+// withheldNote is the description of a locked tool whose own is withheld.
+const withheldNote = "(description withheld: this definition is not approved)"
 
 // matcher returns a case-insensitive match over a tool's name and
 // description: the whole query as a substring, or every word of it. An

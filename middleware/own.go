@@ -67,7 +67,10 @@ func (s *Session) request(ctx context.Context, l *link, method string, params an
 	}
 	r := s.own.Call(ctx, l.conn.WriteMessage, l.dead, method, rawParams)
 	if errors.Is(r.Err, rpcclient.ErrClosed) {
-		r.Err = fmt.Errorf("upstream connection lost: %w", l.err)
+		s.mu.Lock()
+		ready := l.ready // a link lost after its handshake crashed (see linkError)
+		s.mu.Unlock()
+		r.Err = fmt.Errorf("upstream connection lost: %w", s.linkError(l, ready))
 	}
 	return r
 }

@@ -22,6 +22,13 @@ type Availability struct {
 	// on its bare name is Pinned. When false, the zero value, such a call
 	// is forwarded if that verdict is callable, and the upstream answers it.
 	Pinned bool
+	// Unapproved reports that the tool's current definition is not one the
+	// user approved while approval is on (see Pinned): what it says of
+	// itself may be what nobody approved, so a locked one's description is
+	// withheld from discovery, and its entry says so. A tool locked
+	// otherwise (disabled by the user or by config) whose definition is the
+	// approved one is described as approved.
+	Unapproved bool
 }
 
 // Callable reports whether the tool may be called.

@@ -161,6 +161,11 @@ var untrusted = Availability{InScope: true, Status: statusUnknown}
 // determined; the policy explains it like any other status.
 const statusUnknown = "disabled_unknown"
 
+// statusServerDisabled is the status of every tool of a server the
+// operator turned off, which is never started (see
+// resilience.CodeServerDisabled).
+const statusServerDisabled = resilience.CodeServerDisabled
+
 // showDiscovery reports whether the discovery tool is listed, given how many
 // tools are locked.
 func (s *Session) showDiscovery(locked int) bool {
@@ -425,7 +430,11 @@ func (s *Session) gateCallLater(ctx context.Context, msg []byte, env framing.Env
 				s.awaitUpstream(ctx, msg, env, true) // the upstream crashed: wait for its restart
 				return
 			}
-			s.reject(env.ID, p.Name, "disabled_unknown") // fail closed
+			// Fail closed, telling the agent why the catalog is unknown
+			// (its load fails the upstream's: see firstCatalog).
+			o := resilience.Outcome{Server: s.Name, Err: s.catalogError(err)}
+			o.Class = o.Err.Class
+			s.reply(env.ID, toolError(o.Message(), statusMeta(o)))
 			s.unhold(msg, true)
 			return
 		}
@@ -483,7 +492,15 @@ func (s *Session) rejectUntrusted(id []byte, tool string) {
 func (s *Session) reject(id []byte, tool, status string) {
 	s.counts.rejections.Add(1)
 	s.log.Info("call to a locked tool rejected", "tool", tool, "status", status)
-	s.reply(id, toolError(s.Tools.Rejection(status, tool, s.discoveryName()), map[string]any{"status": status}))
+	s.reply(id, toolError(s.policy().Rejection(status, tool, s.discoveryName()), rejectionMeta(status)))
+}
+
+// rejectionMeta is the _meta of a call rejected for a lock with status: the
+// status, and the class and retryability every status answer carries (see
+// statusMeta). A lock is lifted only by someone acting on it (the user, the
+// operator): retrying the call will not help.
+func rejectionMeta(status string) map[string]any {
+	return map[string]any{"status": status, "class": resilience.Permanent.String(), "retryable": false}
 }
 
 func minimalTool(name string) json.RawMessage {

@@ -122,7 +122,49 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 		s.closeLink(ctx)
 		return err
 	}
+	if err := s.firstCatalog(ctx); err != nil {
+		// Published before the link goes, so that a call in between is
+		// told this failure, never "available" (nor the tool unknown).
+		c := s.retrier.Classifier.Classify(err)
+		s.setStatus(resilience.Outcome{Class: c.Class, Err: c, Attempts: attempt})
+		s.closeLink(ctx)
+		return c
+	}
 	return nil
+}
+
+// firstCatalog waits for the catalog refresh the handshake started:
+// the catalog is part of the load (docs/DESIGN.md, Resilience), so a load
+// whose tools/list fails, or whose upstream goes away during it, fails as a
+// whole, classified (see catalogError) and retried like any other. Without
+// a ToolPolicy no catalog is loaded.
+func (s *Session) firstCatalog(ctx context.Context) error {
+	if s.Tools == nil {
+		return nil
+	}
+	end, result := s.cat.refreshEnd() // the handshake's refreshLater
+	select {
+	case <-end:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if err := result(); err != nil && ctx.Err() == nil {
+		return s.catalogError(err) // cut off, it is a crash: the link was ready (see request)
+	}
+	return ctx.Err()
+}
+
+// catalogError classifies err, why a load of the catalog failed, with a
+// reason that says it was the catalog: an upstream's JSON-RPC error as the
+// handshake's is, anything else as any load failure.
+func (s *Session) catalogError(err error) *resilience.Error {
+	var rpcErr *RPCError
+	if errors.As(err, &rpcErr) {
+		err = &resilience.RPCError{Code: rpcErr.Code, Message: rpcErr.Message}
+	}
+	c := *s.retrier.Classifier.Classify(err)
+	c.Reason = "cannot list its tools: " + c.Reason
+	return &c
 }
 
 // dropLink forgets the current upstream connection, closes it and returns
@@ -468,11 +510,15 @@ func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 		res, _ := json.Marshal(map[string]any{"tools": []json.RawMessage{s.discoveryDefinition(s.cat.lockedTools())}})
 		s.reply(env.ID, res)
 	case "tools/call":
-		if p, err := s.parseCall(env); err == nil && p.Name == s.discoveryName() {
+		p, err := s.parseCall(env)
+		switch {
+		case err == nil && p.Name == s.discoveryName():
 			s.reply(env.ID, s.discover(ctx, p.Arguments))
-			return
+		case err == nil && st.Err != nil && st.Err.Code == resilience.CodeServerDisabled:
+			s.reject(env.ID, p.Name, statusServerDisabled) // not started: every tool is locked so
+		default:
+			s.reply(env.ID, toolError(st.Message(), statusMeta(st)))
 		}
-		s.reply(env.ID, toolError(st.Message(), statusMeta(st)))
 	default:
 		b, _ := json.Marshal(statusMeta(st))
 		s.replyErrorData(env.ID, codeInternalError, st.Message(), b)

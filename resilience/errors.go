@@ -35,6 +35,10 @@ const (
 	// Hint says what is being done about it (a browser window opened) and
 	// how the user signs in.
 	CodeLoginRequired = "login_required"
+	// CodeServerDisabled marks a server the operator's config turns off
+	// (`enabled: false`): it is not started, class [Permanent]. Its word
+	// is the tool status every tool of such a server has.
+	CodeServerDisabled = "server_disabled"
 )
 
 // maxBodyBytes bounds how much of an error response body

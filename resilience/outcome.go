@@ -52,16 +52,16 @@ func (o Outcome) Message() string {
 		return fmt.Sprintf("Server '%s' is available with %s.", o.Server, plural(len(o.Tools), "tool"))
 	case Transient:
 		if o.Restart > 0 && o.RetryIn <= slowRetry {
-			return fmt.Sprintf("Server '%s' is restarting after a crash%s; its tools will be back shortly. Retry in a few seconds.",
-				o.Server, o.progress())
+			return fmt.Sprintf("Server '%s' is restarting after a crash%s; its tools will be back shortly. Retry in a few seconds.%s",
+				o.Server, o.progress(), o.lastError())
 		}
 		if o.RetryIn > slowRetry {
 			// Past the load budget, retries come slowly: "a few seconds" would mislead.
-			return fmt.Sprintf("Server '%s' is still not available%s; mcpwrap keeps retrying in the background. Retry later, or ask the user to check the server.",
-				o.Server, o.progress())
+			return fmt.Sprintf("Server '%s' is still not available%s; mcpwrap keeps retrying in the background. Retry later, or ask the user to check the server.%s",
+				o.Server, o.progress(), o.lastError())
 		}
-		return fmt.Sprintf("Server '%s' is still starting up%s; its tools will appear shortly. Retry in a few seconds.",
-			o.Server, o.progress())
+		return fmt.Sprintf("Server '%s' is still starting up%s; its tools will appear shortly. Retry in a few seconds.%s",
+			o.Server, o.progress(), o.lastError())
 	case Denied:
 		if o.Err != nil && o.Err.Code == CodeLoginRequired {
 			return fmt.Sprintf("Server '%s' needs you to sign in. %s. Its tools will appear once you have signed in.",
@@ -70,6 +70,10 @@ func (o Outcome) Message() string {
 		return fmt.Sprintf("Server '%s' denied access (%s). Check the credentials configured for it; retrying will not help.",
 			o.Server, o.reason())
 	default:
+		if o.Err != nil && o.Err.Code == CodeServerDisabled {
+			return fmt.Sprintf("Server '%s' is disabled in mcpwrap's config, so it is not started. %s; retrying will not help.",
+				o.Server, strings.TrimSuffix(o.Err.Hint, "."))
+		}
 		msg := fmt.Sprintf("Server '%s' failed to load and needs attention: %s.", o.Server, o.reason())
 		if o.Err != nil && o.Err.Hint != "" {
 			msg += " " + strings.TrimSuffix(o.Err.Hint, ".") + "."
@@ -104,6 +108,16 @@ func ofMax(n, limit int) string {
 		return fmt.Sprintf("%d of %d", n, limit)
 	}
 	return strconv.Itoa(n)
+}
+
+// lastError renders " Last error: REASON." for a failure that is being
+// retried, so that the agent (and the user it asks) learns the cause, not
+// only that waiting helps; "" before any failure.
+func (o Outcome) lastError() string {
+	if o.Err == nil {
+		return ""
+	}
+	return " Last error: " + o.reason() + "."
 }
 
 func (o Outcome) reason() string {

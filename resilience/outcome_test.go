@@ -43,6 +43,18 @@ func TestOutcomeMessage(t *testing.T) {
 			want:    "Server 'X' is still starting up (attempt 6 of 6); its tools will appear shortly. Retry in a few seconds.",
 		},
 		{
+			name: "transient with its cause",
+			outcome: resilience.Outcome{Server: "X", Class: resilience.Transient, Attempts: 2, MaxAttempts: 6, RetryIn: time.Second,
+				Err: &resilience.Error{Class: resilience.Transient, Reason: "HTTP 503 Service Unavailable"}},
+			want: "Server 'X' is still starting up (attempt 2 of 6, retrying in 1s); its tools will appear shortly. Retry in a few seconds. Last error: HTTP 503 Service Unavailable.",
+		},
+		{
+			name: "restart with its cause",
+			outcome: resilience.Outcome{Server: "fs", Class: resilience.Transient, Attempts: 1, Restart: 1, MaxRestarts: 5,
+				Err: &resilience.Error{Class: resilience.Transient, Reason: "the server exited with status 1"}},
+			want: "Server 'fs' is restarting after a crash (restart 1 of 5, attempt 1); its tools will be back shortly. Retry in a few seconds. Last error: the server exited with status 1.",
+		},
+		{
 			name:    "transient before any attempt",
 			outcome: resilience.Outcome{Server: "X", Class: resilience.Transient},
 			want:    "Server 'X' is still starting up; its tools will appear shortly. Retry in a few seconds.",

@@ -119,8 +119,8 @@ func TestLoadOnRetrySnapshots(t *testing.T) {
 
 	require.Equal(t, resilience.Available, out.Class)
 	require.Len(t, snapshots, 2)
-	assert.Equal(t, "Server 'linear' is still starting up (attempt 1 of 6, retrying in 250ms); its tools will appear shortly. Retry in a few seconds.", snapshots[0].Message())
-	assert.Equal(t, "Server 'linear' is still starting up (attempt 2 of 6, retrying in 500ms); its tools will appear shortly. Retry in a few seconds.", snapshots[1].Message())
+	assert.Equal(t, "Server 'linear' is still starting up (attempt 1 of 6, retrying in 250ms); its tools will appear shortly. Retry in a few seconds. Last error: HTTP 503 Service Unavailable.", snapshots[0].Message())
+	assert.Equal(t, "Server 'linear' is still starting up (attempt 2 of 6, retrying in 500ms); its tools will appear shortly. Retry in a few seconds. Last error: HTTP 503 Service Unavailable.", snapshots[1].Message())
 	assert.Equal(t, resilience.Transient, snapshots[1].Class)
 	assert.Equal(t, errUnavailable, snapshots[1].Err.Err)
 }
@@ -191,7 +191,7 @@ func TestLoadThenBackgroundSelfHeals(t *testing.T) {
 	assert.Equal(t, []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute},
 		timers.Waits()[loadWaits:], "30s doubling; the first background attempt waits a full delay")
 	last := snapshots[len(snapshots)-1]
-	assert.Equal(t, "Server 'srv' is still not available (attempt 9, retrying in 4m); mcpwrap keeps retrying in the background. Retry later, or ask the user to check the server.", last.Message())
+	assert.Equal(t, "Server 'srv' is still not available (attempt 9, retrying in 4m); mcpwrap keeps retrying in the background. Retry later, or ask the user to check the server. Last error: HTTP 503 Service Unavailable.", last.Message())
 }
 
 func TestBackgroundCadence(t *testing.T) {

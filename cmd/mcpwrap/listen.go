@@ -141,8 +141,14 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 			s.ReevaluateTools()
 		}
 	}
+	configChanged := func() {
+		reevaluate()
+		for _, s := range front.Sessions() {
+			s.Retry() // a server just enabled starts now
+		}
+	}
 	defer goUntilStopped(ctx, func(ctx context.Context) { tools.Watch(ctx, reevaluate) })()
-	defer watchConfig(ctx, o, tools, reevaluate, logger)()
+	defer watchConfig(ctx, o, tools, configChanged, logger)()
 	if o.signIn != nil {
 		// A sign-in finished (in any process): load the server again.
 		defer goUntilStopped(ctx, func(ctx context.Context) {

@@ -204,7 +204,10 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	session.Client = middleware.NewStreamConn(clientIn, stdout, closeClientIn, srv.MaxLineBytes)
 	session.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
 	defer goUntilStopped(ctx, func(ctx context.Context) { tools.Watch(ctx, session.ReevaluateTools) })()
-	defer watchConfig(ctx, o, tools, session.ReevaluateTools, logger)()
+	defer watchConfig(ctx, o, tools, func() {
+		session.ReevaluateTools()
+		session.Retry() // a server just enabled starts now
+	}, logger)()
 	stopStatus := publishStatus(ctx, o, session, logger)
 	defer stopStatus()
 	logger.Info("relaying", "upstream", upstreamDesc(o))
@@ -223,7 +226,7 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middleware.Dialer, base *slog.Logger) *middleware.Session {
 	s := &middleware.Session{
 		Name:          o.name,
-		Dial:          dial,
+		Dial:          enabledOnly(o.name, tools, dial),
 		Logger:        base.With("server", o.name),
 		Tools:         tools,
 		DiscoveryTool: srv.DiscoveryTool,
@@ -245,6 +248,25 @@ func newSession(o wrapOptions, srv config.Server, tools *gate.Gate, dial middlew
 		s.HandshakeTimeout = remoteHandshakeTimeout
 	}
 	return s
+}
+
+// enabledOnly returns dial for a server the operator's config may turn off:
+// while tools says it is off (`enabled: false`), a dial starts nothing and
+// fails with the server_disabled load error, so the agent is told the
+// server is disabled, never a load error of a server that should not run.
+// A config change that enables it retries the load (see runWrap).
+func enabledOnly(name string, tools *gate.Gate, dial middleware.Dialer) middleware.Dialer {
+	if tools == nil || dial == nil {
+		return dial
+	}
+	return func(ctx context.Context) (middleware.Conn, error) {
+		if tools.ServerDisabled() {
+			return nil, &resilience.Error{Class: resilience.Permanent, Code: resilience.CodeServerDisabled,
+				Reason: "the server is disabled in mcpwrap's config",
+				Hint:   "An operator must first enable it (servers." + policy.ShellWord(name) + ".enabled: true)"}
+		}
+		return dial(ctx)
+	}
 }
 
 // loadPolicy reads the config and the state store and returns the server's

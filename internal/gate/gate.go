@@ -174,6 +174,7 @@ func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
 	g.mu.RLock()
 	eval := g.eval.Load() // the one judging, and saying whether approval is on
 	ev := eval.Evaluate(tools, g.user, g.errUse)
+	user, errUse := g.user, g.errUse
 	g.mu.RUnlock()
 	out := make([]middleware.Availability, len(raws))
 	pinned := eval.Approval() != policy.ApprovalOff
@@ -181,6 +182,7 @@ func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
 		a := middleware.Availability{InScope: true, Pinned: pinned}
 		if e.Status.Locked() {
 			a.Status = string(e.Status)
+			a.Unapproved = pinned && eval.Unapproved(tools[e.Index], user, errUse) // whose description is withheld
 		}
 		out[e.Index] = a
 	}
@@ -207,6 +209,10 @@ func (g *Gate) SetEvaluator(eval *policy.Evaluator) bool {
 // Session judges calls from verdicts it keeps until then. Evaluate
 // depends on nothing else: a definition's parse is a function of its bytes.
 func (g *Gate) Version() uint64 { return g.version.Load() }
+
+// ServerDisabled reports whether the operator's config turns the server
+// off (`enabled: false`), as of the evaluator now in use.
+func (g *Gate) ServerDisabled() bool { return g.eval.Load().ServerDisabled() }
 
 // ConfigErr returns why the operator's config cannot be used, if it cannot
 // (the evaluator's ConfigErr).

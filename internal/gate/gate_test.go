@@ -484,3 +484,36 @@ func TestGateEvaluateWhileTheConfigChanges(t *testing.T) {
 	close(stop)
 	flips.Wait()
 }
+
+// TestGateUnapprovedOnlyForUnapprovedDefinitions: under approval, a tool
+// locked by the user or by config whose definition is the approved one is
+// not Unapproved (discovery shows its description); a changed or new one
+// is, whatever lock comes first.
+func TestGateUnapprovedOnlyForUnapprovedDefinitions(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	g := newGate(t, policy.Options{Rules: policy.Rules{Overrides: map[string]bool{"ops": false}}}, store)
+	catalog := []json.RawMessage{raw("read", "reads"), raw("write", "writes"), raw("ops", "operates")}
+	g.CatalogSeen(ctx, catalog) // the tofu baseline
+	require.NoError(t, store.Update(ctx, func(st *state.State) error { st.Server("fs").Disable("write"); return nil }))
+	g.Reload(ctx)
+
+	for _, tc := range []struct {
+		catalog    []json.RawMessage
+		statuses   []string
+		unapproved []bool
+	}{
+		{catalog: catalog, statuses: []string{"callable", "disabled_by_user", "disabled_by_config"}, unapproved: []bool{false, false, false}},
+		{catalog: []json.RawMessage{raw("read", "reads"), raw("write", "writes, and uploads"), raw("ops", "operates, and more"), raw("new", "new")},
+			statuses:   []string{"callable", "disabled_by_user", "disabled_by_config", "pending_approval"},
+			unapproved: []bool{false, true, true, true}},
+	} {
+		avail := g.Evaluate(tc.catalog)
+		assert.Equal(t, tc.statuses, statuses(avail))
+		var unapproved []bool
+		for _, a := range avail {
+			unapproved = append(unapproved, a.Unapproved)
+		}
+		assert.Equal(t, tc.unapproved, unapproved)
+	}
+}

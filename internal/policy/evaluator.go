@@ -66,6 +66,10 @@ func NewEvaluator(o Options) (*Evaluator, error) {
 	return &Evaluator{serverEnabled: !o.ServerDisabled, rules: rules, allow: o.Allow, approval: mode}, nil
 }
 
+// ServerDisabled reports whether the server is `enabled: false`: it is
+// not started at all (every tool is ServerDisabled).
+func (e *Evaluator) ServerDisabled() bool { return e.configErr == nil && !e.serverEnabled }
+
 // ConfigErr returns the Options.ConfigErr the evaluator was built with.
 func (e *Evaluator) ConfigErr() error { return e.configErr }
 
@@ -123,6 +127,23 @@ func (e *Evaluator) facts(t Tool, user UserState, baseline bool, userErr error) 
 	}
 	f.Approval = ApprovalFor(e.approval, baseline, approved, t.Hash)
 	return f
+}
+
+// Unapproved reports whether approval applies to t and its current
+// definition is not one the user approved (or the state store cannot tell),
+// whatever its status: what it says of itself may be what nobody approved.
+// See Facts for user and userErr.
+func (e *Evaluator) Unapproved(t Tool, user UserState, userErr error) bool {
+	user, baseline := e.user(user, userErr)
+	switch {
+	case e.approval == ApprovalOff:
+		return false
+	case userErr != nil || t.Refused:
+		return true
+	case e.approval == ApprovalTOFU && !baseline:
+		return false // the first catalog is the baseline
+	}
+	return t.Hash == "" || user.ApprovedHash(t.Name) != t.Hash
 }
 
 // Status returns the status of one tool, for gating a tools/call; inScope is
