@@ -171,7 +171,7 @@ func TestNothingOverMCPChangesTheStore(t *testing.T) {
 	s := startLineSession(ctx, t, p.env, mcpwrapPath, "--name", "notes", "--", mcpwrapPath, "demo-server")
 	s.Initialize(ctx, t)
 	s.Call(ctx, t, 1, "tools/list", map[string]any{})
-	path := filepath.Join(p.stateDir, "state.json")
+	path := filepath.Join(p.stateDir, "servers", "notes.json")
 	require.Eventually(t, func() bool { _, err := os.Stat(path); return err == nil }, 10*time.Second, 20*time.Millisecond)
 	before, err := os.ReadFile(path)
 	require.NoError(t, err)

@@ -25,18 +25,11 @@ import (
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
-// Store is the part of the state store a Gate uses.
-type Store interface {
-	Load(ctx context.Context) (*state.State, error)
-	Update(ctx context.Context, fn func(*state.State) error) error
-	Watch(ctx context.Context, onChange func())
-}
-
 // A Gate is the availability policy of one server. It is safe for
 // concurrent use.
 type Gate struct {
 	server string
-	store  Store
+	store  state.Store
 	log    *slog.Logger
 	now    func() time.Time
 
@@ -66,7 +59,7 @@ type Gate struct {
 
 // New returns the gate of the named server. Call Reload before use to read
 // the store; until then no tool is user-disabled and no baseline exists.
-func New(server string, eval *policy.Evaluator, store Store, logger *slog.Logger) *Gate {
+func New(server string, eval *policy.Evaluator, store state.Store, logger *slog.Logger) *Gate {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -91,10 +84,10 @@ func cacheSize(raw string, t policy.Tool) int { return len(raw) + len(t.Name) + 
 // started before one already applied is dropped, since it may be older.
 func (g *Gate) Reload(ctx context.Context) bool {
 	read := g.reads.Add(1)
-	st, err := g.store.Load(ctx)
+	srv, err := g.store.Load(ctx, g.server)
 	var user userState
 	if err == nil {
-		user = snapshot(st.Server(g.server))
+		user = snapshot(srv)
 	} else {
 		g.log.Error("cannot read the state store; tools are disabled_unknown until it is fixed", "error", err)
 	}
@@ -115,7 +108,7 @@ func (g *Gate) Reload(ctx context.Context) bool {
 // when the server's state changed, until ctx is done. Once the store can be
 // read again, it records the catalog seen while it could not.
 func (g *Gate) Watch(ctx context.Context, onChange func()) {
-	g.store.Watch(ctx, func() {
+	g.store.Watch(ctx, g.server, func() {
 		changed := g.Reload(ctx)
 		if g.recordUnrecorded(ctx) {
 			changed = true
@@ -305,8 +298,7 @@ func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 
 	eval := g.eval.Load()
 	now := g.now().UTC()
-	err := g.store.Update(ctx, func(st *state.State) error {
-		srv := st.Server(g.server)
+	err := g.store.Update(ctx, g.server, func(srv *state.Server) error {
 		catalog := &state.Catalog{SeenAt: now, Tools: make(map[string]state.CatalogTool, len(raws))}
 		for i, t := range tools {
 			if !t.Refused { // a refused tool has no name to record it under
