@@ -204,7 +204,7 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	session.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
 	defer goUntilStopped(ctx, func(ctx context.Context) { tools.Watch(ctx, session.ReevaluateTools) })()
 	defer watchConfig(ctx, o, tools, session.ReevaluateTools, logger)()
-	stopStatus := publishStatus(ctx, o, session, logger)
+	stopStatus := publishStatus(ctx, o, session, tools, logger)
 	defer stopStatus()
 	logger.Info("relaying", "upstream", upstreamDesc(o))
 	err = session.Run(ctx)

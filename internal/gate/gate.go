@@ -13,8 +13,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +58,12 @@ type Gate struct {
 	// unrecorded is the last catalog seen if it could not be recorded in
 	// the store (nil otherwise), to record once the store can be read.
 	unrecorded []json.RawMessage
+	// catalog is the last catalog recorded, read as Evaluate reads it, to
+	// tell which of its tools are pending approval (see Pending).
+	catalog []policy.Tool
+	// pending are the tools of catalog pending approval, sorted, as last
+	// computed by refreshPending.
+	pending []string
 }
 
 // New returns the gate of the named server. Call Reload before use to read
@@ -113,6 +122,7 @@ func (g *Gate) Watch(ctx context.Context, onChange func()) {
 		if g.recordUnrecorded(ctx) {
 			changed = true
 		}
+		g.refreshPending() // an approval unlocks, a lost store locks
 		if changed {
 			onChange()
 		}
@@ -186,11 +196,14 @@ func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
 // a ConfigErr locks every tool until the next one.
 func (g *Gate) SetEvaluator(eval *policy.Evaluator) bool {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	changed := !reflect.DeepEqual(eval, g.eval.Load())
 	g.eval.Store(eval)
 	if changed {
 		g.version.Add(1)
+	}
+	g.mu.Unlock()
+	if changed {
+		g.refreshPending() // approval may have been turned on or off
 	}
 	return changed
 }
@@ -245,12 +258,20 @@ func (g *Gate) Rejection(status, tool, discoveryTool string) string {
 }
 
 // Notice implements middleware.PolicyNotifier: while the config file
-// cannot be used, every discovery answer says so, whatever it matched.
+// cannot be used, every discovery answer says so, whatever it matched;
+// while tools are pending approval, every discovery answer names them.
 func (g *Gate) Notice() string {
 	if err := g.ConfigErr(); err != nil {
 		return policy.ConfigErrorRemediation(err)
 	}
-	return ""
+	pending := g.Pending()
+	if len(pending) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d tool(s) are locked pending approval, new or changed since the user approved them: %s. "+
+		"Only the user can approve them, outside MCP: 'mcpwrap tools diff %s TOOL' shows what changed, "+
+		"'mcpwrap tools approve %s TOOL' approves it.",
+		len(pending), named(pending), policy.ShellWord(g.server), policy.ShellWord(g.server))
 }
 
 // CatalogSeen records a full catalog loaded from the upstream as the
@@ -322,13 +343,88 @@ func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 	g.unrecorded = nil
 	if err != nil {
 		g.unrecorded = raws
+	} else {
+		g.catalog = tools
 	}
 	g.mu.Unlock()
 	if err != nil {
 		g.log.Error("cannot record the catalog in the state store", "error", err)
 		return false
 	}
-	return g.Reload(ctx)
+	changed := g.Reload(ctx)
+	g.refreshPending()
+	return changed
+}
+
+// maxNamed bounds the tools a log line or notice names.
+const maxNamed = 10
+
+// Pending returns the tools of the last catalog recorded that are locked
+// pending approval (new, or changed since the user approved them), sorted,
+// as of the last catalog recorded, store reload or policy change. The
+// caller must not modify the result.
+func (g *Gate) Pending() []string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.pending
+}
+
+// pendingNow computes Pending; the caller holds g.mu.
+func (g *Gate) pendingNow() []string {
+	if len(g.catalog) == 0 || g.errUse != nil {
+		return nil
+	}
+	var names []string
+	for _, e := range g.eval.Load().Evaluate(g.catalog, g.user, nil).Entries {
+		if e.Status == policy.PendingApproval {
+			names = append(names, g.catalog[e.Index].Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// refreshPending recomputes Pending and logs at warn when tools became
+// pending approval since it last looked: a dependency bump that changed
+// definitions locks them, and the user must learn which, and how to unlock
+// them.
+func (g *Gate) refreshPending() {
+	g.mu.Lock()
+	pending := g.pendingNow()
+	var fresh []string
+	for _, name := range pending {
+		if _, was := slices.BinarySearch(g.pending, name); !was {
+			fresh = append(fresh, name)
+		}
+	}
+	g.pending = pending
+	g.mu.Unlock()
+	if len(fresh) == 0 {
+		return
+	}
+	g.log.Warn("tools are locked pending approval: new, or changed since they were approved; review and approve them with mcpwrap tools",
+		"count", len(pending), "newly_pending", len(fresh), "tools", named(fresh),
+		"review", fmt.Sprintf("mcpwrap tools diff %s %s", policy.ShellWord(g.server), policy.ShellWord(fresh[0])),
+		"approve", fmt.Sprintf("mcpwrap tools approve %s %s", policy.ShellWord(g.server), strings.Join(shellWords(first(fresh)), " ")))
+}
+
+// named renders at most maxNamed names, and how many more there are.
+func named(names []string) string {
+	out := strings.Join(first(names), ", ")
+	if n := len(names) - maxNamed; n > 0 {
+		out += fmt.Sprintf(" and %d more", n)
+	}
+	return out
+}
+
+func first(names []string) []string { return names[:min(len(names), maxNamed)] }
+
+func shellWords(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = policy.ShellWord(n)
+	}
+	return out
 }
 
 // sameTools reports whether two catalogs hold the same definitions. The
