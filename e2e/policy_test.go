@@ -145,6 +145,16 @@ func TestRugPull(t *testing.T) {
 	assert.Contains(t, string(meta), `"status":"pending_approval"`)
 	assert.Contains(t, text, "mcpwrap tools approve notes echo")
 
+	// The lock is never silent (issue 22.9): discovery names the pending
+	// tool, and `mcpwrap status` counts it.
+	text, _ = callText(ctx, t, second, "discover_tools", map[string]any{})
+	assert.Contains(t, text, "1 tool(s) are locked pending approval")
+	assert.Contains(t, text, "echo")
+	require.Eventually(t, func() bool {
+		out, _ := p.cli(t, "status", "--json")
+		return strings.Contains(out, `"pending": 1`)
+	}, 10*time.Second, 50*time.Millisecond, "status shows the pending count")
+
 	diff, code := p.cli(t, "tools", "diff", "notes", "echo")
 	require.Equal(t, 0, code, diff)
 	assert.Contains(t, diff, `-  "description": "Echoes its text argument back.",`)
@@ -171,7 +181,7 @@ func TestNothingOverMCPChangesTheStore(t *testing.T) {
 	s := startLineSession(ctx, t, p.env, mcpwrapPath, "--name", "notes", "--", mcpwrapPath, "demo-server")
 	s.Initialize(ctx, t)
 	s.Call(ctx, t, 1, "tools/list", map[string]any{})
-	path := filepath.Join(p.stateDir, "state.json")
+	path := filepath.Join(p.stateDir, "servers", "notes.json")
 	require.Eventually(t, func() bool { _, err := os.Stat(path); return err == nil }, 10*time.Second, 20*time.Millisecond)
 	before, err := os.ReadFile(path)
 	require.NoError(t, err)

@@ -54,9 +54,9 @@ func benchmarkRewrite(b *testing.B, o rewriteBench) {
 	eval, err := policy.NewEvaluator(policy.Options{Rules: policy.Rules{Overrides: map[string]bool{"write_*": false}}})
 	require.NoError(b, err)
 	store := state.Open(b.TempDir(), nil)
-	require.NoError(b, store.Update(ctx, func(st *state.State) error {
+	require.NoError(b, store.Update(ctx, "bench", func(srv *state.Server) error {
 		for i := range 10 {
-			st.Server("bench").Disable(fmt.Sprintf("read_%05d", 10*i+2))
+			srv.Disable(fmt.Sprintf("read_%05d", 10*i+2))
 		}
 		return nil
 	}))

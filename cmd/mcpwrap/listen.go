@@ -165,7 +165,7 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(o.listen.conns.Listener(ln)) }()
 	url := "http://" + ln.Addr().String() + "/mcp"
-	stopStatus := publishFront(ctx, o, url, front, logger)
+	stopStatus := publishFront(ctx, o, url, front, tools, logger)
 	defer stopStatus()
 	logger.Info("listening", "url", url, "upstream", upstreamDesc(o), "auth", token != "")
 

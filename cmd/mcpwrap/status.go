@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/config"
+	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/httpfront"
 	"github.com/mcpwrap/mcpwrap/internal/runstatus"
 	"github.com/mcpwrap/mcpwrap/internal/servername"
@@ -86,20 +87,20 @@ func writeStatusTable(w io.Writer, list []runstatus.Status, now time.Time) error
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tUPSTREAM\tPID\tUPTIME\tSTATUS\tATTEMPTS\tRESTARTS\tCALLS\tREJECTED\tINCLUDE_DISABLED\tERROR")
+	fmt.Fprintln(tw, "SERVER\tUPSTREAM\tPID\tUPTIME\tSTATUS\tATTEMPTS\tRESTARTS\tCALLS\tREJECTED\tINCLUDE_DISABLED\tPENDING\tERROR")
 	for _, s := range list {
 		if s.Listen != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s %s, %d session(s)\t\t\t\t\t\t\n", s.Server, cmp.Or(s.Upstream, "-"), s.PID,
-				now.Sub(s.StartedAt).Round(time.Second), s.Status, s.Listen, len(s.Sessions))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s %s, %d session(s)\t\t\t\t\t\t%d\t\n", s.Server, cmp.Or(s.Upstream, "-"), s.PID,
+				now.Sub(s.StartedAt).Round(time.Second), s.Status, s.Listen, len(s.Sessions), s.Pending)
 			for i, ss := range s.Sessions {
-				fmt.Fprintf(tw, "  session %d\t\t\t\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", i+1,
+				fmt.Fprintf(tw, "  session %d\t\t\t\t%s\t%d\t%d\t%d\t%d\t%d\t\t%s\n", i+1,
 					ss.Status, ss.Attempts, ss.Restarts, ss.Calls, ss.Rejections, ss.IncludeDisabledQueries, ss.Error)
 			}
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Server, cmp.Or(s.Upstream, "-"), s.PID,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Server, cmp.Or(s.Upstream, "-"), s.PID,
 			now.Sub(s.StartedAt).Round(time.Second), s.Status, s.Attempts, s.Restarts,
-			s.Calls, s.Rejections, s.IncludeDisabledQueries, s.Error)
+			s.Calls, s.Rejections, s.IncludeDisabledQueries, s.Pending, s.Error)
 	}
 	return tw.Flush()
 }
@@ -120,14 +121,23 @@ func writeJSON(w io.Writer, v any) error {
 
 // publishStatus publishes the wrap command's status for `mcpwrap status`
 // until the returned stop is called (see startPublisher).
-func publishStatus(ctx context.Context, o wrapOptions, src runstatus.Source, logger *slog.Logger) (stop func()) {
-	return startPublisher(ctx, o, &runstatus.Publisher{Source: src}, logger)
+func publishStatus(ctx context.Context, o wrapOptions, src runstatus.Source, tools *gate.Gate, logger *slog.Logger) (stop func()) {
+	return startPublisher(ctx, o, &runstatus.Publisher{Source: src, Pending: pendingCount(tools)}, logger)
+}
+
+// pendingCount counts the tools the gate holds pending approval; nil
+// without a gate.
+func pendingCount(tools *gate.Gate) func() int {
+	if tools == nil {
+		return nil
+	}
+	return func() int { return len(tools.Pending()) }
 }
 
 // publishFront publishes the status of a --listen front serving at url and
 // of its sessions, until the returned stop is called.
-func publishFront(ctx context.Context, o wrapOptions, url string, front *httpfront.Server, logger *slog.Logger) (stop func()) {
-	return startPublisher(ctx, o, &runstatus.Publisher{Listen: url, Sessions: func() []runstatus.Source {
+func publishFront(ctx context.Context, o wrapOptions, url string, front *httpfront.Server, tools *gate.Gate, logger *slog.Logger) (stop func()) {
+	return startPublisher(ctx, o, &runstatus.Publisher{Listen: url, Pending: pendingCount(tools), Sessions: func() []runstatus.Source {
 		sessions := front.Sessions()
 		out := make([]runstatus.Source, len(sessions))
 		for i, s := range sessions {

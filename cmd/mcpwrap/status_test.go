@@ -50,7 +50,7 @@ func TestPublishStatusWarnsOfNameClash(t *testing.T) {
 
 			var log bytes.Buffer
 			o := wrapOptions{name: "index", stateDir: dir, command: filesystem}
-			stop := publishStatus(t.Context(), o, idleSource{}, slog.New(slog.NewTextHandler(&log, nil)))
+			stop := publishStatus(t.Context(), o, idleSource{}, nil, slog.New(slog.NewTextHandler(&log, nil)))
 			stop()
 			if tt.wantWarn {
 				assert.Contains(t, log.String(), "another running sidecar uses this --name for a different server")

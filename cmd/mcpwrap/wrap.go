@@ -208,7 +208,7 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		session.ReevaluateTools()
 		session.Retry() // a server just enabled starts now
 	}, logger)()
-	stopStatus := publishStatus(ctx, o, session, logger)
+	stopStatus := publishStatus(ctx, o, session, tools, logger)
 	defer stopStatus()
 	logger.Info("relaying", "upstream", upstreamDesc(o))
 	err = session.Run(ctx)

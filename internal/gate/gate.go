@@ -13,8 +13,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,18 +28,11 @@ import (
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
-// Store is the part of the state store a Gate uses.
-type Store interface {
-	Load(ctx context.Context) (*state.State, error)
-	Update(ctx context.Context, fn func(*state.State) error) error
-	Watch(ctx context.Context, onChange func())
-}
-
 // A Gate is the availability policy of one server. It is safe for
 // concurrent use.
 type Gate struct {
 	server string
-	store  Store
+	store  state.Store
 	log    *slog.Logger
 	now    func() time.Time
 
@@ -62,11 +58,17 @@ type Gate struct {
 	// unrecorded is the last catalog seen if it could not be recorded in
 	// the store (nil otherwise), to record once the store can be read.
 	unrecorded []json.RawMessage
+	// catalog is the last catalog recorded, read as Evaluate reads it, to
+	// tell which of its tools are pending approval (see Pending).
+	catalog []policy.Tool
+	// pending are the tools of catalog pending approval, sorted, as last
+	// computed by refreshPending.
+	pending []string
 }
 
 // New returns the gate of the named server. Call Reload before use to read
 // the store; until then no tool is user-disabled and no baseline exists.
-func New(server string, eval *policy.Evaluator, store Store, logger *slog.Logger) *Gate {
+func New(server string, eval *policy.Evaluator, store state.Store, logger *slog.Logger) *Gate {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -91,10 +93,10 @@ func cacheSize(raw string, t policy.Tool) int { return len(raw) + len(t.Name) + 
 // started before one already applied is dropped, since it may be older.
 func (g *Gate) Reload(ctx context.Context) bool {
 	read := g.reads.Add(1)
-	st, err := g.store.Load(ctx)
+	srv, err := g.store.Load(ctx, g.server)
 	var user userState
 	if err == nil {
-		user = snapshot(st.Server(g.server))
+		user = snapshot(srv)
 	} else {
 		g.log.Error("cannot read the state store; tools are disabled_unknown until it is fixed", "error", err)
 	}
@@ -115,11 +117,12 @@ func (g *Gate) Reload(ctx context.Context) bool {
 // when the server's state changed, until ctx is done. Once the store can be
 // read again, it records the catalog seen while it could not.
 func (g *Gate) Watch(ctx context.Context, onChange func()) {
-	g.store.Watch(ctx, func() {
+	g.store.Watch(ctx, g.server, func() {
 		changed := g.Reload(ctx)
 		if g.recordUnrecorded(ctx) {
 			changed = true
 		}
+		g.refreshPending() // an approval unlocks, a lost store locks
 		if changed {
 			onChange()
 		}
@@ -195,11 +198,14 @@ func (g *Gate) Evaluate(raws []json.RawMessage) []middleware.Availability {
 // a ConfigErr locks every tool until the next one.
 func (g *Gate) SetEvaluator(eval *policy.Evaluator) bool {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	changed := !reflect.DeepEqual(eval, g.eval.Load())
 	g.eval.Store(eval)
 	if changed {
 		g.version.Add(1)
+	}
+	g.mu.Unlock()
+	if changed {
+		g.refreshPending() // approval may have been turned on or off
 	}
 	return changed
 }
@@ -258,12 +264,20 @@ func (g *Gate) Rejection(status, tool, discoveryTool string) string {
 }
 
 // Notice implements middleware.PolicyNotifier: while the config file
-// cannot be used, every discovery answer says so, whatever it matched.
+// cannot be used, every discovery answer says so, whatever it matched;
+// while tools are pending approval, every discovery answer names them.
 func (g *Gate) Notice() string {
 	if err := g.ConfigErr(); err != nil {
 		return policy.ConfigErrorRemediation(err)
 	}
-	return ""
+	pending := g.Pending()
+	if len(pending) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d tool(s) are locked pending approval, new or changed since the user approved them: %s. "+
+		"Only the user can approve them, outside MCP: 'mcpwrap tools diff %s TOOL' shows what changed, "+
+		"'mcpwrap tools approve %s TOOL' approves it.",
+		len(pending), named(pending), policy.ShellWord(g.server), policy.ShellWord(g.server))
 }
 
 // CatalogSeen records a full catalog loaded from the upstream as the
@@ -311,8 +325,7 @@ func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 
 	eval := g.eval.Load()
 	now := g.now().UTC()
-	err := g.store.Update(ctx, func(st *state.State) error {
-		srv := st.Server(g.server)
+	err := g.store.Update(ctx, g.server, func(srv *state.Server) error {
 		catalog := &state.Catalog{SeenAt: now, Tools: make(map[string]state.CatalogTool, len(raws))}
 		for i, t := range tools {
 			if !t.Refused { // a refused tool has no name to record it under
@@ -336,13 +349,88 @@ func (g *Gate) record(ctx context.Context, raws []json.RawMessage) bool {
 	g.unrecorded = nil
 	if err != nil {
 		g.unrecorded = raws
+	} else {
+		g.catalog = tools
 	}
 	g.mu.Unlock()
 	if err != nil {
 		g.log.Error("cannot record the catalog in the state store", "error", err)
 		return false
 	}
-	return g.Reload(ctx)
+	changed := g.Reload(ctx)
+	g.refreshPending()
+	return changed
+}
+
+// maxNamed bounds the tools a log line or notice names.
+const maxNamed = 10
+
+// Pending returns the tools of the last catalog recorded that are locked
+// pending approval (new, or changed since the user approved them), sorted,
+// as of the last catalog recorded, store reload or policy change. The
+// caller must not modify the result.
+func (g *Gate) Pending() []string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.pending
+}
+
+// pendingNow computes Pending; the caller holds g.mu.
+func (g *Gate) pendingNow() []string {
+	if len(g.catalog) == 0 || g.errUse != nil {
+		return nil
+	}
+	var names []string
+	for _, e := range g.eval.Load().Evaluate(g.catalog, g.user, nil).Entries {
+		if e.Status == policy.PendingApproval {
+			names = append(names, g.catalog[e.Index].Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// refreshPending recomputes Pending and logs at warn when tools became
+// pending approval since it last looked: a dependency bump that changed
+// definitions locks them, and the user must learn which, and how to unlock
+// them.
+func (g *Gate) refreshPending() {
+	g.mu.Lock()
+	pending := g.pendingNow()
+	var fresh []string
+	for _, name := range pending {
+		if _, was := slices.BinarySearch(g.pending, name); !was {
+			fresh = append(fresh, name)
+		}
+	}
+	g.pending = pending
+	g.mu.Unlock()
+	if len(fresh) == 0 {
+		return
+	}
+	g.log.Warn("tools are locked pending approval: new, or changed since they were approved; review and approve them with mcpwrap tools",
+		"count", len(pending), "newly_pending", len(fresh), "tools", named(fresh),
+		"review", fmt.Sprintf("mcpwrap tools diff %s %s", policy.ShellWord(g.server), policy.ShellWord(fresh[0])),
+		"approve", fmt.Sprintf("mcpwrap tools approve %s %s", policy.ShellWord(g.server), strings.Join(shellWords(first(fresh)), " ")))
+}
+
+// named renders at most maxNamed names, and how many more there are.
+func named(names []string) string {
+	out := strings.Join(first(names), ", ")
+	if n := len(names) - maxNamed; n > 0 {
+		out += fmt.Sprintf(" and %d more", n)
+	}
+	return out
+}
+
+func first(names []string) []string { return names[:min(len(names), maxNamed)] }
+
+func shellWords(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = policy.ShellWord(n)
+	}
+	return out
 }
 
 // sameTools reports whether two catalogs hold the same definitions. The

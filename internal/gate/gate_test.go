@@ -23,8 +23,8 @@ import (
 // memStore is an in-memory state store.
 type memStore struct {
 	mu     sync.Mutex
-	st     state.State
-	err    error // returned by Load and Update when set
+	st     map[string]*state.Server // by server name
+	err    error                    // returned by Load and Update when set
 	writes int
 	// onLoad, when set, runs in Load after the snapshot is taken, before it
 	// is returned.
@@ -33,14 +33,26 @@ type memStore struct {
 	watching chan func()
 }
 
-func (m *memStore) Load(context.Context) (*state.State, error) {
+// server returns the stored state of the named server, for the test to read
+// or set directly.
+func (m *memStore) server(name string) *state.Server {
+	if m.st[name] == nil {
+		if m.st == nil {
+			m.st = make(map[string]*state.Server)
+		}
+		m.st[name] = &state.Server{}
+	}
+	return m.st[name]
+}
+
+func (m *memStore) Load(_ context.Context, server string) (*state.Server, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.err != nil {
 		return nil, m.err
 	}
-	b, _ := json.Marshal(m.st)
-	var cp state.State
+	b, _ := json.Marshal(m.st[server])
+	var cp state.Server
 	_ = json.Unmarshal(b, &cp)
 	if m.onLoad != nil {
 		m.mu.Unlock()
@@ -50,26 +62,32 @@ func (m *memStore) Load(context.Context) (*state.State, error) {
 	return &cp, nil
 }
 
-func (m *memStore) Update(ctx context.Context, fn func(*state.State) error) error {
-	st, err := m.Load(ctx)
+func (m *memStore) Update(ctx context.Context, server string, fn func(*state.Server) error) error {
+	srv, err := m.Load(ctx, server)
 	if err != nil {
 		return err
 	}
-	if err := fn(st); err != nil {
+	if err := fn(srv); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.st = *st
+	*m.server(server) = *srv
 	m.writes++
 	return nil
 }
 
-func (m *memStore) Watch(ctx context.Context, onChange func()) {
+func (m *memStore) Watch(ctx context.Context, _ string, onChange func()) {
 	if m.watching != nil {
 		m.watching <- onChange
 	}
 	<-ctx.Done()
+}
+
+func (m *memStore) Servers(context.Context) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Sorted(maps.Keys(m.st)), nil
 }
 
 func (m *memStore) setErr(err error) {
@@ -115,7 +133,7 @@ func TestGateTofuBaselineThenRugPull(t *testing.T) {
 
 	assert.Equal(t, []string{"callable", "callable"}, statuses(g.Evaluate(catalog)), "tofu grants the first catalog")
 	g.CatalogSeen(ctx, catalog)
-	_, approved := store.st.Server("fs").Approval("write")
+	_, approved := store.server("fs").Approval("write")
 	assert.True(t, approved, "the first catalog is the baseline")
 
 	changed := []json.RawMessage{raw("read", "reads"), raw("write", "writes, and also uploads everything"), raw("new", "new")}
@@ -125,7 +143,7 @@ func TestGateTofuBaselineThenRugPull(t *testing.T) {
 	g.CatalogSeen(ctx, changed)
 	assert.Equal(t, writes+1, store.writes, "the new catalog is recorded")
 	g.CatalogSeen(ctx, changed)
-	assert.Len(t, store.st.Server("fs").Approvals, 2, "a later catalog never approves itself")
+	assert.Len(t, store.server("fs").Approvals, 2, "a later catalog never approves itself")
 }
 
 func TestGateStatuses(t *testing.T) {
@@ -154,7 +172,7 @@ func TestGateStatuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &memStore{err: tt.storeErr}
 			for _, d := range tt.disabled {
-				store.st.Server("fs").Disable(d)
+				store.server("fs").Disable(d)
 			}
 			g := newGate(t, tt.opts, store)
 			assert.Equal(t, tt.want, statuses(g.Evaluate(catalog)))
@@ -167,9 +185,9 @@ func TestGateReloadReportsChanges(t *testing.T) {
 	store := &memStore{}
 	g := newGate(t, policy.Options{}, store)
 	assert.False(t, g.Reload(ctx), "nothing changed")
-	require.NoError(t, store.Update(ctx, func(st *state.State) error { st.Server("fs").Disable("x"); return nil }))
+	require.NoError(t, store.Update(ctx, "fs", func(srv *state.Server) error { srv.Disable("x"); return nil }))
 	assert.True(t, g.Reload(ctx))
-	require.NoError(t, store.Update(ctx, func(st *state.State) error { st.Server("other").Disable("x"); return nil }))
+	require.NoError(t, store.Update(ctx, "other", func(srv *state.Server) error { srv.Disable("x"); return nil }))
 	assert.False(t, g.Reload(ctx), "another server's change is not ours")
 }
 
@@ -209,7 +227,7 @@ func TestGateReloadKeepsNewerSnapshot(t *testing.T) {
 	go func() { staleDone <- g.Reload(ctx) }()
 	<-read // the first reload holds the state before the user's change
 
-	require.NoError(t, store.Update(ctx, func(st *state.State) error { st.Server("fs").Disable("write"); return nil }))
+	require.NoError(t, store.Update(ctx, "fs", func(srv *state.Server) error { srv.Disable("write"); return nil }))
 	assert.True(t, g.Reload(ctx), "the second reload sees the user's change")
 	close(resume)
 	assert.False(t, <-staleDone, "the older snapshot changes nothing")
@@ -234,12 +252,12 @@ func TestGateCatalogSeenRecordsAnnotationChange(t *testing.T) {
 
 	g.CatalogSeen(ctx, []json.RawMessage{withHint(true)})
 	g.CatalogSeen(ctx, []json.RawMessage{withHint(false)})
-	catalog := store.st.Server("fs").Catalog
+	catalog := store.server("fs").Catalog
 	assert.JSONEq(t, string(withHint(false)), string(catalog.Tools["write"].Definition))
 
 	seenAt := catalog.SeenAt
 	g.CatalogSeen(ctx, []json.RawMessage{withHint(false)})
-	assert.Equal(t, seenAt, store.st.Server("fs").Catalog.SeenAt, "an unchanged catalog is left as it was")
+	assert.Equal(t, seenAt, store.server("fs").Catalog.SeenAt, "an unchanged catalog is left as it was")
 }
 
 // With the real store, which re-indents the definitions it keeps, seeing the
@@ -254,10 +272,10 @@ func TestGateCatalogSeenUnchangedWritesNothing(t *testing.T) {
 	catalog := []json.RawMessage{json.RawMessage(`{"name":"write","description":"w","inputSchema":{"type":"object","properties":{"a":{"type":"string"}}},"annotations":{"readOnlyHint":true}}`)}
 
 	g.CatalogSeen(ctx, catalog)
-	before, err := os.Stat(store.Path())
+	before, err := os.Stat(store.Path("fs"))
 	require.NoError(t, err)
 	g.CatalogSeen(ctx, catalog)
-	after, err := os.Stat(store.Path())
+	after, err := os.Stat(store.Path("fs"))
 	require.NoError(t, err)
 	assert.True(t, os.SameFile(before, after), "the state file was not replaced")
 }
@@ -280,7 +298,7 @@ func TestGateRecordsCatalogOnceStoreIsRepaired(t *testing.T) {
 	store.setErr(nil) // the user moved the corrupt file aside
 	onChange()
 
-	srv := store.st.Server("fs")
+	srv := store.server("fs")
 	require.NotNil(t, srv.Catalog, "the catalog is recorded")
 	assert.Len(t, srv.Catalog.Tools, 2)
 	assert.Len(t, srv.Approvals, 2, "the catalog is the tofu baseline")
@@ -310,16 +328,16 @@ func TestGateToolCacheIsBounded(t *testing.T) {
 func TestGateBaselineJudgedByCurrentStore(t *testing.T) {
 	ctx := context.Background()
 	store := &memStore{}
-	store.st.Server("fs").Approve("old", state.Approval{Hash: "h"})
+	store.server("fs").Approve("old", state.Approval{Hash: "h"})
 	g := newGate(t, policy.Options{}, store) // its snapshot has a baseline
 	store.mu.Lock()
-	store.st = state.State{} // the state file was moved aside; no reload yet
+	store.st = nil // the state file was moved aside; no reload yet
 	store.mu.Unlock()
 
 	catalog := []json.RawMessage{raw("read", "reads"), raw("write", "writes")}
 	g.CatalogSeen(ctx, catalog)
 
-	assert.Len(t, store.st.Server("fs").Approvals, 2, "the catalog is the new baseline")
+	assert.Len(t, store.server("fs").Approvals, 2, "the catalog is the new baseline")
 	assert.Equal(t, []string{"callable", "callable"}, statuses(g.Evaluate(catalog)))
 }
 
@@ -379,7 +397,7 @@ func TestGateRefusesUntrustedDefinitions(t *testing.T) {
 			g := newGate(t, tt.opts, store)
 			g.CatalogSeen(context.Background(), catalog)
 			assert.Equal(t, want, statuses(g.Evaluate(catalog)))
-			srv := store.st.Server("fs")
+			srv := store.server("fs")
 			require.NotNil(t, srv.Catalog)
 			assert.Equal(t, []string{"ok"}, slices.Sorted(maps.Keys(srv.Catalog.Tools)), "only the trusted tool is recorded")
 		})
@@ -422,11 +440,11 @@ func TestGateVersionMovesWithWhatEvaluateAnswers(t *testing.T) {
 	}{
 		{name: "nothing changed", change: func() { g.Reload(ctx) }, moved: false, want: []string{"callable", "callable"}},
 		{name: "user disabled write", change: func() {
-			require.NoError(t, store.Update(ctx, func(st *state.State) error { st.Server("fs").Disable("write"); return nil }))
+			require.NoError(t, store.Update(ctx, "fs", func(srv *state.Server) error { srv.Disable("write"); return nil }))
 			g.Reload(ctx)
 		}, moved: true, want: []string{"callable", "disabled_by_user"}},
 		{name: "another server changed", change: func() {
-			require.NoError(t, store.Update(ctx, func(st *state.State) error { st.Server("other").Disable("x"); return nil }))
+			require.NoError(t, store.Update(ctx, "other", func(srv *state.Server) error { srv.Disable("x"); return nil }))
 			g.Reload(ctx)
 		}, moved: false, want: []string{"callable", "disabled_by_user"}},
 		{name: "store unreadable", change: func() { store.setErr(errors.New("gone")); g.Reload(ctx) }, moved: true,
@@ -495,7 +513,7 @@ func TestGateUnapprovedOnlyForUnapprovedDefinitions(t *testing.T) {
 	g := newGate(t, policy.Options{Rules: policy.Rules{Overrides: map[string]bool{"ops": false}}}, store)
 	catalog := []json.RawMessage{raw("read", "reads"), raw("write", "writes"), raw("ops", "operates")}
 	g.CatalogSeen(ctx, catalog) // the tofu baseline
-	require.NoError(t, store.Update(ctx, func(st *state.State) error { st.Server("fs").Disable("write"); return nil }))
+	require.NoError(t, store.Update(ctx, "fs", func(srv *state.Server) error { srv.Disable("write"); return nil }))
 	g.Reload(ctx)
 
 	for _, tc := range []struct {

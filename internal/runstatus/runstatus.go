@@ -62,6 +62,9 @@ type Status struct {
 	Session
 	// Message is what the agent is told when the upstream is not available.
 	Message string `json:"message,omitempty"`
+	// Pending counts the server's tools locked pending approval: new, or
+	// changed since the user approved them.
+	Pending int `json:"pending,omitempty"`
 	// Listen is the URL a --listen front serves, "" for a stdio sidecar. A
 	// front's upstreams are its Sessions'.
 	Listen string `json:"listen,omitempty"`
@@ -164,6 +167,9 @@ type Publisher struct {
 	// that URL: Sessions lists its sessions and Source is not used.
 	Listen   string
 	Sessions func() []Source
+	// Pending, if set, counts the server's tools pending approval; it must
+	// be safe to call concurrently with the sidecar's work.
+	Pending func() int
 	// PID names the file and is published; zero means os.Getpid().
 	PID int
 	// Interval is how often Source is read; zero means [DefaultInterval].
@@ -229,6 +235,9 @@ func (p *Publisher) Run(ctx context.Context) {
 			cur = frontSnapshot(p.Listen, sessions)
 		} else {
 			cur = snapshot(p.Source)
+		}
+		if p.Pending != nil {
+			cur.Pending = p.Pending()
 		}
 		cur.Server, cur.PID, cur.StartedAt = p.Server, p.pid(), started
 		cur.Upstream, cur.UpstreamDigest = p.Upstream, p.UpstreamDigest

@@ -8,8 +8,9 @@ import (
 	"io"
 )
 
-// Version is the version of the file format this package reads and writes.
-const Version = 1
+// Version is the version of the per-server file format this package reads
+// and writes. Version 1 was one file for every server (see migrate.go).
+const Version = 2
 
 // ErrCorrupt is matched (errors.Is) by every [*CorruptError].
 var ErrCorrupt = errors.New("state file is corrupt")
@@ -24,15 +25,22 @@ var ErrUnsupportedVersion = errors.New("unsupported state file version")
 type CorruptError struct {
 	// Path is the state file.
 	Path string
+	// Server is the server whose state the file holds, or "" for the
+	// version 1 file that held every server's.
+	Server string
 	// Err says what is wrong with it.
 	Err error
 }
 
 // Error names the file, the problem and the fix.
 func (e *CorruptError) Error() string {
+	forgets := "all tool toggles and approvals"
+	if e.Server != "" {
+		forgets = fmt.Sprintf("the tool toggles and approvals of server %q", e.Server)
+	}
 	return fmt.Sprintf("state file %s is unreadable: %v; mcpwrap will not modify it: "+
-		"repair it by hand, or move it aside to start over (this forgets all tool toggles and approvals)",
-		e.Path, e.Err)
+		"repair it by hand, or move it aside to start over (this forgets %s)",
+		e.Path, e.Err, forgets)
 }
 
 // Unwrap returns the underlying problem.
@@ -41,41 +49,75 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrCorrupt) match.
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
-// document is the on-disk form: the state plus its format version. Fields
-// are declared in sorted key order.
+// document is the on-disk form of one server's state: whose it is and the
+// format version first, then the state, its keys sorted. An approval whose
+// definition the catalog holds under the tool's name is kept without it.
 type document struct {
-	Servers map[string]*Server `json:"servers"`
-	Version int                `json:"version"`
+	Server    string              `json:"server"`
+	Version   int                 `json:"version"`
+	Approvals map[string]Approval `json:"approvals,omitempty"`
+	Catalog   *Catalog            `json:"catalog,omitempty"`
+	Disabled  []string            `json:"disabled,omitempty"`
 }
 
-// decode parses a state file. It is strict, because whatever it accepts is
-// later rewritten from the decoded value: an unknown field (a typo in a hand
-// edit, or a newer format) would otherwise be silently dropped.
-func decode(data []byte) (*State, error) {
+// decodeStrict parses data into v, refusing unknown fields and trailing
+// data: whatever it accepts is later rewritten from the decoded value, so an
+// unknown field (a typo in a hand edit, or a newer format) would otherwise
+// be silently dropped.
+func decodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var doc document
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %w", err)
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("invalid JSON: unexpected data after the top-level object")
+		return errors.New("invalid JSON: unexpected data after the top-level object")
+	}
+	return nil
+}
+
+// decode parses the state file of the named server. An approval kept
+// without its definition gets the catalog's, when the catalog's has the
+// approved hash.
+func decode(data []byte, server string) (*Server, error) {
+	var doc document
+	if err := decodeStrict(data, &doc); err != nil {
+		return nil, err
 	}
 	if doc.Version != Version {
 		return nil, fmt.Errorf("%w %d (this mcpwrap reads version %d)", ErrUnsupportedVersion, doc.Version, Version)
 	}
-	s := &State{Servers: doc.Servers}
-	s.normalize()
-	return s, nil
+	if doc.Server != server {
+		return nil, fmt.Errorf("it holds the state of server %q, not of %q", doc.Server, server)
+	}
+	srv := &Server{Approvals: doc.Approvals, Catalog: doc.Catalog, Disabled: doc.Disabled}
+	for name, a := range srv.Approvals {
+		if a.Definition != nil || srv.Catalog == nil {
+			continue
+		}
+		if t, ok := srv.Catalog.Tools[name]; ok && t.Hash == a.Hash {
+			a.Definition = t.Definition
+			srv.Approvals[name] = a
+		}
+	}
+	srv.normalize()
+	return srv, nil
 }
 
-// encode renders s as a state file: indented JSON, sorted keys, no HTML
-// escaping (it is for humans), trailing newline. It normalizes s first.
-func encode(s *State) ([]byte, error) {
-	s.normalize()
-	doc := document{Servers: s.Servers, Version: Version}
-	if doc.Servers == nil {
-		doc.Servers = map[string]*Server{}
+// encode renders the named server's state as its file: indented JSON, sorted
+// keys, no HTML escaping (it is for humans), trailing newline. It normalizes
+// srv first, and does not otherwise modify it.
+func encode(server string, srv *Server) ([]byte, error) {
+	srv.normalize()
+	doc := document{Server: server, Version: Version, Approvals: srv.Approvals, Catalog: srv.Catalog, Disabled: srv.Disabled}
+	if srv.Catalog != nil && len(srv.Approvals) > 0 {
+		doc.Approvals = make(map[string]Approval, len(srv.Approvals))
+		for name, a := range srv.Approvals {
+			if t, ok := srv.Catalog.Tools[name]; ok && t.Hash == a.Hash && sameJSON(t.Definition, a.Definition) {
+				a.Definition = nil // one copy: decode takes it from the catalog
+			}
+			doc.Approvals[name] = a
+		}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -85,4 +127,17 @@ func encode(s *State) ([]byte, error) {
 		return nil, fmt.Errorf("encode state: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// sameJSON reports whether a and b are the same JSON text but for
+// insignificant whitespace (the file re-indents the definitions it keeps).
+func sameJSON(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	if a == nil || b == nil {
+		return false
+	}
+	var ca, cb bytes.Buffer
+	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
 }

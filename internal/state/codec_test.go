@@ -3,6 +3,8 @@ package state
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,100 +14,127 @@ import (
 
 var when = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// sampleState exercises every field.
-func sampleState() *State {
-	var s State
-	fs := s.Server("filesystem")
-	fs.Disable("write_file")
-	fs.Disable("move_file")
-	fs.Approve("read_file", Approval{
+// sampleServer exercises every field: an approval whose definition the
+// catalog holds (kept once), and one whose definition it does not.
+func sampleServer() *Server {
+	var srv Server
+	srv.Disable("write_file")
+	srv.Disable("move_file")
+	srv.Approve("read_file", Approval{
 		Hash:       "sha256:aa",
 		Definition: json.RawMessage(`{"name":"read_file","description":"Reads <one> file & more"}`),
 		ApprovedAt: when,
 	})
-	fs.Catalog = &Catalog{
+	srv.Approve("edit_file", Approval{
+		Hash:       "sha256:bb",
+		Definition: json.RawMessage(`{"name":"edit_file"}`),
+		ApprovedAt: when,
+	})
+	srv.Catalog = &Catalog{
 		SeenAt: when,
 		Tools: map[string]CatalogTool{
-			"read_file": {Hash: "sha256:aa", Definition: json.RawMessage(`{"name":"read_file"}`)},
+			"read_file": {Hash: "sha256:aa", Definition: json.RawMessage(`{"name":"read_file","description":"Reads <one> file & more"}`)},
+			"edit_file": {Hash: "sha256:cc", Definition: json.RawMessage(`{"name":"edit_file","description":"changed"}`)},
 		},
 	}
-	s.Server("linear").Disable("delete_issue")
-	s.Server("untouched") // empty: not written
-	return &s
+	return &srv
 }
 
 const sampleFile = `{
-  "servers": {
-    "filesystem": {
-      "approvals": {
-        "read_file": {
-          "approved_at": "2026-01-02T03:04:05Z",
-          "definition": {
-            "name": "read_file",
-            "description": "Reads <one> file & more"
-          },
-          "hash": "sha256:aa"
-        }
+  "server": "filesystem",
+  "version": 2,
+  "approvals": {
+    "edit_file": {
+      "approved_at": "2026-01-02T03:04:05Z",
+      "definition": {
+        "name": "edit_file"
       },
-      "catalog": {
-        "seen_at": "2026-01-02T03:04:05Z",
-        "tools": {
-          "read_file": {
-            "definition": {
-              "name": "read_file"
-            },
-            "hash": "sha256:aa"
-          }
-        }
-      },
-      "disabled": [
-        "move_file",
-        "write_file"
-      ]
+      "hash": "sha256:bb"
     },
-    "linear": {
-      "disabled": [
-        "delete_issue"
-      ]
+    "read_file": {
+      "approved_at": "2026-01-02T03:04:05Z",
+      "hash": "sha256:aa"
     }
   },
-  "version": 1
+  "catalog": {
+    "seen_at": "2026-01-02T03:04:05Z",
+    "tools": {
+      "edit_file": {
+        "definition": {
+          "name": "edit_file",
+          "description": "changed"
+        },
+        "hash": "sha256:cc"
+      },
+      "read_file": {
+        "definition": {
+          "name": "read_file",
+          "description": "Reads <one> file & more"
+        },
+        "hash": "sha256:aa"
+      }
+    }
+  },
+  "disabled": [
+    "move_file",
+    "write_file"
+  ]
 }
 `
 
 func TestEncodeIsReadableAndSorted(t *testing.T) {
-	data, err := encode(sampleState())
+	data, err := encode("filesystem", sampleServer())
 	require.NoError(t, err)
 	assert.Equal(t, sampleFile, string(data))
 }
 
 func TestDecodeRoundTrip(t *testing.T) {
-	s, err := decode([]byte(sampleFile))
+	srv, err := decode([]byte(sampleFile), "filesystem")
 	require.NoError(t, err)
-	fs := s.Server("filesystem")
-	assert.True(t, fs.IsDisabled("write_file"))
-	a, ok := fs.Approval("read_file")
+	assert.True(t, srv.IsDisabled("write_file"))
+	a, ok := srv.Approval("read_file")
 	require.True(t, ok)
 	assert.Equal(t, "sha256:aa", a.Hash)
 	assert.True(t, when.Equal(a.ApprovedAt))
-	assert.JSONEq(t, `{"name":"read_file","description":"Reads <one> file & more"}`, string(a.Definition))
+	assert.JSONEq(t, `{"name":"read_file","description":"Reads <one> file & more"}`, string(a.Definition),
+		"the approved definition kept once, in the catalog")
+	a, _ = srv.Approval("edit_file")
+	assert.JSONEq(t, `{"name":"edit_file"}`, string(a.Definition), "a definition the catalog no longer holds is kept")
 
-	data, err := encode(s)
+	data, err := encode("filesystem", srv)
 	require.NoError(t, err)
 	assert.Equal(t, sampleFile, string(data))
 }
 
-func TestDecodeNormalizes(t *testing.T) {
-	s, err := decode([]byte(`{"version": 1, "servers": {
-		"a": {"disabled": ["z", "b", "z"]},
-		"empty": {},
-		"null": null,
-		"nocatalogtools": {"catalog": {"seen_at": "2026-01-02T03:04:05Z"}}
-	}}`))
+// TestApprovedDefinitionsAreKeptOnce: a catalog approved whole (a tofu
+// baseline) costs its own size once, not twice as in version 1.
+func TestApprovedDefinitionsAreKeptOnce(t *testing.T) {
+	var srv Server
+	srv.Catalog = &Catalog{SeenAt: when, Tools: map[string]CatalogTool{}}
+	size := 0
+	for i := range 50 {
+		name := fmt.Sprintf("tool_%d", i)
+		def := json.RawMessage(fmt.Sprintf(`{"name":%q,"description":%q}`, name, strings.Repeat("x", 1000)))
+		srv.Catalog.Tools[name] = CatalogTool{Definition: def, Hash: name}
+		srv.Approve(name, Approval{ApprovedAt: when, Definition: def, Hash: name})
+		size += len(def)
+	}
+	data, err := encode("s", &srv)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"a", "nocatalogtools"}, s.ServerNames())
-	assert.Equal(t, []string{"b", "z"}, s.Server("a").Disabled)
-	assert.NotNil(t, s.Server("nocatalogtools").Catalog.Tools)
+	assert.Less(t, len(data), size*12/10, "every definition is kept once")
+}
+
+func TestDecodeNormalizes(t *testing.T) {
+	srv, err := decode([]byte(`{"version": 2, "server": "a", "disabled": ["z", "b", "z"],
+		"catalog": {"seen_at": "2026-01-02T03:04:05Z"}}`), "a")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b", "z"}, srv.Disabled)
+	assert.NotNil(t, srv.Catalog.Tools)
+}
+
+func TestDecodeRefusesAnotherServersFile(t *testing.T) {
+	_, err := decode([]byte(`{"version": 2, "server": "a", "disabled": ["x"]}`), "b")
+	assert.ErrorContains(t, err, `holds the state of server "a"`)
 }
 
 // corruptFiles are state files that must be refused, never rewritten.
@@ -115,32 +144,33 @@ var corruptFiles = []struct {
 	wantVersion bool // the error wraps ErrUnsupportedVersion
 }{
 	{name: "empty file", data: ``},
-	{name: "truncated", data: `{"servers": {"a": {"disabled": ["x"`},
-	{name: "not an object", data: `["version", 1]`},
+	{name: "truncated", data: `{"server": "a", "disabled": ["x"`},
+	{name: "not an object", data: `["version", 2]`},
 	{name: "null", data: `null`, wantVersion: true},
-	{name: "newer version", data: `{"servers": {}, "version": 2}`, wantVersion: true},
-	{name: "missing version", data: `{"servers": {"a": {"disabled": ["x"]}}}`, wantVersion: true},
-	{name: "unknown field", data: `{"servers": {"a": {"disabeld": ["x"]}}, "version": 1}`},
-	{name: "wrong type", data: `{"servers": {"a": {"disabled": "x"}}, "version": 1}`},
-	{name: "bad time", data: `{"servers": {"a": {"approvals": {"t": {"approved_at": "yesterday"}}}}, "version": 1}`},
-	{name: "trailing data", data: `{"servers": {}, "version": 1} {"servers": {}, "version": 1}`},
+	{name: "newer version", data: `{"server": "a", "version": 3}`, wantVersion: true},
+	{name: "version 1", data: `{"servers": {}, "version": 1}`},
+	{name: "missing version", data: `{"server": "a", "disabled": ["x"]}`, wantVersion: true},
+	{name: "unknown field", data: `{"server": "a", "disabeld": ["x"], "version": 2}`},
+	{name: "wrong type", data: `{"server": "a", "disabled": "x", "version": 2}`},
+	{name: "bad time", data: `{"server": "a", "approvals": {"t": {"approved_at": "yesterday"}}, "version": 2}`},
+	{name: "trailing data", data: `{"server": "a", "version": 2} {"server": "a", "version": 2}`},
 }
 
 func TestDecodeRefusesCorruptFiles(t *testing.T) {
 	for _, tt := range corruptFiles {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := decode([]byte(tt.data))
+			srv, err := decode([]byte(tt.data), "a")
 			require.Error(t, err)
-			assert.Nil(t, s)
+			assert.Nil(t, srv)
 			assert.Equal(t, tt.wantVersion, errors.Is(err, ErrUnsupportedVersion), "err: %v", err)
 		})
 	}
 }
 
 func TestEncodeRejectsInvalidDefinition(t *testing.T) {
-	var s State
-	s.Server("a").Approve("t", Approval{Hash: "h", Definition: json.RawMessage(`{not json`)})
-	_, err := encode(&s)
+	var srv Server
+	srv.Approve("t", Approval{Hash: "h", Definition: json.RawMessage(`{not json`)})
+	_, err := encode("a", &srv)
 	assert.Error(t, err)
 }
 
@@ -148,25 +178,26 @@ func TestEncodeRejectsInvalidDefinition(t *testing.T) {
 // decodes re-encodes to a file that decodes to the same state.
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(sampleFile))
-	f.Add([]byte(`{"servers": {}, "version": 1}`))
-	f.Add([]byte(`{"version": 1, "servers": {"a": {"disabled": ["z", "b", "z"]}, "n": null}}`))
-	f.Add([]byte(`{"Version": 1, "SERVERS": {"\u00e9\ud800": {"approvals": {"<t>": {` +
+	f.Add([]byte(`{"server": "filesystem", "version": 2}`))
+	f.Add([]byte(`{"version": 2, "server": "filesystem", "disabled": ["z", "b", "z"]}`))
+	f.Add([]byte(`{"Version": 2, "SERVER": "filesystem", "approvals": {"<t>": {` +
 		`"approved_at": "2026-01-02T03:04:05.123456789+05:30", "definition": [1e400, -0.0, "\u2028", {"a": {}}],` +
-		`"hash": "h"}}, "catalog": {"seen_at": "0000-01-01T00:00:00-23:59", "tools": {"": {"definition": null}}}}}}`))
+		`"hash": "h"}, "": {"approved_at": "2026-01-02T03:04:05Z", "hash": "h"}}, ` +
+		`"catalog": {"seen_at": "0000-01-01T00:00:00-23:59", "tools": {"": {"definition": null, "hash": "h"}}}}`))
 	for _, c := range corruptFiles {
 		f.Add([]byte(c.data))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := decode(data)
+		srv, err := decode(data, "filesystem")
 		if err != nil {
-			require.Nil(t, s)
+			require.Nil(t, srv)
 			return
 		}
-		first, err := encode(s)
+		first, err := encode("filesystem", srv)
 		require.NoError(t, err, "a decoded state must encode")
-		again, err := decode(first)
+		again, err := decode(first, "filesystem")
 		require.NoError(t, err, "an encoded state must decode:\n%s", first)
-		second, err := encode(again)
+		second, err := encode("filesystem", again)
 		require.NoError(t, err)
 		require.Equal(t, string(first), string(second))
 	})

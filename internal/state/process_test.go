@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,8 +57,8 @@ func runHelper(mode string) error {
 	case "writer":
 		return runWriter(ctx, store)
 	case "once":
-		return store.Update(ctx, func(s *State) error {
-			s.Server("other").Disable("from-another-process")
+		return store.Update(ctx, "other", func(srv *Server) error {
+			srv.Disable("from-another-process")
 			return nil
 		})
 	}
@@ -65,17 +66,17 @@ func runHelper(mode string) error {
 }
 
 // runOps performs helper id's share of TestConcurrentProcesses, all at once.
-func runOps(ctx context.Context, store *Store, id int) error {
+func runOps(ctx context.Context, store *FileStore, id int) error {
 	errs := make(chan error, opsPerProc)
 	var wg sync.WaitGroup
 	for op := range opsPerProc {
 		wg.Go(func() {
-			errs <- store.Update(ctx, func(s *State) error {
-				applyOp(s, id, op)
+			errs <- store.Update(ctx, opServer(id), func(srv *Server) error {
+				applyOp(srv, id, op)
 				return nil
 			})
 			if op%20 == 0 { // readers take part too
-				if _, err := store.Load(ctx); err != nil {
+				if _, err := store.Load(ctx, opServer(id)); err != nil {
 					errs <- err
 				}
 			}
@@ -98,8 +99,7 @@ func opServer(id int) string           { return "srv-" + strconv.Itoa(id%3) }
 func opTool(id, op int) string         { return fmt.Sprintf("tool-%d-%d", id, op) }
 func opApprovalHash(id, op int) string { return fmt.Sprintf("sha256:%d-%d", id, op) }
 
-func applyOp(s *State, id, op int) {
-	srv := s.Server(opServer(id))
+func applyOp(srv *Server, id, op int) {
 	tool := opTool(id, op)
 	switch op % 3 {
 	case 0:
@@ -117,12 +117,11 @@ func applyOp(s *State, id, op int) {
 
 // runWriter updates a counter forever, reporting each saved value on stdout.
 // Each write carries a large payload, so that a kill often lands mid-write.
-func runWriter(ctx context.Context, store *Store) error {
+func runWriter(ctx context.Context, store *FileStore) error {
 	payload := strings.Repeat("x", 64<<10)
 	for {
 		var n int
-		err := store.Update(ctx, func(s *State) error {
-			srv := s.Server(killServer)
+		err := store.Update(ctx, killServer, func(srv *Server) error {
 			if a, ok := srv.Approval(counterTool); ok {
 				n, _ = strconv.Atoi(a.Hash)
 			}
@@ -158,14 +157,14 @@ func TestConcurrentProcesses(t *testing.T) {
 	dir := t.TempDir()
 	store := Open(dir, nil)
 	ctx := t.Context()
-	require.NoError(t, store.Update(ctx, func(s *State) error {
-		for id := range opsProcs {
+	for id := range opsProcs {
+		require.NoError(t, store.Update(ctx, opServer(id), func(srv *Server) error {
 			for op := 2; op < opsPerProc; op += 3 {
-				s.Server(opServer(id)).Disable(opTool(id, op))
+				srv.Disable(opTool(id, op))
 			}
-		}
-		return nil
-	}))
+			return nil
+		}))
+	}
 
 	var wg sync.WaitGroup
 	for id := range opsProcs {
@@ -178,11 +177,10 @@ func TestConcurrentProcesses(t *testing.T) {
 	}
 	wg.Wait()
 
-	st, err := store.Load(ctx)
-	require.NoError(t, err)
 	var missing []string
 	for id := range opsProcs {
-		srv := st.Server(opServer(id))
+		srv, err := store.Load(ctx, opServer(id))
+		require.NoError(t, err)
 		for op := range opsPerProc {
 			tool := opTool(id, op)
 			var ok bool
@@ -236,32 +234,32 @@ func TestKillDuringWrites(t *testing.T) {
 		require.NoError(t, cmd.Process.Kill())
 		_ = cmd.Wait()
 
-		st, err := store.Load(ctx)
+		srv, err := store.Load(ctx, killServer)
 		require.NoError(t, err, "kill %d", i)
-		a, _ := st.Server(killServer).Approval(counterTool)
+		a, _ := srv.Approval(counterTool)
 		saved, _ := strconv.Atoi(a.Hash)
 		require.GreaterOrEqual(t, saved, acked, "kill %d lost an acknowledged write", i)
 	}
 
 	// The next writer clears the temporary files of the killed ones.
-	require.NoError(t, store.Update(ctx, func(s *State) error {
-		s.Server("after").Disable("x")
+	require.NoError(t, store.Update(ctx, killServer, func(srv *Server) error {
+		srv.Disable("x")
 		return nil
 	}))
-	entries, err := os.ReadDir(dir)
+	entries, err := os.ReadDir(filepath.Join(dir, ServersDir))
 	require.NoError(t, err)
 	var names []string
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	assert.ElementsMatch(t, []string{FileName, LockFileName}, names)
+	assert.ElementsMatch(t, []string{killServer + ".json", killServer + ".json.lock"}, names)
 }
 
 func TestWatchSeesOtherProcess(t *testing.T) {
 	dir := t.TempDir()
 	store := Open(dir, nil)
 	store.watch.debounce = 10 * time.Millisecond
-	w := startWatch(t, store)
+	w := startWatch(t, store, "other")
 	assert.Equal(t, "notify", w.awaitStart(t))
 
 	cmd := helperCommand(t, "once", dir, 0)
@@ -269,7 +267,7 @@ func TestWatchSeesOtherProcess(t *testing.T) {
 	require.NoError(t, err, string(out))
 
 	w.awaitChange(t)
-	st, err := store.Load(t.Context())
+	srv, err := store.Load(t.Context(), "other")
 	require.NoError(t, err)
-	assert.True(t, st.Server("other").IsDisabled("from-another-process"))
+	assert.True(t, srv.IsDisabled("from-another-process"))
 }

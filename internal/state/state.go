@@ -3,59 +3,52 @@
 // CLI: which tools the user disabled, which tool definitions the user
 // approved, and the last catalog each server showed.
 //
-// The store is one human-readable JSON file (pretty-printed, sorted keys, a
-// version field) in a state directory. [Store.Update] serialises writers
-// across processes with a lock file and replaces the file atomically, so
-// concurrent writers never lose an update and a crash never leaves a torn
-// file. A file that cannot be parsed is reported as a [*CorruptError] and
-// never overwritten.
+// [Store] is the store as its users take it: one server's state at a time,
+// so a sidecar reads, writes and watches only its own server's state.
+// [FileStore] keeps it as one human-readable JSON file per server
+// (indented, a version field) in a state directory. Its Update serialises
+// writers across processes with a lock file per server and replaces the
+// server's file atomically, so concurrent writers never lose an update and a
+// crash never leaves a torn file. A file that cannot be parsed is reported as
+// a [*CorruptError] and never overwritten.
 package state
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"time"
 )
 
-// State is a snapshot of the whole store. It is a plain value: [Store.Load]
-// returns a private copy the caller owns, and [Store.Update] hands one to its
-// callback to modify. The zero value is an empty state, ready to use.
+// Store is the user state store, one server's state at a time. The file
+// store ([Open]) is one implementation; tests use in-memory ones.
 //
-// A State is not safe for concurrent mutation.
-type State struct {
-	// Servers maps the server name (mcpwrap's --name) to its state.
-	Servers map[string]*Server
-}
-
-// Server returns the state of the named server, adding an empty entry when
-// there is none, so the result is never nil. Empty entries are not written
-// to disk.
-func (s *State) Server(name string) *Server {
-	if srv, ok := s.Servers[name]; ok && srv != nil {
-		return srv
-	}
-	if s.Servers == nil {
-		s.Servers = make(map[string]*Server)
-	}
-	srv := &Server{}
-	s.Servers[name] = srv
-	return srv
-}
-
-// ServerNames returns the names of the servers that have state, sorted.
-func (s *State) ServerNames() []string {
-	names := make([]string, 0, len(s.Servers))
-	for name, srv := range s.Servers {
-		if srv != nil && !srv.isEmpty() {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	return names
+// Implementations are safe for concurrent use, and an update by one user of
+// the store (another process included) is seen by the others' Load and
+// reported to their Watch.
+type Store interface {
+	// Load returns a snapshot of the server's state that the caller owns,
+	// never nil: a server with no state has an empty one. A store that
+	// cannot be read yields an error (a [*CorruptError] for one that cannot
+	// be parsed); callers fail closed.
+	Load(ctx context.Context, server string) (*Server, error)
+	// Update applies fn to the server's current state and saves the result
+	// atomically; no concurrent update is lost. If fn returns an error,
+	// nothing is written and Update returns that error unchanged. fn must
+	// not call the store.
+	Update(ctx context.Context, server string, fn func(*Server) error) error
+	// Watch calls onChange whenever the server's state may have changed, by
+	// any user of the store, until ctx is done, then returns. The first call
+	// comes once the watch has begun, so a caller that loaded the state
+	// before may look again. Calls are never concurrent with each other;
+	// onChange may use the store.
+	Watch(ctx context.Context, server string, onChange func())
+	// Servers returns the names of the servers that have state, sorted.
+	Servers(ctx context.Context) ([]string, error)
 }
 
 // Server is the user's state for one wrapped server. The zero value is an
-// empty state. Fields may be set directly; the methods are conveniences that
+// empty state, ready to use; a Server is not safe for concurrent mutation. Fields may be set directly; the methods are conveniences that
 // keep Disabled sorted and free of duplicates, and the store restores that
 // order before writing in any case.
 //
@@ -75,8 +68,10 @@ type Approval struct {
 	// ApprovedAt is when the user approved it.
 	ApprovedAt time.Time `json:"approved_at"`
 	// Definition is the approved tool definition as the upstream sent it,
-	// kept so a later change can be shown as a diff.
-	Definition json.RawMessage `json:"definition"`
+	// kept so a later change can be shown as a diff; nil when unknown. The
+	// file store keeps one copy of it: none of its own while the last
+	// catalog holds the same definition under the tool's name.
+	Definition json.RawMessage `json:"definition,omitempty"`
 	// Hash identifies the approved definition (see docs/DESIGN.md, Tool
 	// availability: the SHA-256 of its canonical name, description and schemas).
 	Hash string `json:"hash"`
@@ -147,22 +142,19 @@ func (s *Server) Revoke(tool string) bool {
 	return true
 }
 
-func (s *Server) isEmpty() bool {
+// Empty reports whether the server has no state: no approval, no catalog
+// and no disabled tool. The store keeps nothing for an empty server.
+func (s *Server) Empty() bool {
 	return len(s.Approvals) == 0 && s.Catalog == nil && len(s.Disabled) == 0
 }
 
 // normalize restores the invariants the methods keep, for states built or
-// edited by hand: Disabled sorted and deduplicated, empty servers dropped.
-func (s *State) normalize() {
-	for name, srv := range s.Servers {
-		if srv == nil || srv.isEmpty() {
-			delete(s.Servers, name)
-			continue
-		}
-		slices.Sort(srv.Disabled)
-		srv.Disabled = slices.Compact(srv.Disabled)
-		if srv.Catalog != nil && srv.Catalog.Tools == nil {
-			srv.Catalog.Tools = map[string]CatalogTool{}
-		}
+// edited by hand: Disabled sorted and deduplicated, a catalog's tools never
+// nil.
+func (s *Server) normalize() {
+	slices.Sort(s.Disabled)
+	s.Disabled = slices.Compact(s.Disabled)
+	if s.Catalog != nil && s.Catalog.Tools == nil {
+		s.Catalog.Tools = map[string]CatalogTool{}
 	}
 }

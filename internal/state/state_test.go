@@ -7,16 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestZeroStateIsUsable(t *testing.T) {
-	var s State
-	assert.Empty(t, s.ServerNames())
-	srv := s.Server("a")
-	require.NotNil(t, srv)
-	assert.Same(t, srv, s.Server("a"), "Server returns the same entry")
-	assert.Empty(t, s.ServerNames(), "an empty entry is no state")
+func TestZeroServerIsUsable(t *testing.T) {
+	var srv Server
+	assert.True(t, srv.Empty())
 	assert.False(t, srv.IsDisabled("t"))
 	_, ok := srv.Approval("t")
 	assert.False(t, ok)
+	assert.True(t, srv.Disable("t"))
+	assert.False(t, srv.Empty())
 }
 
 func TestDisableEnable(t *testing.T) {

@@ -17,47 +17,57 @@ import (
 
 func TestLoadMissingIsEmpty(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "never-created")
-	st, err := Open(dir, nil).Load(t.Context())
+	srv, err := Open(dir, nil).Load(t.Context(), "s")
 	require.NoError(t, err)
-	assert.Empty(t, st.ServerNames())
+	assert.True(t, srv.Empty())
 	assert.NoDirExists(t, dir, "Load must not create the state directory")
 }
 
 func TestUpdateThenLoad(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "nested", "state")
 	store := Open(dir, nil)
-	require.NoError(t, store.Update(t.Context(), func(s *State) error {
-		*s = *sampleState()
+	require.NoError(t, store.Update(t.Context(), "filesystem", func(srv *Server) error {
+		*srv = *sampleServer()
 		return nil
 	}))
+	disable(t, store, "linear", "delete_issue")
+	require.NoError(t, store.Update(t.Context(), "untouched", func(*Server) error { return nil }))
 
-	data, err := os.ReadFile(store.Path())
+	path := filepath.Join(dir, ServersDir, "filesystem.json")
+	assert.Equal(t, path, store.Path("filesystem"))
+	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, sampleFile, string(data))
-	fi, err := os.Stat(store.Path())
+	fi, err := os.Stat(path)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the state is private to the user")
 
-	st, err := store.Load(t.Context())
+	names, err := store.Servers(t.Context())
 	require.NoError(t, err)
-	assert.Equal(t, []string{"filesystem", "linear"}, st.ServerNames())
-	assert.True(t, st.Server("linear").IsDisabled("delete_issue"))
+	assert.Equal(t, []string{"filesystem", "linear"}, names, "an empty server has no state")
+	srv, err := store.Load(t.Context(), "linear")
+	require.NoError(t, err)
+	assert.True(t, srv.IsDisabled("delete_issue"))
+	assert.NoFileExists(t, store.Path("untouched"))
+
+	require.NoError(t, store.Update(t.Context(), "linear", func(srv *Server) error { srv.Enable("delete_issue"); return nil }))
+	assert.NoFileExists(t, store.Path("linear"), "a server whose state became empty has no file")
 }
 
 func TestUpdateCallbackErrorWritesNothing(t *testing.T) {
 	store := Open(t.TempDir(), nil)
 	disable(t, store, "s", "kept")
-	before, err := os.ReadFile(store.Path())
+	before, err := os.ReadFile(store.Path("s"))
 	require.NoError(t, err)
 
 	errRefused := errors.New("refused by policy")
-	err = store.Update(t.Context(), func(s *State) error {
-		s.Server("s").Enable("kept")
+	err = store.Update(t.Context(), "s", func(srv *Server) error {
+		srv.Enable("kept")
 		return fmt.Errorf("enable: %w", errRefused)
 	})
 	require.ErrorIs(t, err, errRefused)
 
-	after, err := os.ReadFile(store.Path())
+	after, err := os.ReadFile(store.Path("s"))
 	require.NoError(t, err)
 	assert.Equal(t, string(before), string(after))
 }
@@ -65,16 +75,16 @@ func TestUpdateCallbackErrorWritesNothing(t *testing.T) {
 func TestUpdateRefusesUnencodableState(t *testing.T) {
 	store := Open(t.TempDir(), nil)
 	disable(t, store, "s", "kept")
-	before, err := os.ReadFile(store.Path())
+	before, err := os.ReadFile(store.Path("s"))
 	require.NoError(t, err)
 
-	err = store.Update(t.Context(), func(s *State) error {
-		s.Server("s").Approve("t", Approval{Definition: []byte("{broken")})
+	err = store.Update(t.Context(), "s", func(srv *Server) error {
+		srv.Approve("t", Approval{Definition: []byte("{broken")})
 		return nil
 	})
 	require.Error(t, err)
 
-	after, err := os.ReadFile(store.Path())
+	after, err := os.ReadFile(store.Path("s"))
 	require.NoError(t, err)
 	assert.Equal(t, string(before), string(after))
 }
@@ -82,11 +92,11 @@ func TestUpdateRefusesUnencodableState(t *testing.T) {
 func TestUpdateWithoutChangeKeepsFile(t *testing.T) {
 	store := Open(t.TempDir(), nil)
 	disable(t, store, "s", "t")
-	before, err := os.Stat(store.Path())
+	before, err := os.Stat(store.Path("s"))
 	require.NoError(t, err)
 
 	disable(t, store, "s", "t") // already disabled
-	after, err := os.Stat(store.Path())
+	after, err := os.Stat(store.Path("s"))
 	require.NoError(t, err)
 	assert.True(t, os.SameFile(before, after), "an update that changes nothing must not rewrite the file")
 }
@@ -95,43 +105,54 @@ func TestCorruptStoreIsNeverOverwritten(t *testing.T) {
 	for _, tt := range corruptFiles {
 		t.Run(tt.name, func(t *testing.T) {
 			store := Open(t.TempDir(), nil)
-			require.NoError(t, os.WriteFile(store.Path(), []byte(tt.data), 0o600))
+			path := store.Path("a")
+			require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
+			require.NoError(t, os.WriteFile(path, []byte(tt.data), 0o600))
 
-			_, err := store.Load(t.Context())
-			assertCorrupt(t, store, err)
+			_, err := store.Load(t.Context(), "a")
+			assertCorrupt(t, path, err)
 
 			called := false
-			err = store.Update(t.Context(), func(s *State) error {
+			err = store.Update(t.Context(), "a", func(*Server) error {
 				called = true
 				return nil
 			})
-			assertCorrupt(t, store, err)
+			assertCorrupt(t, path, err)
 			assert.False(t, called, "Update must not offer a corrupt state for modification")
 
-			data, err := os.ReadFile(store.Path())
+			data, err := os.ReadFile(path)
 			require.NoError(t, err)
 			assert.Equal(t, tt.data, string(data), "the bytes on disk must be unchanged")
+
+			disable(t, store, "b", "t") // another server's state is apart
+			srv, err := store.Load(t.Context(), "b")
+			require.NoError(t, err)
+			assert.True(t, srv.IsDisabled("t"))
 		})
 	}
 }
 
-func assertCorrupt(t *testing.T, store *Store, err error) {
+func assertCorrupt(t *testing.T, path string, err error) {
 	t.Helper()
 	require.ErrorIs(t, err, ErrCorrupt)
 	var corrupt *CorruptError
 	require.ErrorAs(t, err, &corrupt)
-	assert.Equal(t, store.Path(), corrupt.Path)
-	assert.Contains(t, err.Error(), store.Path())
+	assert.Equal(t, path, corrupt.Path)
+	assert.Contains(t, err.Error(), path)
 	assert.Contains(t, err.Error(), "repair it by hand, or move it aside")
 }
 
 func TestUpdateRemovesOrphanedTempFiles(t *testing.T) {
 	store := Open(t.TempDir(), nil)
-	orphan := filepath.Join(store.Dir(), tempPrefix+"12345")
-	require.NoError(t, os.WriteFile(orphan, []byte(`{"half": `), 0o600))
-
 	disable(t, store, "s", "t")
+	orphan := filepath.Join(store.Dir(), ServersDir, ".s.json.tmp-12345")
+	require.NoError(t, os.WriteFile(orphan, []byte(`{"half": `), 0o600))
+	others := filepath.Join(store.Dir(), ServersDir, ".s.json.json.tmp-12345") // server "s.json"'s
+	require.NoError(t, os.WriteFile(others, []byte(`{"half": `), 0o600))
+
+	disable(t, store, "s", "u")
 	assert.NoFileExists(t, orphan)
+	assert.FileExists(t, others, "another server's writer may be writing it")
 }
 
 func TestWaitingForLockHonoursContext(t *testing.T) {
@@ -140,7 +161,7 @@ func TestWaitingForLockHonoursContext(t *testing.T) {
 
 	// Another process holds the lock: simulated by a second open file
 	// description, which flock treats the same way.
-	other := flock.New(filepath.Join(store.Dir(), LockFileName))
+	other := flock.New(store.Path("s") + ".lock")
 	require.NoError(t, other.Lock())
 	defer func() { require.NoError(t, other.Unlock()) }()
 
@@ -149,10 +170,10 @@ func TestWaitingForLockHonoursContext(t *testing.T) {
 		call func(ctx context.Context) error
 	}{
 		{name: "Update", call: func(ctx context.Context) error {
-			return store.Update(ctx, func(*State) error { return nil })
+			return store.Update(ctx, "s", func(*Server) error { return nil })
 		}},
 		{name: "Load", call: func(ctx context.Context) error {
-			_, err := store.Load(ctx)
+			_, err := store.Load(ctx, "s")
 			return err
 		}},
 	}
@@ -170,7 +191,7 @@ func TestWaitingForOtherGoroutineHonoursContext(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	firstDone := make(chan error, 1)
 	go func() {
-		firstDone <- store.Update(t.Context(), func(*State) error {
+		firstDone <- store.Update(t.Context(), "s", func(*Server) error {
 			close(entered)
 			<-release
 			return nil
@@ -180,7 +201,7 @@ func TestWaitingForOtherGoroutineHonoursContext(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	err := store.Update(ctx, func(*State) error { return nil })
+	err := store.Update(ctx, "s", func(*Server) error { return nil })
 	assert.ErrorIs(t, err, context.Canceled)
 
 	close(release)
@@ -189,14 +210,14 @@ func TestWaitingForOtherGoroutineHonoursContext(t *testing.T) {
 
 func TestConcurrentGoroutinesAndStores(t *testing.T) {
 	dir := t.TempDir()
-	stores := []*Store{Open(dir, nil), Open(dir, nil)}
+	stores := []*FileStore{Open(dir, nil), Open(dir, nil)}
 	const perStore = 50
 	var wg sync.WaitGroup
 	for i, store := range stores {
 		for j := range perStore {
 			wg.Go(func() {
-				assert.NoError(t, store.Update(t.Context(), func(s *State) error {
-					s.Server("s").Disable(fmt.Sprintf("t-%d-%d", i, j))
+				assert.NoError(t, store.Update(t.Context(), "s", func(srv *Server) error {
+					srv.Disable(fmt.Sprintf("t-%d-%d", i, j))
 					return nil
 				}))
 			})
@@ -204,7 +225,7 @@ func TestConcurrentGoroutinesAndStores(t *testing.T) {
 	}
 	wg.Wait()
 
-	st, err := stores[0].Load(t.Context())
+	srv, err := stores[0].Load(t.Context(), "s")
 	require.NoError(t, err)
-	assert.Len(t, st.Server("s").Disabled, len(stores)*perStore)
+	assert.Len(t, srv.Disabled, len(stores)*perStore)
 }

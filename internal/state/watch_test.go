@@ -3,7 +3,9 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -24,8 +26,9 @@ type watching struct {
 	cancel  context.CancelFunc
 }
 
-// startWatch runs store.Watch until the test ends. Set store.watch before.
-func startWatch(t *testing.T, store *Store) *watching {
+// startWatch runs store.Watch of the server until the test ends. Set
+// store.watch before.
+func startWatch(t *testing.T, store *FileStore, server string) *watching {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	w := &watching{
@@ -37,7 +40,7 @@ func startWatch(t *testing.T, store *Store) *watching {
 	store.watch.ready = func(mode string) { w.ready <- mode }
 	go func() {
 		defer close(w.done)
-		store.Watch(ctx, func() { w.changes <- struct{}{} })
+		store.Watch(ctx, server, func() { w.changes <- struct{}{} })
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -75,10 +78,10 @@ func (w *watching) awaitChange(t *testing.T) {
 	}
 }
 
-func disable(t *testing.T, store *Store, server, tool string) {
+func disable(t *testing.T, store *FileStore, server, tool string) {
 	t.Helper()
-	require.NoError(t, store.Update(t.Context(), func(s *State) error {
-		s.Server(server).Disable(tool)
+	require.NoError(t, store.Update(t.Context(), server, func(srv *Server) error {
+		srv.Disable(tool)
 		return nil
 	}))
 }
@@ -99,7 +102,7 @@ var watchModes = []struct {
 
 // fastWatchStore is a Store in a temp dir whose watch, in mode newWatcher,
 // reacts within milliseconds.
-func fastWatchStore(t *testing.T, newWatcher func() (*fsnotify.Watcher, error)) *Store {
+func fastWatchStore(t *testing.T, newWatcher func() (*fsnotify.Watcher, error)) *FileStore {
 	store := Open(t.TempDir(), nil)
 	store.watch.debounce = time.Millisecond
 	store.watch.pollInterval = 5 * time.Millisecond
@@ -111,7 +114,7 @@ func TestWatchNotices(t *testing.T) {
 	for _, tt := range watchModes {
 		t.Run(tt.name, func(t *testing.T) {
 			store := fastWatchStore(t, tt.newWatcher)
-			w := startWatch(t, store)
+			w := startWatch(t, store, "s")
 			require.Equal(t, tt.wantMode, w.awaitStart(t))
 
 			disable(t, store, "s", "first") // creates the file
@@ -127,7 +130,7 @@ func TestWatchFallsBackToPollingWhenDirectoryIsRemoved(t *testing.T) {
 	store := Open(dir, nil)
 	store.watch.debounce = time.Millisecond
 	store.watch.pollInterval = 5 * time.Millisecond
-	w := startWatch(t, store)
+	w := startWatch(t, store, "s")
 	require.Equal(t, "notify", w.awaitStart(t))
 
 	require.NoError(t, os.RemoveAll(dir))
@@ -138,26 +141,55 @@ func TestWatchFallsBackToPollingWhenDirectoryIsRemoved(t *testing.T) {
 	w.awaitChange(t)
 }
 
+// TestWatchIgnoresOtherFiles: a sidecar is not told of changes to other
+// servers' state, which it would otherwise re-read for nothing.
 func TestWatchIgnoresOtherFiles(t *testing.T) {
-	dir := t.TempDir()
-	store := Open(dir, nil)
-	store.watch.debounce = time.Millisecond
-	w := startWatch(t, store)
-	require.Equal(t, "notify", w.awaitStart(t))
+	for _, tt := range watchModes {
+		t.Run(tt.name, func(t *testing.T) {
+			store := fastWatchStore(t, tt.newWatcher)
+			w := startWatch(t, store, "s")
+			require.Equal(t, tt.wantMode, w.awaitStart(t))
 
-	require.NoError(t, os.WriteFile(dir+"/unrelated.json", []byte("{}"), 0o600))
-	disable(t, store, "s", "t")
-	w.awaitChange(t)
-	// Exactly one change: the lock and temporary files and the unrelated
-	// file were filtered out. Stopping Watch flushes nothing further.
-	w.cancel()
-	<-w.done
-	assert.Empty(t, w.changes)
+			require.NoError(t, os.WriteFile(store.Dir()+"/unrelated.json", []byte("{}"), 0o600))
+			for i := range 5 {
+				disable(t, store, "other", fmt.Sprint("t", i))
+			}
+			disable(t, store, "s", "t")
+			w.awaitChange(t)
+			// Exactly one change: the lock and temporary files, the other
+			// server's file and the unrelated file were filtered out.
+			// Stopping Watch flushes nothing further.
+			w.cancel()
+			<-w.done
+			assert.Empty(t, w.changes)
+		})
+	}
+}
+
+// TestWatchSeesVersion1FileMovedAside: moving aside a corrupt version 1
+// file (which locks every server) changes every server's state.
+func TestWatchSeesVersion1FileMovedAside(t *testing.T) {
+	for _, tt := range watchModes {
+		t.Run(tt.name, func(t *testing.T) {
+			store := fastWatchStore(t, tt.newWatcher)
+			legacy := filepath.Join(store.Dir(), LegacyFileName)
+			require.NoError(t, os.WriteFile(legacy, []byte(`{"version": 1, "servers": {`), 0o600))
+			_, err := store.Load(t.Context(), "s")
+			require.ErrorIs(t, err, ErrCorrupt)
+			w := startWatch(t, store, "s")
+			require.Equal(t, tt.wantMode, w.awaitStart(t))
+
+			require.NoError(t, os.Rename(legacy, legacy+".bad"))
+			w.awaitChange(t)
+			_, err = store.Load(t.Context(), "s")
+			require.NoError(t, err)
+		})
+	}
 }
 
 func TestWatchReturnsWhenContextIsDone(t *testing.T) {
 	store := Open(t.TempDir(), nil)
-	w := startWatch(t, store)
+	w := startWatch(t, store, "s")
 	w.awaitReady(t)
 	w.cancel()
 	select {
@@ -248,11 +280,11 @@ func TestWatchReportsChangeMadeBeforeItStarted(t *testing.T) {
 	for _, tt := range watchModes {
 		t.Run(tt.name, func(t *testing.T) {
 			store := fastWatchStore(t, tt.newWatcher)
-			_, err := store.Load(t.Context()) // the caller's snapshot
+			_, err := store.Load(t.Context(), "s") // the caller's snapshot
 			require.NoError(t, err)
 			disable(t, store, "s", "t") // the change it has not seen
 
-			w := startWatch(t, store)
+			w := startWatch(t, store, "s")
 			require.Equal(t, tt.wantMode, w.awaitReady(t))
 			w.awaitChange(t)
 		})

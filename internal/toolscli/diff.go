@@ -14,11 +14,7 @@ import (
 const diffContext = 3
 
 func (c *cli) diff(ctx context.Context, server, tool string) error {
-	st, err := c.store.Load(ctx)
-	if err != nil {
-		return err
-	}
-	v, err := c.view(server, st)
+	v, err := c.load(ctx, server)
 	if err != nil {
 		return err
 	}

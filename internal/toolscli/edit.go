@@ -48,15 +48,15 @@ func (c *cli) print(cmd string, o *outcome) error {
 // starts from a fresh outcome each time it runs.
 func (c *cli) update(ctx context.Context, server string, fn func(v *serverView, o *outcome) error) (*outcome, error) {
 	var o *outcome
-	err := c.store.Update(ctx, func(st *state.State) error {
+	err := c.store.Update(ctx, server, func(srv *state.Server) error {
 		o = &outcome{}
-		v, err := c.view(server, st)
+		v, err := c.view(server, srv)
 		if err != nil {
 			return err
 		}
 		return fn(v, o)
 	})
-	return o, err
+	return o, c.withKnown(ctx, err)
 }
 
 func (c *cli) enable(ctx context.Context, server string, tools []string) error {

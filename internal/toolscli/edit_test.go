@@ -60,7 +60,7 @@ func TestEnableRefusedByOperatorPolicy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.config)
 			f.record("s", toolDef("read_file", "Reads.", true), toolDef("write_file", "Writes.", false))
-			f.edit(func(st *state.State) { st.Server("s").Disable(tt.tool) })
+			f.edit("s", func(srv *state.Server) { srv.Disable(tt.tool) })
 			before := f.stateBytes()
 
 			res := f.run("enable", "s", tt.tool)
@@ -79,15 +79,15 @@ func TestEnableRefusedByOperatorPolicy(t *testing.T) {
 func TestEnableRefusesOnlyTheDeniedTool(t *testing.T) {
 	f := newFixture(t, `{"servers": {"s": {"tools": {"overrides": {"write_file": false}}}}}`)
 	f.record("s", toolDef("read_file", "Reads.", true), toolDef("write_file", "Writes.", false))
-	f.edit(func(st *state.State) {
-		st.Server("s").Disable("read_file")
-		st.Server("s").Disable("write_file")
+	f.edit("s", func(srv *state.Server) {
+		srv.Disable("read_file")
+		srv.Disable("write_file")
 	})
 
 	res := f.run("enable", "s", "write_file", "read_file")
 	assert.Equal(t, ExitRefused, res.code)
 	assert.Equal(t, "s/read_file: enabled\n", res.stdout)
-	assert.Equal(t, []string{"write_file"}, f.load().Server("s").Disabled)
+	assert.Equal(t, []string{"write_file"}, f.load("s").Disabled)
 }
 
 func TestDisableEnableRoundTrip(t *testing.T) {
@@ -95,8 +95,7 @@ func TestDisableEnableRoundTrip(t *testing.T) {
 	f.sidecarSees("s", toolDef("a", "A.", true), toolDef("b", "B.", false))
 	status := func(tool string) policy.Status {
 		t.Helper()
-		st := f.load()
-		v, err := (&cli{config: mustConfig(t, f)}).view("s", st)
+		v, err := (&cli{config: mustConfig(t, f)}).view("s", f.load("s"))
 		require.NoError(t, err)
 		return v.status(tool)
 	}
@@ -132,10 +131,10 @@ func TestDisableEnableRoundTrip(t *testing.T) {
 		} else {
 			assert.Contains(t, res.stderr, step.stderr, step.args)
 		}
-		assert.Equal(t, step.disabled, f.load().Server("s").Disabled, step.args)
+		assert.Equal(t, step.disabled, f.load("s").Disabled, step.args)
 		for _, tool := range []string{"a", "b"} {
 			want := policy.Callable
-			if f.load().Server("s").IsDisabled(tool) {
+			if f.load("s").IsDisabled(tool) {
 				want = policy.DisabledByUser
 			}
 			assert.Equal(t, want, status(tool), "%v: %s", step.args, tool)
@@ -149,7 +148,7 @@ func TestEnableNotesWhatStillLocks(t *testing.T) {
 	f := newFixture(t, `{"servers": {"s": {}}}`)
 	f.sidecarSees("s", toolDef("a", "A.", true))
 	f.sidecarSees("s", toolDef("a", "A, changed.", true))
-	f.edit(func(st *state.State) { st.Server("s").Disable("a") })
+	f.edit("s", func(srv *state.Server) { srv.Disable("a") })
 
 	res := f.run("enable", "s", "a")
 	require.Equal(t, 0, res.code, res.stderr)
@@ -286,9 +285,9 @@ func TestApprove(t *testing.T) {
 				f.approve("s", b1)
 				f.approve("s", c1)
 			}
-			f.edit(func(st *state.State) {
+			f.edit("s", func(srv *state.Server) {
 				for _, tool := range tt.disabled {
-					st.Server("s").Disable(tool)
+					srv.Disable(tool)
 				}
 			})
 
@@ -300,15 +299,15 @@ func TestApprove(t *testing.T) {
 			} else {
 				assert.Contains(t, res.stderr, tt.stderr)
 			}
-			st := f.load()
-			got := st.Server("s").Approvals
+			srv := f.load("s")
+			got := srv.Approvals
 			require.Len(t, got, len(tt.approvals))
 			for tool, want := range tt.approvals {
 				assert.Equal(t, want.Hash, got[tool].Hash, tool)
 				assert.JSONEq(t, string(want.Definition), string(got[tool].Definition), tool)
 				assert.True(t, want.ApprovedAt.Equal(got[tool].ApprovedAt), "%s approved at %v", tool, got[tool].ApprovedAt)
 			}
-			v, err := (&cli{config: mustConfig(t, f)}).view("s", st)
+			v, err := (&cli{config: mustConfig(t, f)}).view("s", srv)
 			require.NoError(t, err)
 			for tool, want := range tt.statuses {
 				assert.Equal(t, want, v.status(tool), tool)
@@ -351,5 +350,5 @@ func TestConcurrentDisable(t *testing.T) {
 		assert.Equal(t, 0, codes[i])
 		want[i] = fmt.Sprintf("tool%d", i)
 	}
-	assert.Equal(t, want, f.load().Server("s").Disabled)
+	assert.Equal(t, want, f.load("s").Disabled)
 }

@@ -33,7 +33,7 @@ type fixture struct {
 	t          *testing.T
 	configPath string
 	stateDir   string
-	store      *state.Store
+	store      *state.FileStore
 }
 
 func newFixture(t *testing.T, configJSON string) *fixture {
@@ -114,11 +114,11 @@ func (f *fixture) sidecarStatuses(server string, defs []json.RawMessage) []polic
 	return out
 }
 
-// edit changes the store directly, as a test's precondition.
-func (f *fixture) edit(fn func(st *state.State)) {
+// edit changes a server's state directly, as a test's precondition.
+func (f *fixture) edit(server string, fn func(srv *state.Server)) {
 	f.t.Helper()
-	require.NoError(f.t, f.store.Update(context.Background(), func(st *state.State) error {
-		fn(st)
+	require.NoError(f.t, f.store.Update(context.Background(), server, func(srv *state.Server) error {
+		fn(srv)
 		return nil
 	}))
 }
@@ -126,14 +126,14 @@ func (f *fixture) edit(fn func(st *state.State)) {
 // record sets a server's last catalog, seen at seenAt.
 func (f *fixture) record(server string, defs ...json.RawMessage) {
 	f.t.Helper()
-	f.edit(func(st *state.State) {
+	f.edit(server, func(srv *state.Server) {
 		c := &state.Catalog{SeenAt: seenAt, Tools: map[string]state.CatalogTool{}}
 		for _, d := range defs {
 			t, err := policy.ParseTool(d)
 			require.NoError(f.t, err)
 			c.Tools[t.Name] = state.CatalogTool{Definition: d, Hash: t.Hash}
 		}
-		st.Server(server).Catalog = c
+		srv.Catalog = c
 	})
 }
 
@@ -142,22 +142,23 @@ func (f *fixture) approve(server string, def json.RawMessage) {
 	f.t.Helper()
 	t, err := policy.ParseTool(def)
 	require.NoError(f.t, err)
-	f.edit(func(st *state.State) {
-		st.Server(server).Approve(t.Name, state.Approval{ApprovedAt: approvedAt, Definition: def, Hash: t.Hash})
+	f.edit(server, func(srv *state.Server) {
+		srv.Approve(t.Name, state.Approval{ApprovedAt: approvedAt, Definition: def, Hash: t.Hash})
 	})
 }
 
-func (f *fixture) load() *state.State {
+func (f *fixture) load(server string) *state.Server {
 	f.t.Helper()
-	st, err := f.store.Load(context.Background())
+	srv, err := f.store.Load(context.Background(), server)
 	require.NoError(f.t, err)
-	return st
+	return srv
 }
 
-// stateBytes returns the state file's contents (nil when there is none).
+// stateBytes returns the contents of server s's state file (nil when there
+// is none).
 func (f *fixture) stateBytes() []byte {
 	f.t.Helper()
-	data, err := os.ReadFile(f.store.Path())
+	data, err := os.ReadFile(f.store.Path("s"))
 	if os.IsNotExist(err) {
 		return nil
 	}

@@ -158,9 +158,8 @@ func checkToolIdentity(t *testing.T, defs []json.RawMessage) {
 	g.Reload(ctx)
 	g.CatalogSeen(ctx, defs)
 	avail := g.Evaluate(defs)
-	st, err := store.Load(ctx)
+	srv, err := store.Load(ctx, "s")
 	require.NoError(t, err)
-	srv := st.Server("s")
 	recorded := map[string]state.CatalogTool{}
 	if srv.Catalog != nil {
 		recorded = srv.Catalog.Tools
@@ -171,7 +170,7 @@ func checkToolIdentity(t *testing.T, defs []json.RawMessage) {
 	for i, raw := range defs {
 		name := index.Name(i)
 		if name == "" {
-			require.Equal(t, middleware.Availability{InScope: true, Status: string(policy.DisabledUnknown), Pinned: true}, avail[i],
+			require.Equal(t, middleware.Availability{InScope: true, Status: string(policy.DisabledUnknown), Pinned: true, Unapproved: true}, avail[i],
 				"the gate locks a definition the index trusts under no name: %s", raw)
 			for _, c := range tooldef.Claims(raw) {
 				_, ok := recorded[c]
@@ -238,41 +237,43 @@ func otherReaders(raw []byte) []string {
 	return names
 }
 
-// memoryStore is an in-memory gate.Store.
+// memoryStore is an in-memory state.Store holding one server's state.
 type memoryStore struct {
-	mu sync.Mutex
-	st state.State
+	mu  sync.Mutex
+	srv state.Server
 }
 
-func (m *memoryStore) Load(context.Context) (*state.State, error) {
+func (m *memoryStore) Load(context.Context, string) (*state.Server, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b, err := json.Marshal(m.st)
+	b, err := json.Marshal(m.srv)
 	if err != nil {
 		return nil, fmt.Errorf("memoryStore: %w", err)
 	}
-	var cp state.State
+	var cp state.Server
 	if err := json.Unmarshal(b, &cp); err != nil {
 		return nil, fmt.Errorf("memoryStore: %w", err)
 	}
 	return &cp, nil
 }
 
-func (m *memoryStore) Update(ctx context.Context, fn func(*state.State) error) error {
-	st, err := m.Load(ctx)
+func (m *memoryStore) Update(ctx context.Context, server string, fn func(*state.Server) error) error {
+	srv, err := m.Load(ctx, server)
 	if err != nil {
 		return err
 	}
-	if err := fn(st); err != nil {
+	if err := fn(srv); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.st = *st
+	m.srv = *srv
 	return nil
 }
 
-func (m *memoryStore) Watch(ctx context.Context, _ func()) { <-ctx.Done() }
+func (m *memoryStore) Watch(ctx context.Context, _ string, _ func()) { <-ctx.Done() }
+
+func (m *memoryStore) Servers(context.Context) ([]string, error) { return []string{"s"}, nil }
 
 // TestToolIdentityCases runs the identity checks on hand-picked catalogs.
 func TestToolIdentityCases(t *testing.T) {

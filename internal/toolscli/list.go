@@ -34,17 +34,16 @@ type listedTool struct {
 const maxDescription = 60
 
 func (c *cli) list(ctx context.Context, operands []string, asJSON bool) error {
-	st, err := c.store.Load(ctx)
-	if err != nil {
-		return err
-	}
 	servers := operands
 	if len(servers) == 0 {
-		servers = c.knownServers(st)
+		var err error
+		if servers, err = c.knownServers(ctx); err != nil {
+			return err
+		}
 	}
 	rows := []listedTool{}
 	for _, name := range servers {
-		v, err := c.view(name, st)
+		v, err := c.load(ctx, name)
 		if err != nil {
 			return err
 		}

@@ -18,8 +18,7 @@ import (
 func TestRefusedDefinitionInTheStore(t *testing.T) {
 	f := newFixture(t, `{"servers": {"s": {}}}`)
 	ambiguous := json.RawMessage(`{"name":"safe","NAME":"evil","description":"Harmless."}`)
-	f.edit(func(st *state.State) {
-		srv := st.Server("s")
+	f.edit("s", func(srv *state.Server) {
 		srv.Catalog = &state.Catalog{SeenAt: seenAt, Tools: map[string]state.CatalogTool{
 			"safe": {Definition: ambiguous, Hash: "0000"},
 			"ok":   {Definition: toolDef("ok", "Fine.", true)},

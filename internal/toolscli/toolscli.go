@@ -150,7 +150,7 @@ func (e *usageError) Error() string { return e.msg }
 // the output streams.
 type cli struct {
 	config *config.File
-	store  *state.Store
+	store  state.Store
 	now    func() time.Time
 	stdout io.Writer
 	stderr io.Writer

@@ -56,7 +56,7 @@ func TestDoubleDashEndsFlags(t *testing.T) {
 	f := newFixture(t, `{"servers": {"s": {}}}`)
 	res := f.run("disable", "s", "--", "--json", "-x")
 	require.Equal(t, 0, res.code, res.stderr)
-	assert.Equal(t, []string{"--json", "-x"}, f.load().Server("s").Disabled)
+	assert.Equal(t, []string{"--json", "-x"}, f.load("s").Disabled)
 }
 
 // --config and --state-dir win over the environment, as for the wrap command.
@@ -69,9 +69,9 @@ func TestFlagsOverrideEnvironment(t *testing.T) {
 
 	res := f.run("disable", "--config", configPath, "s", "a", "--state-dir", stateDir)
 	require.Equal(t, 0, res.code, res.stderr)
-	st, err := state.Open(stateDir, nil).Load(context.Background())
+	srv, err := state.Open(stateDir, nil).Load(context.Background(), "s")
 	require.NoError(t, err)
-	assert.Equal(t, []string{"a"}, st.Server("s").Disabled)
+	assert.Equal(t, []string{"a"}, srv.Disabled)
 	assert.Nil(t, f.stateBytes(), "the environment's state dir is untouched")
 }
 
@@ -109,21 +109,34 @@ func TestCorruptStore(t *testing.T) {
 		{name: "approve all", args: []string{"approve", "s", "--all"}},
 		{name: "diff", args: []string{"diff", "s", "a"}},
 	}
-	corrupt := []byte(`{"version": 1, "servers": {"s": {"disabled": ["a"]` + "\n") // truncated
+	// The server's file, or the version 1 file of every server, cut short.
+	corrupts := []struct {
+		path func(f *fixture) string
+		data []byte
+	}{
+		{path: func(f *fixture) string { return f.store.Path("s") }, data: []byte(`{"server": "s", "version": 2, "disabled": ["a"]` + "\n")},
+		{path: func(f *fixture) string { return filepath.Join(f.stateDir, state.LegacyFileName) },
+			data: []byte(`{"version": 1, "servers": {"s": {"disabled": ["a"]` + "\n")},
+	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, `{"servers": {"s": {}}}`)
-			require.NoError(t, os.MkdirAll(f.stateDir, 0o700))
-			require.NoError(t, os.WriteFile(f.store.Path(), corrupt, 0o600))
+		for _, c := range corrupts {
+			t.Run(tt.name, func(t *testing.T) {
+				f := newFixture(t, `{"servers": {"s": {}}}`)
+				path := c.path(f)
+				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
+				require.NoError(t, os.WriteFile(path, c.data, 0o600))
 
-			res := f.run(tt.args...)
-			assert.Equal(t, ExitError, res.code)
-			assert.Empty(t, res.stdout)
-			assert.Contains(t, res.stderr, "state file "+f.store.Path()+" is unreadable")
-			assert.Contains(t, res.stderr, "mcpwrap will not modify it")
-			assert.Contains(t, res.stderr, "repair it by hand, or move it aside")
-			assert.Equal(t, corrupt, f.stateBytes(), "the file is left as it was")
-		})
+				res := f.run(tt.args...)
+				assert.Equal(t, ExitError, res.code)
+				assert.Empty(t, res.stdout)
+				assert.Contains(t, res.stderr, "state file "+path+" is unreadable")
+				assert.Contains(t, res.stderr, "mcpwrap will not modify it")
+				assert.Contains(t, res.stderr, "repair it by hand, or move it aside")
+				after, err := os.ReadFile(path)
+				require.NoError(t, err)
+				assert.Equal(t, c.data, after, "the file is left as it was")
+			})
+		}
 	}
 }
 
@@ -142,8 +155,8 @@ func TestMissingConfigFlag(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, `{"servers": {"s": {"tools": {"default": "none"}}}}`)
-			require.NoError(t, f.store.Update(context.Background(), func(st *state.State) error {
-				st.Server("s").Disable("b") // the store knows the server
+			require.NoError(t, f.store.Update(context.Background(), "s", func(srv *state.Server) error {
+				srv.Disable("b") // the store knows the server
 				return nil
 			}))
 			before := f.stateBytes()

@@ -1,7 +1,9 @@
 package toolscli
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -24,12 +26,14 @@ type serverView struct {
 	user   *state.Server // never nil; part of the snapshot it came from
 }
 
-// view returns the named server's view over st. A server is known when the
-// config file has an entry for it or the store has state for it.
-func (c *cli) view(name string, st *state.State) (*serverView, error) {
-	if !c.config.Has(name) && st.Servers[name] == nil {
-		return nil, &unknownServerError{name: name, configPath: c.config.Path,
-			configFound: c.config.Found, known: c.knownServers(st)}
+// view returns the named server's view over its state srv. A server is
+// known when the config file has an entry for it or the store has state for
+// it. The error about an unknown server does not list the known ones yet
+// (see withKnown): view runs inside store updates, which must not read the
+// store.
+func (c *cli) view(name string, srv *state.Server) (*serverView, error) {
+	if !c.config.Has(name) && srv.Empty() {
+		return nil, &unknownServerError{name: name, configPath: c.config.Path, configFound: c.config.Found}
 	}
 	cfg := c.config.Server(name)
 	eval, err := policy.NewEvaluator(policy.Options{
@@ -40,14 +44,38 @@ func (c *cli) view(name string, st *state.State) (*serverView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: servers.%s: %w", c.config.Path, name, err)
 	}
-	return &serverView{name: name, config: cfg, eval: eval, user: st.Server(name)}, nil
+	return &serverView{name: name, config: cfg, eval: eval, user: srv}, nil
+}
+
+// load returns the named server's view over its state in the store.
+func (c *cli) load(ctx context.Context, name string) (*serverView, error) {
+	srv, err := c.store.Load(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	v, err := c.view(name, srv)
+	return v, c.withKnown(ctx, err)
 }
 
 // knownServers returns the servers the config or the store knows, sorted.
-func (c *cli) knownServers(st *state.State) []string {
-	names := append(c.config.Names(), st.ServerNames()...)
+func (c *cli) knownServers(ctx context.Context) ([]string, error) {
+	stored, err := c.store.Servers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := append(c.config.Names(), stored...)
 	slices.Sort(names)
-	return slices.Compact(names)
+	return slices.Compact(names), nil
+}
+
+// withKnown completes an error about an unknown server with the servers
+// that are known, when they can be read.
+func (c *cli) withKnown(ctx context.Context, err error) error {
+	var unknown *unknownServerError
+	if errors.As(err, &unknown) {
+		unknown.known, _ = c.knownServers(ctx)
+	}
+	return err
 }
 
 // unknownServerError is a server neither the config nor the store knows.
