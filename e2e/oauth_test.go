@@ -444,3 +444,50 @@ func TestOAuthDoctor(t *testing.T) {
 	assert.Equal(t, "available", r.Status, r.Error)
 	assert.Equal(t, 1, r.Tools)
 }
+
+// TestOAuthURLSecretStaysOutOfLogAndAgent: a server URL carrying an API
+// key in its query (…/mcp?api_key=SECRET) that answers 401 makes the
+// go-sdk's discovery fall back to an issuer URL with that query and fail
+// quoting it (the test server's metadata names its issuer without it).
+// The key reaches neither the sidecar's log nor the agent's tool result,
+// nor `mcpwrap login`'s output.
+func TestOAuthURLSecretStaysOutOfLogAndAgent(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	as := startAuthServer(t)
+	const secret = "SECRET-e2e-key-9f3a"
+	state, browserLog := t.TempDir(), filepath.Join(t.TempDir(), "browser.log")
+	env := signInEnv(t, state, browserLog, false)
+	endpoint := as.URL + "/mcp?api_key=" + secret
+	port := freeLoopbackPort(t)
+
+	s := startLineSession(ctx, t, env, mcpwrapPath, "--name", "notes", "--url", endpoint,
+		"--oauth-redirect-port", strconv.Itoa(port), "--log-level", "debug", "--ready-timeout", "1s")
+	s.Initialize(ctx, t)
+	var res signedCall
+	for i := 1; ; i++ { // until the failed sign-in is reported
+		res = callWhoami(ctx, t, s, i)
+		if strings.Contains(res.text(), "did not complete") {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			require.FailNow(t, "the failed sign-in was never reported", res.text())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	s.CloseAndDrain(ctx, t)
+	assert.True(t, res.IsError)
+	assert.Contains(t, res.text(), "issuer", "the go-sdk's reason is still told")
+
+	cmd := exec.CommandContext(ctx, mcpwrapPath, "login", "notes", "--url", endpoint, "--oauth-redirect-port", strconv.Itoa(freeLoopbackPort(t)))
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "the sign-in cannot succeed:\n%s", out)
+	assert.Contains(t, string(out), "issuer")
+
+	for name, text := range map[string]string{"tool result": res.text(), "sidecar log": s.proc.Stderr(), "login output": string(out)} {
+		assert.NotContains(t, text, secret, "the URL's key leaked into the %s", name)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/clientconfig"
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/doctor"
+	"github.com/mcpwrap/mcpwrap/internal/redact"
 	"github.com/mcpwrap/mcpwrap/internal/upstream"
 )
 
@@ -141,10 +142,13 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 		return usageFailed(stderr, "mcpwrap "+cmd, err)
 	}
 	o.name = name
+	// A sign-in's errors quote URLs derived from the server's, which may
+	// carry its credential.
+	fail := func(err error) { fmt.Fprintln(stderr, "mcpwrap "+cmd+":", redact.Text(err.Error())) }
 	if o.url == "" {
 		found, err := entryURL(name)
 		if err != nil {
-			fmt.Fprintln(stderr, "mcpwrap "+cmd+":", err)
+			fail(err)
 			return exitUsage
 		}
 		o.url, o.env = found.url, found.env
@@ -158,18 +162,18 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 	}
 	logger, closer, err := newLogger(logOptions{level: "warn", format: "text"}, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpwrap "+cmd+":", err)
+		fail(err)
 		return exitUsage
 	}
 	defer closer.Close()
 	file, err := config.Open(o.configPath, os.Getenv)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpwrap "+cmd+":", err)
+		fail(err)
 		return exitUsage
 	}
 	c, err := signIn(o, file.Server(name), stderr, logger, false)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpwrap "+cmd+":", err)
+		fail(err)
 		return exitUsage
 	}
 	defer c.Close()
@@ -177,7 +181,7 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 		found, err := c.Logout(ctx)
 		switch {
 		case err != nil:
-			fmt.Fprintln(stderr, "mcpwrap logout:", err)
+			fail(err)
 			return exitError
 		case found:
 			fmt.Fprintf(stdout, "Signed out of %s.\n", name)
@@ -194,7 +198,7 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 		fmt.Fprintf(stdout, "%s does not ask for a sign-in (or you are signed in already).\n", name)
 		return exitOK
 	case err != nil:
-		fmt.Fprintln(stderr, "mcpwrap login:", err)
+		fail(err)
 		return exitError
 	}
 	fmt.Fprintf(stdout, "Signed in to %s. Its running sidecars will pick it up.\n", name)

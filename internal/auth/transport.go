@@ -86,7 +86,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		discard(resp)
 		if err := t.c.authorize(ctx, ch, t.c.Browser.Open, false); err != nil {
-			t.c.log.Warn("step-up sign-in failed", "error", safeReason(err))
+			t.c.log.Warn("step-up sign-in failed", "error", err)
 			_, denied := t.c.loginRequired(ch)
 			return nil, denied
 		}
