@@ -228,6 +228,26 @@ func (s *Store) Forget(ctx context.Context, serverURL string) (bool, error) {
 	return found, err
 }
 
+// forgetClient removes the token of serverURL and the registrations of
+// clientID for it, when clientID is a client mcpwrap registered for it
+// (the next sign-in then registers anew), and reports whether it was. A
+// client configured by the user (oauth.client_id) is not mcpwrap's to
+// drop: then nothing changes.
+func (s *Store) forgetClient(ctx context.Context, serverURL, clientID string) (bool, error) {
+	registered := false
+	err := s.update(ctx, func(d *document) error {
+		n := len(d.Registrations)
+		d.Registrations = slices.DeleteFunc(d.Registrations, func(r Registration) bool {
+			return r.ServerURL == serverURL && r.ClientID == clientID
+		})
+		if registered = len(d.Registrations) != n; registered {
+			d.Tokens = slices.DeleteFunc(d.Tokens, func(t Token) bool { return t.ServerURL == serverURL })
+		}
+		return nil
+	})
+	return registered, err
+}
+
 // SignIn is one stored sign-in as status and doctor show it: no token.
 type SignIn struct {
 	ServerURL string
