@@ -17,9 +17,10 @@ import (
 	"github.com/gofrs/flock"
 )
 
-// Token is one server's sign-in, stored per user and keyed by the
-// authorization server's issuer and the resource the token is for.
-// Everything a refresh needs is here, so any process can refresh it.
+// Token is one server's sign-in, stored per user and keyed by the server's
+// MCP endpoint (ServerURL): every sidecar, login and status of that
+// endpoint shares it, whatever --name each gives it, and no other endpoint
+// does. Everything a refresh needs is here, so any process can refresh it.
 type Token struct {
 	// ServerURL is the MCP endpoint the sign-in was made for; sidecars
 	// find their token by it.
@@ -73,12 +74,13 @@ func (d *document) find(serverURL string) *Token {
 	return nil
 }
 
-// put stores t, replacing the token with the same issuer and resource and
-// any older token of the same server.
+// put stores t in its server's slot, replacing that server's token and no
+// other. Tokens are not keyed by issuer and resource: two endpoints of one
+// host may name the same ones (both fall back to the root protected-resource
+// metadata, resource "https://host"), and a sign-in to one must not sign
+// the user out of the other.
 func (d *document) put(t Token) {
-	d.Tokens = slices.DeleteFunc(d.Tokens, func(x Token) bool {
-		return x.ServerURL == t.ServerURL || x.Issuer == t.Issuer && x.Resource == t.Resource
-	})
+	d.Tokens = slices.DeleteFunc(d.Tokens, func(x Token) bool { return x.ServerURL == t.ServerURL })
 	d.Tokens = append(d.Tokens, t)
 }
 
