@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -250,7 +249,9 @@ func entryURL(name string) (foundEntry, error) {
 }
 
 // writeSignIns prints the user's stored sign-ins (never a token) for
-// status and doctor; nothing when there are none.
+// status and doctor; nothing when there are none. Each is named by the
+// --name it was made with, and its URLs are shown as their origins
+// (redact.URL): a server's path or query may hold its key (…/sk-…/mcp).
 func writeSignIns(w io.Writer, stateDir string, now time.Time) {
 	store, err := auth.OpenStore(stateDir, os.Getenv, nil)
 	if err != nil {
@@ -258,7 +259,7 @@ func writeSignIns(w io.Writer, stateDir string, now time.Time) {
 	}
 	list, err := store.SignIns()
 	if err != nil {
-		fmt.Fprintf(w, "\nSign-ins: cannot read %s: %v\n", store.Where(), err)
+		fmt.Fprintf(w, "\nSign-ins: cannot read %s: %s\n", store.Where(), redact.Text(err.Error()))
 		return
 	}
 	if len(list) == 0 {
@@ -267,17 +268,7 @@ func writeSignIns(w io.Writer, stateDir string, now time.Time) {
 	fmt.Fprintf(w, "\nSign-ins (in %s):\n", store.Where())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, s := range list {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", displayURL(s.ServerURL), s.Status.Issuer, s.Status.Describe(now))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", cmp.Or(s.Name, "-"), redact.URL(s.ServerURL), redact.URL(s.Status.Issuer), s.Status.Describe(now))
 	}
 	_ = tw.Flush()
-}
-
-// displayURL shows a server URL without what may carry a credential (user
-// info, query, fragment).
-func displayURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }

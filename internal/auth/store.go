@@ -25,6 +25,9 @@ type Token struct {
 	// ServerURL is the MCP endpoint the sign-in was made for; sidecars
 	// find their token by it.
 	ServerURL string `json:"server_url"`
+	// Name is the --name of the server that signed in, for status (which
+	// shows only the URL's origin); "" in stores written before it.
+	Name string `json:"name,omitempty"`
 	// Issuer is the authorization server's issuer identifier.
 	Issuer string `json:"issuer"`
 	// Resource is the RFC 8707 resource the token is bound to, sent again
@@ -252,6 +255,8 @@ func (s *Store) forgetClient(ctx context.Context, serverURL, clientID string) (b
 
 // SignIn is one stored sign-in as status and doctor show it: no token.
 type SignIn struct {
+	// Name is the --name it was made with; "" when unknown.
+	Name      string
 	ServerURL string
 	Status    Status
 }
@@ -264,7 +269,7 @@ func (s *Store) SignIns() ([]SignIn, error) {
 	}
 	out := make([]SignIn, 0, len(d.Tokens))
 	for _, t := range d.Tokens {
-		out = append(out, SignIn{ServerURL: t.ServerURL, Status: t.status()})
+		out = append(out, SignIn{Name: t.Name, ServerURL: t.ServerURL, Status: t.status()})
 	}
 	return out, nil
 }
