@@ -491,3 +491,45 @@ func TestOAuthURLSecretStaysOutOfLogAndAgent(t *testing.T) {
 		assert.NotContains(t, text, secret, "the URL's key leaked into the %s", name)
 	}
 }
+
+// TestOAuthStepUpLaunchesAreBounded: a server that asks for a larger scope
+// set on every call (403 insufficient_scope) gets a bounded number of
+// sign-in tabs from a sidecar, not one per call, and once the bound is
+// reached the agent is told why its call was not signed in again.
+func TestOAuthStepUpLaunchesAreBounded(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	as := startAuthServer(t)
+	state := t.TempDir()
+	cliLog, sidecarLog := filepath.Join(t.TempDir(), "cli.log"), filepath.Join(t.TempDir(), "sidecar.log")
+	login(ctx, t, as, signInEnv(t, state, cliLog, false), freeLoopbackPort(t))
+	as.StepUpEveryCall()
+
+	s := startLineSession(ctx, t, signInEnv(t, state, sidecarLog, false), mcpwrapPath, sidecarArgs(as, freeLoopbackPort(t))...)
+	s.Initialize(ctx, t)
+	const calls = 6
+	var texts []string
+	for i := 1; i <= calls; i++ {
+		var resp struct {
+			Result signedCall `json:"result"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		raw := s.Call(ctx, t, i, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}})
+		require.NoError(t, json.Unmarshal(raw, &resp))
+		require.True(t, resp.Error != nil || resp.Result.IsError, "call %d: the server never grants the scope it asks for: %s", i, raw)
+		text := resp.Result.text()
+		if resp.Error != nil {
+			text = resp.Error.Message
+		}
+		texts = append(texts, text)
+	}
+	s.CloseAndDrain(ctx, t)
+	assert.Equal(t, 3, launches(t, sidecarLog), "sign-in tabs opened by the sidecar in %d calls", calls)
+	assert.Equal(t, 1+3, as.Counts().Authorizations, "the login's and three step-ups")
+	last := texts[calls-1]
+	assert.Contains(t, last, "more permissions", "the agent is told the server keeps asking")
+	assert.Contains(t, last, "opened 3 sign-in windows for it within 10m0s", last)
+}

@@ -64,6 +64,8 @@ type Client struct {
 	wg      sync.WaitGroup
 	changed chan struct{} // a background sign-in ended
 
+	stepUps launchBound // step-up sign-ins opened in the browser
+
 	mu         sync.Mutex
 	tok        *Token        // cached; nil until read
 	autoLogins int           // background sign-ins started (see mayStartLogin)

@@ -107,9 +107,9 @@ func TestRefreshSingleFlightAcrossClients(t *testing.T) {
 
 func TestRefreshFailure(t *testing.T) {
 	tests := []struct {
-		name      string
-		status    int
-		errCode   string
+		name       string
+		status     int
+		errCode    string
 		registered bool // the token's client is a registration mcpwrap made
 		wantClass  resilience.Class
 		wantKept   bool
