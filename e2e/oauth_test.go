@@ -477,3 +477,92 @@ func TestSignInOpensOnlyAWebPage(t *testing.T) {
 		})
 	}
 }
+
+// TestOAuthURLSecretStaysOutOfLogAndAgent: a server URL carrying an API
+// key in its query (…/mcp?api_key=SECRET) that answers 401 makes the
+// go-sdk's discovery fall back to an issuer URL with that query and fail
+// quoting it (the test server's metadata names its issuer without it).
+// The key reaches neither the sidecar's log nor the agent's tool result,
+// nor `mcpwrap login`'s output.
+func TestOAuthURLSecretStaysOutOfLogAndAgent(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	as := startAuthServer(t)
+	const secret = "SECRET-e2e-key-9f3a"
+	state, browserLog := t.TempDir(), filepath.Join(t.TempDir(), "browser.log")
+	env := signInEnv(t, state, browserLog, false)
+	endpoint := as.URL + "/mcp?api_key=" + secret
+	port := freeLoopbackPort(t)
+
+	s := startLineSession(ctx, t, env, mcpwrapPath, "--name", "notes", "--url", endpoint,
+		"--oauth-redirect-port", strconv.Itoa(port), "--log-level", "debug", "--ready-timeout", "1s")
+	s.Initialize(ctx, t)
+	var res signedCall
+	for i := 1; ; i++ { // until the failed sign-in is reported
+		res = callWhoami(ctx, t, s, i)
+		if strings.Contains(res.text(), "did not complete") {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			require.FailNow(t, "the failed sign-in was never reported", res.text())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	s.CloseAndDrain(ctx, t)
+	assert.True(t, res.IsError)
+	assert.Contains(t, res.text(), "issuer", "the go-sdk's reason is still told")
+
+	cmd := exec.CommandContext(ctx, mcpwrapPath, "login", "notes", "--url", endpoint, "--oauth-redirect-port", strconv.Itoa(freeLoopbackPort(t)))
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "the sign-in cannot succeed:\n%s", out)
+	assert.Contains(t, string(out), "issuer")
+
+	for name, text := range map[string]string{"tool result": res.text(), "sidecar log": s.proc.Stderr(), "login output": string(out)} {
+		assert.NotContains(t, text, secret, "the URL's key leaked into the %s", name)
+	}
+}
+
+// TestOAuthStepUpLaunchesAreBounded: a server that asks for a larger scope
+// set on every call (403 insufficient_scope) gets a bounded number of
+// sign-in tabs from a sidecar, not one per call, and once the bound is
+// reached the agent is told why its call was not signed in again.
+func TestOAuthStepUpLaunchesAreBounded(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	as := startAuthServer(t)
+	state := t.TempDir()
+	cliLog, sidecarLog := filepath.Join(t.TempDir(), "cli.log"), filepath.Join(t.TempDir(), "sidecar.log")
+	login(ctx, t, as, signInEnv(t, state, cliLog, false), freeLoopbackPort(t))
+	as.StepUpEveryCall()
+
+	s := startLineSession(ctx, t, signInEnv(t, state, sidecarLog, false), mcpwrapPath, sidecarArgs(as, freeLoopbackPort(t))...)
+	s.Initialize(ctx, t)
+	const calls = 6
+	var texts []string
+	for i := 1; i <= calls; i++ {
+		var resp struct {
+			Result signedCall `json:"result"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		raw := s.Call(ctx, t, i, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}})
+		require.NoError(t, json.Unmarshal(raw, &resp))
+		require.True(t, resp.Error != nil || resp.Result.IsError, "call %d: the server never grants the scope it asks for: %s", i, raw)
+		text := resp.Result.text()
+		if resp.Error != nil {
+			text = resp.Error.Message
+		}
+		texts = append(texts, text)
+	}
+	s.CloseAndDrain(ctx, t)
+	assert.Equal(t, 3, launches(t, sidecarLog), "sign-in tabs opened by the sidecar in %d calls", calls)
+	assert.Equal(t, 1+3, as.Counts().Authorizations, "the login's and three step-ups")
+	last := texts[calls-1]
+	assert.Contains(t, last, "more permissions", "the agent is told the server keeps asking")
+	assert.Contains(t, last, "opened 3 sign-in windows for it within 10m0s", last)
+}

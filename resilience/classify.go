@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpwrap/mcpwrap/internal/redact"
 )
 
 // Error is a classified load failure: what [Classify] returns.
@@ -92,7 +94,7 @@ func (c Classifier) Classify(err error) *Error {
 // rest of mcpwrap produced beats a socket error it may wrap.
 func (c Classifier) classify(err error) *Error {
 	if errors.Is(err, ErrConfig) {
-		return &Error{Class: Permanent, Reason: truncate(redact(err.Error()), maxReasonRunes), Hint: "Fix the configuration file"}
+		return &Error{Class: Permanent, Reason: truncate(redact.Text(err.Error()), maxReasonRunes), Hint: "Fix the configuration file"}
 	}
 	if loop, ok := errors.AsType[*CrashLoopError](err); ok {
 		return crashLoop(loop)
@@ -131,7 +133,7 @@ func (c Classifier) classify(err error) *Error {
 	}
 	return &Error{
 		Class:  Permanent,
-		Reason: truncate(redact(err.Error()), maxReasonRunes),
+		Reason: truncate(redact.Text(err.Error()), maxReasonRunes),
 		Hint:   "Check mcpwrap's log and the server's own output",
 	}
 }
@@ -283,7 +285,7 @@ func httpStatus(e *HTTPStatusError) *Error {
 }
 
 func rpcError(e *RPCError) *Error {
-	reason := truncate(redact(e.Error()), maxReasonRunes)
+	reason := truncate(redact.Text(e.Error()), maxReasonRunes)
 	switch rpcSignature(e.Code, e.Message) {
 	case Denied:
 		return &Error{Class: Denied, Reason: reason, Hint: credentialHint}
@@ -319,7 +321,7 @@ func (c Classifier) spawn(e *SpawnError) *Error {
 	}
 	reason := prefix + "unknown error"
 	if e.Err != nil {
-		reason = prefix + redact(e.Err.Error())
+		reason = prefix + redact.Text(e.Err.Error())
 	}
 	return &Error{Class: Permanent, Reason: truncate(reason, maxReasonRunes), Hint: "Check the command configured for it"}
 }
@@ -431,7 +433,7 @@ func commandLine(argv []string) string {
 		case looksSecret(a):
 			a = "***"
 		case strings.Contains(a, "://"):
-			a = redact(a)
+			a = redact.Text(a)
 		}
 		words[i] = shellWord(a)
 	}

@@ -1,7 +1,6 @@
 package resilience
 
 import (
-	"net/url"
 	"strings"
 )
 
@@ -208,51 +207,6 @@ func afterLocationMark(before string) bool {
 
 func isAlnum(b byte) bool {
 	return b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
-}
-
-// redact reduces the URLs inside error text to their origin: user info,
-// path, query and fragment may each carry an API key or token (some
-// services put the key in the path). Text outside URLs is kept.
-func redact(text string) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(text, "://")
-		if i < 0 {
-			b.WriteString(text)
-			return b.String()
-		}
-		start := i
-		for start > 0 && isSchemeByte(text[start-1]) {
-			start--
-		}
-		end := i + len("://")
-		for end < len(text) && !isURLTerminator(text[end]) {
-			end++
-		}
-		b.WriteString(text[:start])
-		b.WriteString(redactURL(text[start:end]))
-		text = text[end:]
-	}
-}
-
-// redactURL renders one URL as its origin (scheme and host); a URL that
-// does not parse is replaced entirely.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" {
-		return "<url>"
-	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
-}
-
-func isSchemeByte(b byte) bool {
-	return isAlnum(b) || b == '+' || b == '-' || b == '.'
-}
-
-// isURLTerminator reports the bytes that end a URL embedded in an error
-// message, such as `Get "https://host/x": EOF`.
-func isURLTerminator(b byte) bool {
-	return b == '"' || b == '\'' || b == ' ' || b == '\t' || b == '\n' || b == '<' || b == '>' || b == '`'
 }
 
 // explanatorySignatures mark a stderr line that says why a server failed,

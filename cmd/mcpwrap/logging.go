@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
+
+	"github.com/mcpwrap/mcpwrap/internal/redact"
 )
 
 // logOptions are the logging flags shared by every subcommand.
@@ -45,9 +47,9 @@ func newLogger(o logOptions, stderr io.Writer) (*slog.Logger, io.Closer, error) 
 	var h slog.Handler
 	switch strings.ToLower(o.format) {
 	case "", "text":
-		h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w), ReplaceAttr: boundAttr})
+		h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w), ReplaceAttr: logAttr})
 	case "json":
-		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: boundAttr})
+		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: logAttr})
 	default:
 		closer.Close()
 		return nil, nil, fmt.Errorf("--log-format %q: want text or json", o.format)
@@ -62,9 +64,13 @@ func newLogger(o logOptions, stderr io.Writer) (*slog.Logger, io.Closer, error) 
 // file, grow with them.
 const maxLogValue = 4 << 10
 
-// boundAttr cuts a string or error value longer than maxLogValue, saying
-// how long it was.
-func boundAttr(_ []string, a slog.Attr) slog.Attr {
+// logAttr makes an attribute fit for the log. An error value's text has
+// the URLs in it reduced to their origin (redact.Text): a library's error
+// may quote a URL with a credential in its query or path (the go-sdk's
+// OAuth discovery quotes the issuer URL it derived from the server's), and
+// this is where every error of every package is logged. Then a string or
+// error value longer than maxLogValue is cut, saying how long it was.
+func logAttr(_ []string, a slog.Attr) slog.Attr {
 	var s string
 	switch v := a.Value.Resolve(); {
 	case v.Kind() == slog.KindString:
@@ -74,7 +80,8 @@ func boundAttr(_ []string, a slog.Attr) slog.Attr {
 		if !ok {
 			return a
 		}
-		s = err.Error()
+		s = redact.Text(err.Error())
+		a = slog.String(a.Key, s)
 	default:
 		return a
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -37,6 +38,26 @@ func TestLogValuesAreBounded(t *testing.T) {
 			assert.Less(t, out.Len(), 4*maxLogValue+1024, "records of a bounded size")
 			assert.Contains(t, out.String(), "1048576 bytes")
 			assert.Contains(t, out.String(), "echo", "short values are untouched")
+		})
+	}
+}
+
+// TestLoggedErrorsCarryNoURLSecret: an error value is logged with every
+// URL in its text reduced to its origin, whichever package logs it: a
+// library's error quoting the server's URL with its API key (query, path
+// or user info) never reaches the log.
+func TestLoggedErrorsCarryNoURLSecret(t *testing.T) {
+	err := fmt.Errorf("sign-in failed: %w", errors.New(`metadata issuer "http://127.0.0.1:1" does not match issuer URL "http://u:SECRET@127.0.0.1:1/sk-SECRET?api_key=SECRET"`))
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			var out bytes.Buffer
+			logger, closer, lerr := newLogger(logOptions{level: "info", format: format}, &out)
+			require.NoError(t, lerr)
+			defer closer.Close()
+			logger.With("server", "notes").Warn("sign-in failed", "error", err)
+			assert.NotContains(t, out.String(), "SECRET")
+			assert.Contains(t, out.String(), "does not match issuer URL", "the rest of the error is kept")
+			assert.Contains(t, out.String(), "127.0.0.1:1", "the URL's origin is kept")
 		})
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -18,6 +17,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/clientconfig"
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/doctor"
+	"github.com/mcpwrap/mcpwrap/internal/redact"
 	"github.com/mcpwrap/mcpwrap/internal/upstream"
 )
 
@@ -141,10 +141,13 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 		return usageFailed(stderr, "mcpwrap "+cmd, err)
 	}
 	o.name = name
+	// A sign-in's errors quote URLs derived from the server's, which may
+	// carry its credential.
+	fail := func(err error) { fmt.Fprintln(stderr, "mcpwrap "+cmd+":", redact.Text(err.Error())) }
 	if o.url == "" {
 		found, err := entryURL(name)
 		if err != nil {
-			fmt.Fprintln(stderr, "mcpwrap "+cmd+":", err)
+			fail(err)
 			return exitUsage
 		}
 		o.url, o.env = found.url, found.env
@@ -158,18 +161,18 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 	}
 	logger, closer, err := newLogger(logOptions{level: "warn", format: "text"}, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpwrap "+cmd+":", err)
+		fail(err)
 		return exitUsage
 	}
 	defer closer.Close()
 	file, err := config.Open(o.configPath, os.Getenv)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpwrap "+cmd+":", err)
+		fail(err)
 		return exitUsage
 	}
 	c, err := signIn(o, file.Server(name), stderr, logger, false)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpwrap "+cmd+":", err)
+		fail(err)
 		return exitUsage
 	}
 	defer c.Close()
@@ -177,7 +180,7 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 		found, err := c.Logout(ctx)
 		switch {
 		case err != nil:
-			fmt.Fprintln(stderr, "mcpwrap logout:", err)
+			fail(err)
 			return exitError
 		case found:
 			fmt.Fprintf(stdout, "Signed out of %s.\n", name)
@@ -194,7 +197,7 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 		fmt.Fprintf(stdout, "%s does not ask for a sign-in (or you are signed in already).\n", name)
 		return exitOK
 	case err != nil:
-		fmt.Fprintln(stderr, "mcpwrap login:", err)
+		fail(err)
 		return exitError
 	}
 	fmt.Fprintf(stdout, "Signed in to %s. Its running sidecars will pick it up.\n", name)
@@ -246,7 +249,9 @@ func entryURL(name string) (foundEntry, error) {
 }
 
 // writeSignIns prints the user's stored sign-ins (never a token) for
-// status and doctor; nothing when there are none.
+// status and doctor; nothing when there are none. Each is named by the
+// --name it was made with, and its URLs are shown as their origins
+// (redact.URL): a server's path or query may hold its key (…/sk-…/mcp).
 func writeSignIns(w io.Writer, stateDir string, now time.Time) {
 	store, err := auth.OpenStore(stateDir, os.Getenv, nil)
 	if err != nil {
@@ -254,7 +259,7 @@ func writeSignIns(w io.Writer, stateDir string, now time.Time) {
 	}
 	list, err := store.SignIns()
 	if err != nil {
-		fmt.Fprintf(w, "\nSign-ins: cannot read %s: %v\n", store.Where(), err)
+		fmt.Fprintf(w, "\nSign-ins: cannot read %s: %s\n", store.Where(), redact.Text(err.Error()))
 		return
 	}
 	if len(list) == 0 {
@@ -263,17 +268,7 @@ func writeSignIns(w io.Writer, stateDir string, now time.Time) {
 	fmt.Fprintf(w, "\nSign-ins (in %s):\n", store.Where())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, s := range list {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", displayURL(s.ServerURL), s.Status.Issuer, s.Status.Describe(now))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", cmp.Or(s.Name, "-"), redact.URL(s.ServerURL), redact.URL(s.Status.Issuer), s.Status.Describe(now))
 	}
 	_ = tw.Flush()
-}
-
-// displayURL shows a server URL without what may carry a credential (user
-// info, query, fragment).
-func displayURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }

@@ -13,6 +13,9 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/config"
 )
 
+// TestWriteSignIns: status and doctor list each sign-in by its name and
+// its URLs' origins, never a token, user info, path or query: some
+// services put the key in the path (…/sk-ak-…/mcp).
 func TestWriteSignIns(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("MCPWRAP_TOKEN_STORE", "file")
@@ -23,10 +26,15 @@ func TestWriteSignIns(t *testing.T) {
 		ServerURL: "https://user:pw@mcp.example/mcp?key=k", Issuer: "https://as.example",
 		AccessToken: "secret-access", RefreshToken: "secret-refresh", Expiry: now.Add(52 * time.Minute),
 	}, nil))
+	require.NoError(t, store.SaveToken(context.Background(), auth.Token{
+		ServerURL: "https://mcp.example/sk-ak-SECRET/mcp", Name: "linear", Issuer: "https://as.example/tenant-SECRET",
+		AccessToken: "secret-access-2",
+	}, nil))
 	var out bytes.Buffer
 	writeSignIns(&out, dir, now)
-	assert.Contains(t, out.String(), "https://mcp.example/mcp  https://as.example  signed in (expires in 52m0s)")
-	for _, secret := range []string{"secret-access", "secret-refresh", "pw", "key=k"} {
+	assert.Contains(t, out.String(), "  -       https://mcp.example  https://as.example  signed in (expires in 52m0s)\n")
+	assert.Contains(t, out.String(), "  linear  https://mcp.example  https://as.example  signed in\n")
+	for _, secret := range []string{"secret-access", "secret-refresh", "pw", "key=k", "SECRET", "example/"} {
 		assert.NotContains(t, out.String(), secret)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/redact"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -62,6 +63,8 @@ type Client struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	changed chan struct{} // a background sign-in ended
+
+	stepUps launchBound // step-up sign-ins opened in the browser
 
 	mu         sync.Mutex
 	tok        *Token        // cached; nil until read
@@ -304,7 +307,7 @@ func (c *Client) startLogin(ch challenge, unlock func(), done chan struct{}) {
 			return c.Browser.Open(ctx, url)
 		}, false)
 		if err != nil {
-			c.log.Warn("sign-in failed", "error", safeReason(err))
+			c.log.Warn("sign-in failed", "error", err)
 		}
 		c.mu.Lock()
 		c.loggingIn, c.loginErr, c.loginOK = false, err, err == nil
@@ -317,13 +320,15 @@ func (c *Client) startLogin(ch challenge, unlock func(), done chan struct{}) {
 	}()
 }
 
-// safeReason is err's text for messages. The package's errors carry no
-// token; the go-sdk's errors name URLs and parameters, never secrets.
+// safeReason is err's text for the agent: the go-sdk's errors quote the
+// URLs they derived from the server's, which may carry its credential
+// (…/mcp?api_key=…), so every URL in it is reduced to its origin. The
+// package's own errors carry no token.
 func safeReason(err error) string {
 	if err == nil {
 		return ""
 	}
-	return err.Error()
+	return redact.Text(err.Error())
 }
 
 // Watch calls fn whenever the server's sign-in may have changed: another

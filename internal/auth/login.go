@@ -208,6 +208,7 @@ func (c *Client) authorizeOnce(ctx context.Context, ch challenge, open func(ctx 
 
 	t := Token{
 		ServerURL:    c.ServerURL,
+		Name:         c.Name,
 		Issuer:       rec.issuer(),
 		TokenURL:     got.cfg.Endpoint.TokenURL,
 		AuthStyle:    int(got.cfg.Endpoint.AuthStyle),

@@ -21,9 +21,9 @@ import (
 // rotating, single-use) refresh token a second time. stale is the access
 // token the caller found unusable.
 //
-// A refusal (invalid_grant and other 4xx) forgets the token and returns a
-// login-required error; a network failure, 429 or 5xx is transient and
-// keeps the token for the next try.
+// A refusal of the grant (see refreshFailed) forgets the token and returns
+// a login-required error; any other failure is transient and keeps the
+// token for the next try.
 func (c *Client) refresh(ctx context.Context, stale string) (*Token, error) {
 	unlock, err := c.Store.lock(ctx, lockName("refresh", c.ServerURL))
 	if err != nil {
@@ -57,7 +57,7 @@ func (c *Client) refresh(ctx context.Context, stale string) (*Token, error) {
 	// An expired token with only the refresh token makes the source refresh.
 	fresh, err := cfg.TokenSource(rctx, &oauth2.Token{RefreshToken: t.RefreshToken, Expiry: time.Unix(1, 0)}).Token()
 	if err != nil {
-		return nil, c.refreshFailed(ctx, err)
+		return nil, c.refreshFailed(ctx, t, err)
 	}
 	next := *t
 	next.AccessToken, next.TokenType, next.Expiry = fresh.AccessToken, fresh.TokenType, fresh.Expiry
@@ -75,30 +75,44 @@ func (c *Client) refresh(ctx context.Context, stale string) (*Token, error) {
 	return &next, nil
 }
 
-// refreshFailed classifies a failed refresh.
-func (c *Client) refreshFailed(ctx context.Context, err error) error {
+// refreshFailed classifies a failed refresh. Only the authorization
+// server's word that the grant is gone forgets the sign-in: invalid_grant
+// (revoked, expired, or already used), or invalid_client for a client
+// mcpwrap registered itself, which the next sign-in registers anew. Any
+// other answer (400 invalid_request, 401, 404, 408, 429, 5xx, a body that
+// is not an OAuth error) may be a proxy, an outage or a misconfiguration
+// fixed tomorrow: it is transient, and the tokens are kept for the next try.
+func (c *Client) refreshFailed(ctx context.Context, t *Token, err error) error {
 	var re *oauth2.RetrieveError
-	if errors.As(err, &re) && re.Response != nil {
-		code := re.Response.StatusCode
-		if code == http.StatusTooManyRequests || code >= 500 {
-			status := &resilience.HTTPStatusError{StatusCode: code, Status: re.Response.Status}
-			c.log.Warn("the authorization server could not refresh the token; will retry", "status", code)
-			return &resilience.Error{Class: resilience.Transient,
-				Reason: "the authorization server could not renew the sign-in (" + status.Error() + ")",
-				Err:    status}
-		}
-		// The grant is gone (invalid_grant: revoked, expired, or already
-		// used): only a new sign-in helps. Forget the token so that no
-		// process tries it again.
-		c.log.Warn("the authorization server refused the refresh token; a new sign-in is needed", "status", code, "error_code", re.ErrorCode)
+	if !errors.As(err, &re) || re.Response == nil {
+		// Network failure: the type survives for the classifier.
+		return fmt.Errorf("refreshing the sign-in: %w", err)
+	}
+	code := re.Response.StatusCode
+	gone := false
+	switch re.ErrorCode {
+	case "invalid_grant":
+		gone = true
 		if _, ferr := c.Store.Forget(ctx, c.ServerURL); ferr != nil {
 			c.log.Warn("cannot forget the refused token", "error", ferr)
 		}
+	case "invalid_client":
+		registered, ferr := c.Store.forgetClient(ctx, c.ServerURL, t.ClientID)
+		gone = registered
+		if ferr != nil {
+			c.log.Warn("cannot forget the refused client", "error", ferr)
+		}
+	}
+	if gone {
+		c.log.Warn("the authorization server refused the refresh token; a new sign-in is needed", "status", code, "error_code", re.ErrorCode)
 		c.setToken(nil)
 		return ErrNoToken
 	}
-	// Network failure: the type survives for the classifier.
-	return fmt.Errorf("refreshing the sign-in: %w", err)
+	status := &resilience.HTTPStatusError{StatusCode: code, Status: re.Response.Status}
+	c.log.Warn("the authorization server could not refresh the token; keeping it, will retry", "status", code, "error_code", re.ErrorCode)
+	return &resilience.Error{Class: resilience.Transient,
+		Reason: "the authorization server could not renew the sign-in (" + status.Error() + ")",
+		Err:    status}
 }
 
 // resourceParam adds the RFC 8707 resource parameter to refresh requests

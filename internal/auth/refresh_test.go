@@ -107,15 +107,30 @@ func TestRefreshSingleFlightAcrossClients(t *testing.T) {
 
 func TestRefreshFailure(t *testing.T) {
 	tests := []struct {
-		name      string
-		status    int
-		errCode   string
-		wantClass resilience.Class
-		wantKept  bool
+		name       string
+		status     int
+		errCode    string
+		registered bool // the token's client is a registration mcpwrap made
+		wantClass  resilience.Class
+		wantKept   bool
 	}{
 		{name: "503 is transient and keeps the token", status: http.StatusServiceUnavailable, wantClass: resilience.Transient, wantKept: true},
 		{name: "429 is transient", status: http.StatusTooManyRequests, wantClass: resilience.Transient, wantKept: true},
 		{name: "invalid_grant needs a new sign-in", status: http.StatusBadRequest, errCode: "invalid_grant", wantClass: resilience.Denied},
+		{name: "invalid_grant answered 401", status: http.StatusUnauthorized, errCode: "invalid_grant", wantClass: resilience.Denied},
+		{name: "400 invalid_request keeps the token", status: http.StatusBadRequest, errCode: "invalid_request", wantClass: resilience.Transient, wantKept: true},
+		{name: "400 without an OAuth error keeps the token", status: http.StatusBadRequest, wantClass: resilience.Transient, wantKept: true},
+		{name: "401 from a proxy keeps the token", status: http.StatusUnauthorized, wantClass: resilience.Transient, wantKept: true},
+		{name: "404 keeps the token", status: http.StatusNotFound, wantClass: resilience.Transient, wantKept: true},
+		{name: "408 keeps the token", status: http.StatusRequestTimeout, wantClass: resilience.Transient, wantKept: true},
+		{
+			name: "invalid_client of a configured client keeps the token", status: http.StatusUnauthorized, errCode: "invalid_client",
+			wantClass: resilience.Transient, wantKept: true,
+		},
+		{
+			name: "invalid_client of mcpwrap's registration needs a new sign-in, which registers anew", status: http.StatusUnauthorized, errCode: "invalid_client",
+			registered: true, wantClass: resilience.Denied,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,6 +140,11 @@ func TestRefreshFailure(t *testing.T) {
 			store, err := newFileStore(t.TempDir())
 			require.NoError(t, err)
 			expiredToken(t, store, "https://mcp.example/mcp", srv.URL)
+			const redirect = "http://127.0.0.1:1/callback"
+			if tt.registered {
+				require.NoError(t, store.SaveToken(t.Context(), mustToken(t, store, "https://mcp.example/mcp"),
+					&Registration{Issuer: "https://as.example", ServerURL: "https://mcp.example/mcp", RedirectURL: redirect, ClientID: "client"}))
+			}
 			c := &Client{Name: "linear", ServerURL: "https://mcp.example/mcp", Store: store}
 			c.setup()
 
@@ -143,8 +163,20 @@ func TestRefreshFailure(t *testing.T) {
 			_, err = store.Token("https://mcp.example/mcp")
 			assert.Equal(t, tt.wantKept, err == nil, "token kept")
 			assert.Equal(t, int32(1), as.requests.Load(), "one refresh request")
+			if tt.registered {
+				_, regKept, err := store.Registration("https://mcp.example/mcp", redirect)
+				require.NoError(t, err)
+				assert.Equal(t, tt.wantKept, regKept, "registration kept")
+			}
 		})
 	}
+}
+
+func mustToken(t *testing.T, s *Store, serverURL string) Token {
+	t.Helper()
+	tok, err := s.Token(serverURL)
+	require.NoError(t, err)
+	return tok
 }
 
 func TestTokenFileIsPrivate(t *testing.T) {

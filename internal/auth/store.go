@@ -17,13 +17,17 @@ import (
 	"github.com/gofrs/flock"
 )
 
-// Token is one server's sign-in, stored per user and keyed by the
-// authorization server's issuer and the resource the token is for.
-// Everything a refresh needs is here, so any process can refresh it.
+// Token is one server's sign-in, stored per user and keyed by the server's
+// MCP endpoint (ServerURL): every sidecar, login and status of that
+// endpoint shares it, whatever --name each gives it, and no other endpoint
+// does. Everything a refresh needs is here, so any process can refresh it.
 type Token struct {
 	// ServerURL is the MCP endpoint the sign-in was made for; sidecars
 	// find their token by it.
 	ServerURL string `json:"server_url"`
+	// Name is the --name of the server that signed in, for status (which
+	// shows only the URL's origin); "" in stores written before it.
+	Name string `json:"name,omitempty"`
 	// Issuer is the authorization server's issuer identifier.
 	Issuer string `json:"issuer"`
 	// Resource is the RFC 8707 resource the token is bound to, sent again
@@ -73,12 +77,13 @@ func (d *document) find(serverURL string) *Token {
 	return nil
 }
 
-// put stores t, replacing the token with the same issuer and resource and
-// any older token of the same server.
+// put stores t in its server's slot, replacing that server's token and no
+// other. Tokens are not keyed by issuer and resource: two endpoints of one
+// host may name the same ones (both fall back to the root protected-resource
+// metadata, resource "https://host"), and a sign-in to one must not sign
+// the user out of the other.
 func (d *document) put(t Token) {
-	d.Tokens = slices.DeleteFunc(d.Tokens, func(x Token) bool {
-		return x.ServerURL == t.ServerURL || x.Issuer == t.Issuer && x.Resource == t.Resource
-	})
+	d.Tokens = slices.DeleteFunc(d.Tokens, func(x Token) bool { return x.ServerURL == t.ServerURL })
 	d.Tokens = append(d.Tokens, t)
 }
 
@@ -228,8 +233,30 @@ func (s *Store) Forget(ctx context.Context, serverURL string) (bool, error) {
 	return found, err
 }
 
+// forgetClient removes the token of serverURL and the registrations of
+// clientID for it, when clientID is a client mcpwrap registered for it
+// (the next sign-in then registers anew), and reports whether it was. A
+// client configured by the user (oauth.client_id) is not mcpwrap's to
+// drop: then nothing changes.
+func (s *Store) forgetClient(ctx context.Context, serverURL, clientID string) (bool, error) {
+	registered := false
+	err := s.update(ctx, func(d *document) error {
+		n := len(d.Registrations)
+		d.Registrations = slices.DeleteFunc(d.Registrations, func(r Registration) bool {
+			return r.ServerURL == serverURL && r.ClientID == clientID
+		})
+		if registered = len(d.Registrations) != n; registered {
+			d.Tokens = slices.DeleteFunc(d.Tokens, func(t Token) bool { return t.ServerURL == serverURL })
+		}
+		return nil
+	})
+	return registered, err
+}
+
 // SignIn is one stored sign-in as status and doctor show it: no token.
 type SignIn struct {
+	// Name is the --name it was made with; "" when unknown.
+	Name      string
 	ServerURL string
 	Status    Status
 }
@@ -242,7 +269,7 @@ func (s *Store) SignIns() ([]SignIn, error) {
 	}
 	out := make([]SignIn, 0, len(d.Tokens))
 	for _, t := range d.Tokens {
-		out = append(out, SignIn{ServerURL: t.ServerURL, Status: t.status()})
+		out = append(out, SignIn{Name: t.Name, ServerURL: t.ServerURL, Status: t.status()})
 	}
 	return out, nil
 }

@@ -83,3 +83,29 @@ func FuzzStoreDocument(f *testing.F) {
 		_, _ = s.SignIns()
 	})
 }
+
+// TestSignInKeepsOtherServersTokens: two endpoints on one host whose
+// protected-resource metadata names the same issuer and resource (the
+// root metadata, resource "https://h") are two servers with a slot each:
+// signing in to one, again, or out of it never takes the other's token.
+func TestSignInKeepsOtherServersTokens(t *testing.T) {
+	s, err := newFileStore(t.TempDir())
+	require.NoError(t, err)
+	a := Token{ServerURL: "https://h/a/mcp", Issuer: "https://as", Resource: "https://h", AccessToken: "a-1"}
+	b := Token{ServerURL: "https://h/b/mcp", Issuer: "https://as", Resource: "https://h", AccessToken: "b-1"}
+	require.NoError(t, s.SaveToken(t.Context(), a, nil))
+	require.NoError(t, s.SaveToken(t.Context(), b, nil))
+	assert.Equal(t, "a-1", mustToken(t, s, a.ServerURL).AccessToken, "b's sign-in kept a's token")
+
+	a.AccessToken = "a-2"
+	require.NoError(t, s.SaveToken(t.Context(), a, nil))
+	assert.Equal(t, "a-2", mustToken(t, s, a.ServerURL).AccessToken, "a's new sign-in replaces its own")
+	assert.Equal(t, "b-1", mustToken(t, s, b.ServerURL).AccessToken, "a's new sign-in kept b's token")
+	list, err := s.SignIns()
+	require.NoError(t, err)
+	assert.Len(t, list, 2, "one slot per server")
+
+	_, err = s.Forget(t.Context(), a.ServerURL)
+	require.NoError(t, err)
+	assert.Equal(t, "b-1", mustToken(t, s, b.ServerURL).AccessToken, "signing out of a kept b's token")
+}

@@ -21,8 +21,10 @@ import (
 // (the response is closed): see [Client.AutoLogin] for the sign-in it may
 // start. A 403 insufficient_scope asks for the larger scope set (step-up):
 // the sign-in runs during the request, at most once per request and once
-// per scope set in the process, when a browser may be opened; otherwise
-// the 403 is returned as is.
+// per scope set in the process, and at most [DefaultMaxStepUps] times in
+// [DefaultStepUpWindow] for the Client, when a browser may be opened;
+// otherwise the 403 is returned as is, and past that bound with a status
+// line that tells the agent why and when to retry.
 func (c *Client) WrapTransport(base http.RoundTripper) http.RoundTripper {
 	c.setup()
 	if base == nil {
@@ -81,12 +83,19 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.afterLogin(req, ch)
 	case resp.StatusCode == http.StatusForbidden:
 		ch := newChallenge(req, resp)
-		if !ch.stepUp() || !t.stepUpAllowed(ch) {
+		if !ch.stepUp() {
+			return resp, nil
+		}
+		allowed, next := t.stepUpAllowed(ch)
+		if !allowed {
+			if !next.IsZero() {
+				t.boundReached(resp, next)
+			}
 			return resp, nil
 		}
 		discard(resp)
 		if err := t.c.authorize(ctx, ch, t.c.Browser.Open, false); err != nil {
-			t.c.log.Warn("step-up sign-in failed", "error", safeReason(err))
+			t.c.log.Warn("step-up sign-in failed", "error", err)
 			_, denied := t.c.loginRequired(ch)
 			return nil, denied
 		}
@@ -152,23 +161,40 @@ func (t *transport) resend(req *http.Request, tok string) (*http.Response, error
 }
 
 // stepUpAllowed reports whether a step-up sign-in may run for ch: a
-// browser may be opened, and this scope set was not tried before.
-func (t *transport) stepUpAllowed(ch challenge) bool {
+// browser may be opened, this scope set was not tried before, and the
+// Client's bound on step-ups (launchBound) allows another now. When only
+// the bound stands in the way, next is when it will allow one.
+func (t *transport) stepUpAllowed(ch challenge) (ok bool, next time.Time) {
 	c := t.c
 	if !c.AutoLogin || c.Browser == nil || c.Browser.Disabled() {
-		return false
+		return false, time.Time{}
 	}
 	key := challengeScope(ch)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.steppedUp[key] {
-		return false
+		return false, time.Time{}
+	}
+	if ok, next := c.stepUps.take(); !ok {
+		return false, next // the scope set is not marked: it may be tried later
 	}
 	if t.steppedUp == nil {
 		t.steppedUp = map[string]bool{}
 	}
 	t.steppedUp[key] = true
-	return true
+	return true, time.Time{}
+}
+
+// boundReached tells the agent, through the status line of the server's
+// 403 that it gets as the answer to its call, why no sign-in window was
+// opened for it. The server's scopes are not repeated: they are its words.
+func (t *transport) boundReached(resp *http.Response, next time.Time) {
+	limit, window := t.c.stepUps.limits()
+	wait := max(time.Until(next), time.Second).Round(time.Second)
+	t.c.log.Warn("the server asks for more permissions again; not opening another sign-in window",
+		"opened", limit, "within", window.String(), "next_in", wait.String())
+	resp.Status = fmt.Sprintf("%d %s (the server asks for more permissions again: mcpwrap opened %d sign-in windows for it within %s, and opens no more for %s; retry then)",
+		resp.StatusCode, http.StatusText(resp.StatusCode), limit, window, wait)
 }
 
 // challengeScope is the scope set ch's Bearer challenge asks for.

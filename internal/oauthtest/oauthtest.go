@@ -9,6 +9,7 @@
 package oauthtest
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -16,6 +17,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -68,6 +70,8 @@ type Server struct {
 	refreshError  string
 	barrier       int           // rejections still to arrive before any is answered
 	barrierDone   chan struct{} // closed when they have
+	stepUps       bool          // every tools/call asks for one more scope
+	scopesAsked   int           // scopes asked for so far by step-ups
 }
 
 type grant struct {
@@ -97,7 +101,7 @@ func Start(opts Options) (*Server, error) {
 	mux.HandleFunc("POST /token", s.token)
 	mux.Handle("/mcp", sdkauth.RequireBearerToken(s.verify, &sdkauth.RequireBearerTokenOptions{
 		ResourceMetadataURL: s.URL + "/.well-known/oauth-protected-resource/mcp",
-	})(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcpServer() }, nil)))
+	})(s.stepUp(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcpServer() }, nil))))
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(s.done)
@@ -144,6 +148,53 @@ func (s *Server) HoldRejections(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.barrier, s.barrierDone = n, make(chan struct{})
+}
+
+// StepUpEveryCall makes every tools/call (with a valid token) answered 403
+// insufficient_scope, asking for a scope set larger by one than the last
+// one asked for: a server that invents a new scope set for each call, so
+// each call wants a new sign-in.
+func (s *Server) StepUpEveryCall() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stepUps = true
+}
+
+// stepUp answers tools/call 403 insufficient_scope while StepUpEveryCall is
+// on, and passes everything else to next.
+func (s *Server) stepUp(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		on := s.stepUps
+		s.mu.Unlock()
+		if !on || r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, "cannot read the request", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		s.mu.Lock()
+		s.scopesAsked++
+		scopes := []string{"tools"}
+		for i := 1; i <= s.scopesAsked; i++ {
+			scopes = append(scopes, fmt.Sprintf("extra-%d", i))
+		}
+		s.mu.Unlock()
+		w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q`,
+			strings.Join(scopes, " "), s.URL+"/.well-known/oauth-protected-resource/mcp"))
+		http.Error(w, "insufficient scope", http.StatusForbidden)
+	})
 }
 
 // ExpireAccessTokens makes every access token issued so far invalid.

@@ -18,6 +18,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/mcpwrap/mcpwrap/internal/redact"
 )
 
 // Fallback is the name of a server nothing identifies.
@@ -35,12 +37,14 @@ type Source struct {
 
 // Describe returns the source as "npx @scope/pkg", "docker ghcr.io/o/img",
 // "https://mcp.example.com": short, and without the arguments, environment
-// or URL parts that may hold secrets.
+// or URL parts that may hold secrets: a URL, a remote server's or a
+// package's (uvx --from git+https://…), is shown as its origin
+// (redact.Text).
 // A file system path is cut to its last two elements ("node
 // …/@modelcontextprotocol/server-memory"): enough to tell servers apart in
 // a table.
 func (s Source) Describe() string {
-	subject := s.Subject
+	subject := redact.Text(s.Subject)
 	if isPath(subject) {
 		p := strings.ReplaceAll(subject, `\`, "/")
 		if parts := strings.Split(strings.Trim(p, "/"), "/"); len(parts) > 2 {

@@ -78,6 +78,9 @@ func TestDescribeAndDigest(t *testing.T) {
 		Identify([]string{"node", "/home/me/node_modules/@modelcontextprotocol/server-memory/dist/index.js"}, "").Describe())
 	assert.Equal(t, "python3 …/servers/weather.py", Identify([]string{"python3", "/opt/servers/weather.py"}, "").Describe())
 	assert.Equal(t, "docker ghcr.io/github/github-mcp-server", Identify([]string{"docker", "run", "-i", "ghcr.io/github/github-mcp-server"}, "").Describe())
+	// A package fetched from a URL: its token or path is not shown.
+	assert.Equal(t, "uvx git+https://github.com", Identify([]string{"uvx", "--from", "git+https://x-access-token:s3cret@github.com/o/r.git", "srv"}, "").Describe())
+	assert.Equal(t, "npx https://registry.example", Identify([]string{"npx", "-y", "https://registry.example/s3cret/pkg.tgz"}, "").Describe())
 	assert.NotContains(t, Digest(cmd, ""), "s3cret")
 	assert.Equal(t, Digest(cmd, ""), Digest(append([]string(nil), cmd...), ""))
 	assert.NotEqual(t, Digest(cmd, ""), Digest(cmd[:4], ""))

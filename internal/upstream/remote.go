@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/paramheader"
+	"github.com/mcpwrap/mcpwrap/internal/redact"
 	"github.com/mcpwrap/mcpwrap/middleware"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -110,7 +111,7 @@ const (
 // Close are safe for concurrent use with everything.
 type RemoteConn struct {
 	endpoint *url.URL
-	logURL   string // the endpoint's origin: see redactURL
+	logURL   string // the endpoint's origin: see redact.URL
 	header   http.Header
 	client   *http.Client
 	log      *slog.Logger
@@ -200,7 +201,7 @@ func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
 	}
 	c := &RemoteConn{
 		endpoint: u,
-		logURL:   redactURL(u),
+		logURL:   redact.URL(u.String()),
 		header:   r.Header.Clone(),
 		client:   client,
 		log:      log,
@@ -603,9 +604,7 @@ func (c *RemoteConn) do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
-			if u, perr := url.Parse(ue.URL); perr == nil {
-				ue.URL = redactURL(u)
-			}
+			ue.URL = redact.URL(ue.URL)
 		}
 		return nil, err
 	}
@@ -633,13 +632,6 @@ func reconnectDelay(failures int) time.Duration {
 	d := 500 * time.Millisecond << min(max(failures, 0), 5)
 	d = min(d, 10*time.Second)
 	return d + rand.N(d/2+1)
-}
-
-// redactURL renders u as its origin (scheme and host), for logs and errors:
-// user info, path, query and fragment may each carry a credential (some
-// services put the API key in the path).
-func redactURL(u *url.URL) string {
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
 }
 
 // mediaType returns the lower-case media type of resp, without parameters.
