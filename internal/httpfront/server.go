@@ -39,7 +39,15 @@ const (
 	DefaultIdleTimeout  = 10 * time.Minute
 	DefaultMaxBodyBytes = middleware.DefaultMaxMessageBytes // a body holds one message, or a batch of them
 	DefaultStallTimeout = 30 * time.Second
+	// DefaultMaxBufferedBytes bounds the bytes of the bodies read and held
+	// at once: four bodies of the largest size, or many more small ones.
+	DefaultMaxBufferedBytes = 4 * DefaultMaxBodyBytes
 )
+
+// retryAfter is the Retry-After, in seconds, of a 503 answered because
+// the Server is busy (its body budget or its sessions are full): bodies
+// are read and handed on in about that long.
+const retryAfter = "1"
 
 // Header names of the transport.
 const (
@@ -54,6 +62,9 @@ var (
 	ErrTooManySessions = errors.New("too many open sessions")
 	// ErrShuttingDown: the server is draining and takes no new work (503).
 	ErrShuttingDown = errors.New("server is shutting down")
+	// ErrBodiesBusy: the bodies being read and held take MaxBufferedBytes
+	// (503, with Retry-After).
+	ErrBodiesBusy = errors.New("too many request bytes are being read at once")
 )
 
 // A Server serves MCP over streamable HTTP: POST with JSON or SSE answers,
@@ -94,6 +105,15 @@ type Server struct {
 	IdleTimeout time.Duration
 	// MaxBodyBytes bounds a POST body; 0 means [DefaultMaxBodyBytes].
 	MaxBodyBytes int64
+	// MaxBufferedBytes bounds the bytes of POST bodies read and held at
+	// once, across all requests: a body takes its size (its
+	// Content-Length, or what arrived of it) before it is read, and gives
+	// it back once its messages are handed to the relay; one that does not
+	// fit is refused with 503 and Retry-After, unread. It bounds the
+	// front's memory whatever the number of connections. 0 means
+	// [DefaultMaxBufferedBytes], raised to MaxBodyBytes when that is
+	// larger, so that a body of the largest size allowed fits.
+	MaxBufferedBytes int64
 	// StallTimeout bounds how long a write to an SSE stream may go without
 	// the client reading a byte of it. A client that reads slowly is
 	// waited for; one that stops reading, with its connection open, has
@@ -109,8 +129,9 @@ type Server struct {
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 
-	once sync.Once
-	log  *slog.Logger
+	once   sync.Once
+	log    *slog.Logger
+	bodies budget // see MaxBufferedBytes
 
 	mu        sync.Mutex
 	sessions  map[string]*session
@@ -128,6 +149,7 @@ func (s *Server) init() {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.sessions = make(map[string]*session)
+	s.bodies.limit = s.maxBufferedBytes()
 	s.noCalls = make(chan struct{})
 	close(s.noCalls)
 }
@@ -158,6 +180,13 @@ func (s *Server) maxBodyBytes() int64 {
 		return s.MaxBodyBytes
 	}
 	return DefaultMaxBodyBytes
+}
+
+func (s *Server) maxBufferedBytes() int64 {
+	if s.MaxBufferedBytes > 0 {
+		return s.MaxBufferedBytes
+	}
+	return max(DefaultMaxBufferedBytes, s.maxBodyBytes())
 }
 
 // Sessions returns the relays of the open sessions, for callers that must
