@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -22,7 +24,7 @@ import (
 
 // rawPost POSTs body to url with the transport's headers and sessionID (when not empty), and
 // returns the response with its body read.
-func rawPost(ctx context.Context, url, sessionID string, body io.Reader, length int64) (*http.Response, []byte, error) {
+func rawPost(ctx context.Context, client *http.Client, url, sessionID string, body io.Reader, length int64) (*http.Response, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
 	if err != nil {
 		return nil, nil, err
@@ -34,7 +36,7 @@ func rawPost(ctx context.Context, url, sessionID string, body io.Reader, length 
 		req.Header.Set("Mcp-Session-Id", sessionID)
 		req.Header.Set("Mcp-Protocol-Version", protocolVersionInitialize)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -45,10 +47,10 @@ func rawPost(ctx context.Context, url, sessionID string, body io.Reader, length 
 
 // openRawSession opens a session-era session with initialize (and notifications/initialized)
 // and returns its id.
-func openRawSession(ctx context.Context, t *testing.T, url string) (string, error) {
+func openRawSession(ctx context.Context, t *testing.T, client *http.Client, url string) (string, error) {
 	t.Helper()
 	init := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, protocolVersionInitialize)
-	resp, body, err := rawPost(ctx, url, "", strings.NewReader(init), int64(len(init)))
+	resp, body, err := rawPost(ctx, client, url, "", strings.NewReader(init), int64(len(init)))
 	if err != nil {
 		return "", err
 	}
@@ -57,7 +59,7 @@ func openRawSession(ctx context.Context, t *testing.T, url string) (string, erro
 	}
 	id := resp.Header.Get("Mcp-Session-Id")
 	note := `{"jsonrpc":"2.0","method":"notifications/initialized"}`
-	if resp, body, err = rawPost(ctx, url, id, strings.NewReader(note), int64(len(note))); err != nil {
+	if resp, body, err = rawPost(ctx, client, url, id, strings.NewReader(note), int64(len(note))); err != nil {
 		return "", err
 	}
 	if resp.StatusCode != http.StatusAccepted {
@@ -81,7 +83,7 @@ func TestListenLargeBodiesKeepMemoryBounded(t *testing.T) {
 	self, err := os.Executable()
 	require.NoError(t, err)
 	srv := startListen(ctx, t, listenOptions{}, self, rawServerArg)
-	sid, err := openRawSession(ctx, t, srv.URL)
+	sid, err := openRawSession(ctx, t, http.DefaultClient, srv.URL)
 	require.NoError(t, err)
 
 	const posts, size = 32, 63 << 20
@@ -101,7 +103,7 @@ func TestListenLargeBodiesKeepMemoryBounded(t *testing.T) {
 	for i := range posts {
 		wg.Go(func() {
 			b := body(i + 2)
-			resp, got, err := rawPost(ctx, srv.URL, sid, bytes.NewReader(b), int64(len(b)))
+			resp, got, err := rawPost(ctx, http.DefaultClient, srv.URL, sid, bytes.NewReader(b), int64(len(b)))
 			if err != nil {
 				out[i].err = err
 				return
@@ -152,4 +154,59 @@ func sseData(body []byte) []byte {
 		return body
 	}
 	return data
+}
+
+// clientFrom returns an HTTP client whose connections come from ip, a loopback address: to
+// mcpwrap, another client than one from 127.0.0.1.
+func clientFrom(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
+// TestListenOneClientCannotTakeEverySession floods `mcpwrap --listen --max-sessions 10` with
+// initialize POSTs from one client (127.0.0.2), which never uses the sessions it opens, then
+// measures what is left for another client (127.0.0.1): how many sessions it can open and keep,
+// and whether a 2026-07-28 client is served. Before, the flood took every slot for the idle
+// timeout (10 minutes): the other client opened 0 and the 2026-07-28 client got 503. Now the
+// flood holds at most its share (half the slots: past it, each initialize ends the flood's own
+// idle session used least recently), the other client keeps its 5 and the 2026-07-28 client,
+// whose session's slot is kept, is served.
+func TestListenOneClientCannotTakeEverySession(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const slots = 10
+	srv := startListen(ctx, t, listenOptions{Flags: []string{"--max-sessions", fmt.Sprint(slots)}}, fixtureCommand(t, fixtureBanner)...)
+
+	flooder := clientFrom("127.0.0.2")
+	flooded := 0
+	for range slots + 5 {
+		if _, err := openRawSession(ctx, t, flooder, srv.URL); err == nil {
+			flooded++
+		}
+	}
+
+	other := clientFrom("127.0.0.1")
+	var opened []string
+	for range slots {
+		if id, err := openRawSession(ctx, t, other, srv.URL); err == nil {
+			opened = append(opened, id)
+		}
+	}
+	kept := 0
+	for i, id := range opened {
+		ping := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, 100+i)
+		if resp, _, err := rawPost(ctx, other, srv.URL, id, strings.NewReader(ping), int64(len(ping))); err == nil && resp.StatusCode == http.StatusOK {
+			kept++
+		}
+	}
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "stateless", Version: "1"}, nil)
+	cs, statelessErr := connectHTTP(ctx, t, client, &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: other, DisableStandaloneSSE: true}, "")
+	if statelessErr == nil {
+		_, statelessErr = cs.ListTools(ctx, nil)
+	}
+	t.Logf("the flood opened %d sessions of %d slots; then the other client opened %d and kept %d; a 2026-07-28 client: %v",
+		flooded, slots, len(opened), kept, statelessErr)
+	assert.GreaterOrEqual(t, kept, slots/2, "the other client keeps at least its share of the slots")
+	assert.NoError(t, statelessErr, "the 2026-07-28 client is served")
 }

@@ -64,7 +64,7 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 			s.serveStateless(w, r, msgs, batch, acc, held)
 			return
 		case !batch && msgs[0].env.Kind == framing.Request && msgs[0].env.Method == "initialize":
-			if ss, err = s.open(); err != nil {
+			if ss, err = s.open(s.clientOf(r)); err != nil {
 				writeBusy(w, msgs[0].env.ID, err)
 				return
 			}

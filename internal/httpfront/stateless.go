@@ -391,10 +391,8 @@ func (s *Server) openStateless(r *http.Request, first incoming) (*session, error
 		ss := s.stateless
 		s.mu.Unlock()
 		return ss, nil
-	case len(s.sessions) >= s.maxSessions():
-		s.mu.Unlock()
-		return nil, ErrTooManySessions
 	}
+	// No bound on sessions: its slot is kept (see MaxSessions).
 	id := rand.Text()
 	ss := newSession(s, id)
 	ss.stateless = true
