@@ -42,6 +42,13 @@ func writeError(w http.ResponseWriter, status int, id []byte, code int, message 
 	_, _ = w.Write(errorMessage(id, code, message, nil))
 }
 
+// writeBusy answers 503 with Retry-After: the request may succeed once
+// others are done.
+func writeBusy(w http.ResponseWriter, id []byte, err error) {
+	w.Header().Set("Retry-After", retryAfter)
+	writeError(w, http.StatusServiceUnavailable, id, codeServerError, "Service Unavailable: "+err.Error())
+}
+
 // writeSessionNotFound answers 404 for an unknown or ended session. The body
 // is plain text on purpose: some clients (the go-sdk's) read a JSON-RPC
 // body as the rejection of one request, and would miss that the session is

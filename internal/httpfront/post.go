@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 
@@ -27,33 +26,46 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotAcceptable, nil, codeInvalidRequest, "Not Acceptable: accept application/json or text/event-stream")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBodyBytes()))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, nil, codeInvalidRequest,
-				fmt.Sprintf("Request Entity Too Large: the body exceeds the %d-byte limit", tooBig.Limit))
+	// The session is looked up before the body is read: a body no session
+	// takes is not worth its memory.
+	var ss *session
+	if r.Header.Get(HeaderSessionID) != "" {
+		var ok bool
+		if ss, ok = s.lookup(w, r); !ok {
 			return
 		}
-		writeError(w, http.StatusBadRequest, nil, codeInvalidRequest, "Bad Request: cannot read the body: "+err.Error())
+	}
+	body, held, err := readBody(w, r, s.maxBodyBytes(), &s.bodies)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			writeError(w, http.StatusRequestEntityTooLarge, nil, codeInvalidRequest,
+				fmt.Sprintf("Request Entity Too Large: the body exceeds the %d-byte limit", tooBig.Limit))
+		case errors.Is(err, ErrBodiesBusy):
+			s.log.Warn("request refused: the bodies being read take the budget", "budget", s.maxBufferedBytes(), "remote", r.RemoteAddr)
+			refuseBusy(w, r, s.maxBodyBytes())
+		default:
+			writeError(w, http.StatusBadRequest, nil, codeInvalidRequest, "Bad Request: cannot read the body: "+err.Error())
+		}
 		return
 	}
+	defer held.release() // at the latest; once handed to the relay, at once
 	msgs, batch, perr := parseBody(body)
 	if perr != nil {
 		writeError(w, http.StatusBadRequest, perr.id, perr.code, perr.message)
 		return
 	}
 
-	var ss *session
 	created := false
-	if r.Header.Get(HeaderSessionID) == "" {
+	if ss == nil {
 		switch {
 		case isStateless(r):
-			s.serveStateless(w, r, msgs, batch, acc)
+			s.serveStateless(w, r, msgs, batch, acc, held)
 			return
 		case !batch && msgs[0].env.Kind == framing.Request && msgs[0].env.Method == "initialize":
-			if ss, err = s.open(); err != nil {
-				writeError(w, http.StatusServiceUnavailable, msgs[0].env.ID, codeServerError, "Service Unavailable: "+err.Error())
+			if ss, err = s.open(s.clientOf(r)); err != nil {
+				writeBusy(w, msgs[0].env.ID, err)
 				return
 			}
 			created = true
@@ -65,11 +77,6 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 				"Bad Request: missing "+HeaderSessionID+" header; open a session with an initialize request first")
 			return
 		}
-	} else {
-		var ok bool
-		if ss, ok = s.lookup(w, r); !ok {
-			return
-		}
 	}
 
 	ex, dup := newExchange(msgs, batch)
@@ -78,7 +85,7 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(ex.pending) == 0 {
-		s.accept(w, r, ss, msgs)
+		s.accept(w, r, ss, msgs, held)
 		return
 	}
 	if !s.callStarted() {
@@ -101,14 +108,15 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, dup, codeInvalidRequest, fmt.Sprintf("Invalid Request: request id %s is already in flight in this session", dup))
 		return
 	}
-	if !s.answer(w, r, ss, ex, msgs) && created {
+	if !s.answer(w, r, ss, ex, msgs, held) && created {
 		// No one learnt its id with an answer: it can never be used.
 		ss.end("the client left before its initialize was answered")
 	}
 }
 
-// accept feeds notifications and responses to the session.
-func (s *Server) accept(w http.ResponseWriter, r *http.Request, ss *session, msgs []incoming) {
+// accept feeds notifications and responses to the session, then releases
+// their body's hold.
+func (s *Server) accept(w http.ResponseWriter, r *http.Request, ss *session, msgs []incoming, held *hold) {
 	if !ss.enter() {
 		writeSessionNotFound(w)
 		return
@@ -123,6 +131,7 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, ss *session, msg
 			return
 		}
 	}
+	held.release()
 	w.WriteHeader(http.StatusAccepted)
 }
 
@@ -133,9 +142,10 @@ func isCancellation(env framing.Envelope) bool {
 	return env.Kind == framing.Notification && env.Method == "notifications/cancelled"
 }
 
-// answer feeds the POST's messages to the session and answers its requests.
-// It reports false when the client left before its answers.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex *exchange, msgs []incoming) bool {
+// answer feeds the POST's messages to the session, releasing their body's
+// hold once the relay took them all, and answers its requests. It reports
+// false when the client left before its answers.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex *exchange, msgs []incoming, held *hold) bool {
 	if ex.stream != nil && (!ss.stateless || ex.listen != nil) {
 		// A stateless request's stream starts with its first event: an
 		// error answered at once is sent with its HTTP status instead.
@@ -154,6 +164,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex 
 		}
 		delivered++
 	}
+	// The relay has the messages (or they are dropped): the POST holds
+	// none of their bytes while it waits (its exchange keeps copies of the
+	// ids), so they no longer count against the budget.
+	held.release()
 	gone := false
 	var broken <-chan struct{} // the stream failed, on the stateless session: nil elsewhere
 	if ex.wake != nil {
@@ -254,7 +268,7 @@ type postError struct {
 
 // parseBody splits a POST body into messages. Each message is checked to be
 // a request, a notification or a response. A message spread over several
-// lines is compacted, because the relay frames messages by lines.
+// lines is compacted, in place, because the relay frames messages by lines.
 func parseBody(body []byte) ([]incoming, bool, *postError) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, false, &postError{code: codeInvalidRequest, message: "Invalid Request: the body is empty"}
@@ -276,9 +290,7 @@ func parseBody(body []byte) ([]incoming, bool, *postError) {
 	msgs := make([]incoming, 0, len(raws))
 	for _, raw := range raws {
 		if bytes.ContainsAny(raw, "\r\n") {
-			var buf bytes.Buffer
-			_ = json.Compact(&buf, raw) // valid: checked above
-			raw = buf.Bytes()
+			raw = compactInPlace(raw) // valid: checked above
 		}
 		env, err := framing.Peek(raw)
 		switch {
@@ -291,6 +303,33 @@ func parseBody(body []byte) ([]incoming, bool, *postError) {
 		msgs = append(msgs, incoming{msg: raw, env: env})
 	}
 	return msgs, batch, nil
+}
+
+// compactInPlace compacts raw, valid JSON, as [json.Compact] would (the
+// whitespace between tokens removed), in place, and returns what is left:
+// no copy of a large message is made.
+func compactInPlace(raw []byte) []byte {
+	out := raw[:0]
+	inString, escaped := false, false
+	for _, c := range raw { // out never passes the byte read
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ', c == '\t', c == '\r', c == '\n':
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // An exchange is a POST carrying requests, waiting for their responses.
@@ -336,7 +375,7 @@ func newExchange(msgs []incoming, batch bool) (ex *exchange, duplicate []byte) {
 		if _, dup := ex.pending[key]; dup {
 			return nil, m.env.ID
 		}
-		ex.pending[key] = m.env.ID
+		ex.pending[key] = bytes.Clone(m.env.ID) // not m's bytes, which the exchange would keep alive while it waits
 		var p struct {
 			Meta struct {
 				ProgressToken json.RawMessage `json:"progressToken"`

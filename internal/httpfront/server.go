@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,7 +40,26 @@ const (
 	DefaultIdleTimeout  = 10 * time.Minute
 	DefaultMaxBodyBytes = middleware.DefaultMaxMessageBytes // a body holds one message, or a batch of them
 	DefaultStallTimeout = 30 * time.Second
+	// DefaultMaxSessionsPerClient is the most sessions one client holds
+	// with the default MaxSessions: a share of them (see clientShare).
+	DefaultMaxSessionsPerClient = DefaultMaxSessions / clientShare
+	// DefaultMaxBufferedBytes bounds the bytes of the bodies read and held
+	// at once: four bodies of the largest size, or many more small ones.
+	DefaultMaxBufferedBytes = 4 * DefaultMaxBodyBytes
 )
+
+// clientShare is the part of MaxSessions one client may hold: 2, half, so
+// that another always finds half the slots.
+const clientShare = 2
+
+// maxEvictions bounds the idle sessions one initialize ends to make room
+// (others may take the room first).
+const maxEvictions = 4
+
+// retryAfter is the Retry-After, in seconds, of a 503 answered because
+// the Server is busy (its body budget or its sessions are full): bodies
+// are read and handed on in about that long.
+const retryAfter = "1"
 
 // Header names of the transport.
 const (
@@ -50,10 +70,16 @@ const (
 // Errors a Server reports in its HTTP answers; exported so callers can
 // recognise them in logs and tests.
 var (
-	// ErrTooManySessions: MaxSessions sessions are open (503).
+	// ErrTooManySessions: MaxSessions sessions are open, none idle (503).
 	ErrTooManySessions = errors.New("too many open sessions")
+	// ErrClientSessions: the client holds MaxSessionsPerClient sessions,
+	// none idle (503).
+	ErrClientSessions = errors.New("this client holds its share of the open sessions")
 	// ErrShuttingDown: the server is draining and takes no new work (503).
 	ErrShuttingDown = errors.New("server is shutting down")
+	// ErrBodiesBusy: the bodies being read and held take MaxBufferedBytes
+	// (503, with Retry-After).
+	ErrBodiesBusy = errors.New("too many request bytes are being read at once")
 )
 
 // A Server serves MCP over streamable HTTP: POST with JSON or SSE answers,
@@ -86,14 +112,37 @@ type Server struct {
 	// AllowedOrigins are the Origin values accepted besides loopback ones,
 	// such as "https://app.example.com".
 	AllowedOrigins []string
-	// MaxSessions bounds the open sessions; 0 means [DefaultMaxSessions].
+	// MaxSessions bounds the sessions opened with initialize; 0 means
+	// [DefaultMaxSessions]. The 2026-07-28 requests' shared session is not
+	// one of them: its slot is kept, whatever the sessions take.
+	//
+	// An initialize that finds every slot taken ends the idle session (no
+	// POST in progress) used least recently, rather than being refused;
+	// only when none is idle is it refused (503, with Retry-After).
 	MaxSessions int
+	// MaxSessionsPerClient bounds the sessions one client holds; 0 means
+	// half of MaxSessions (at least 1), [DefaultMaxSessionsPerClient] by
+	// default. A client is its bearer token when Token is set, else the
+	// host of its remote address (all local clients are one). A client at
+	// its bound that opens another ends its own idle session used least
+	// recently, or is refused when none is idle: one client cannot take
+	// every slot, even by keeping its sessions busy.
+	MaxSessionsPerClient int
 	// IdleTimeout ends a session that has had no HTTP request in progress
 	// (a pending POST or an open GET stream counts) for this long. 0 means
 	// [DefaultIdleTimeout]; negative never ends sessions for idleness.
 	IdleTimeout time.Duration
 	// MaxBodyBytes bounds a POST body; 0 means [DefaultMaxBodyBytes].
 	MaxBodyBytes int64
+	// MaxBufferedBytes bounds the bytes of POST bodies read and held at
+	// once, across all requests: a body takes its size (its
+	// Content-Length, or what arrived of it) before it is read, and gives
+	// it back once its messages are handed to the relay; one that does not
+	// fit is refused with 503 and Retry-After, unread. It bounds the
+	// front's memory whatever the number of connections. 0 means
+	// [DefaultMaxBufferedBytes], raised to MaxBodyBytes when that is
+	// larger, so that a body of the largest size allowed fits.
+	MaxBufferedBytes int64
 	// StallTimeout bounds how long a write to an SSE stream may go without
 	// the client reading a byte of it. A client that reads slowly is
 	// waited for; one that stops reading, with its connection open, has
@@ -109,12 +158,14 @@ type Server struct {
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 
-	once sync.Once
-	log  *slog.Logger
+	once   sync.Once
+	log    *slog.Logger
+	bodies budget // see MaxBufferedBytes
 
 	mu        sync.Mutex
-	sessions  map[string]*session
-	stateless *session // serves the 2026-07-28 requests, which have no session; nil until one came
+	sessions  map[string]*session // every open session, the stateless one too
+	stateless *session            // serves the 2026-07-28 requests, which have no session; nil until one came
+	clients   map[string]int      // the sessions opened with initialize, by client (see clientOf)
 
 	legacyOnly atomic.Bool // the upstream refused server/discover: it speaks the session era only
 	draining   bool
@@ -128,6 +179,8 @@ func (s *Server) init() {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.sessions = make(map[string]*session)
+	s.clients = make(map[string]int)
+	s.bodies.limit = s.maxBufferedBytes()
 	s.noCalls = make(chan struct{})
 	close(s.noCalls)
 }
@@ -137,6 +190,13 @@ func (s *Server) maxSessions() int {
 		return s.MaxSessions
 	}
 	return DefaultMaxSessions
+}
+
+func (s *Server) maxSessionsPerClient() int {
+	if s.MaxSessionsPerClient > 0 {
+		return s.MaxSessionsPerClient
+	}
+	return max(1, s.maxSessions()/clientShare)
 }
 
 func (s *Server) idleTimeout() time.Duration {
@@ -158,6 +218,13 @@ func (s *Server) maxBodyBytes() int64 {
 		return s.MaxBodyBytes
 	}
 	return DefaultMaxBodyBytes
+}
+
+func (s *Server) maxBufferedBytes() int64 {
+	if s.MaxBufferedBytes > 0 {
+		return s.MaxBufferedBytes
+	}
+	return max(DefaultMaxBufferedBytes, s.maxBodyBytes())
 }
 
 // Sessions returns the relays of the open sessions, for callers that must
@@ -343,45 +410,109 @@ func (s *Server) isDraining() bool {
 	return s.draining
 }
 
-// open creates and starts a session.
-func (s *Server) open() (*session, error) {
-	s.mu.Lock()
-	full, draining := len(s.sessions) >= s.maxSessions(), s.draining
-	s.mu.Unlock()
-	switch {
-	case draining:
+// open creates and starts a session for client (see clientOf). When the
+// client holds its share of the slots, or every slot is taken, the idle
+// session used least recently (the client's own, or any) is ended to make
+// room; when none is idle, the open is refused.
+func (s *Server) open(client string) (*session, error) {
+	if s.isDraining() {
 		return nil, ErrShuttingDown
-	case full:
-		return nil, ErrTooManySessions
 	}
-	id := rand.Text()
-	ss := newSession(s, id)
+	ss := newSession(s, rand.Text())
+	ss.client = client
 	ss.relay = s.NewSession(ss, ss.log)
-
-	s.mu.Lock()
-	switch {
-	case s.draining:
+	for range maxEvictions {
+		s.mu.Lock()
+		var pool []*session // the sessions one of which may make room
+		var full error
+		switch {
+		case s.draining:
+			s.mu.Unlock()
+			return nil, ErrShuttingDown
+		case s.clients[client] >= s.maxSessionsPerClient():
+			pool, full = s.openedLocked(client), ErrClientSessions
+		case s.openedCountLocked() >= s.maxSessions():
+			pool, full = s.openedLocked(""), ErrTooManySessions
+		default:
+			s.sessions[ss.id] = ss
+			s.clients[client]++
+			n := s.openedCountLocked()
+			s.mu.Unlock()
+			ss.log.Info("session opened", "sessions", n)
+			ss.start()
+			return ss, nil
+		}
 		s.mu.Unlock()
-		return nil, ErrShuttingDown
-	case len(s.sessions) >= s.maxSessions():
-		s.mu.Unlock()
-		return nil, ErrTooManySessions
+		victim := leastRecentlyUsed(pool)
+		if victim == nil {
+			return nil, full
+		}
+		victim.end("evicted: idle the longest when a new session needed its slot (" + full.Error() + ")")
 	}
-	s.sessions[id] = ss
-	n := len(s.sessions)
-	s.mu.Unlock()
-	ss.log.Info("session opened", "sessions", n)
-	ss.start()
-	return ss, nil
+	return nil, ErrTooManySessions
+}
+
+// openedLocked returns the sessions opened with initialize, those of
+// client only unless it is "".
+func (s *Server) openedLocked(client string) []*session {
+	var out []*session
+	for _, ss := range s.sessions {
+		if ss != s.stateless && (client == "" || ss.client == client) {
+			out = append(out, ss)
+		}
+	}
+	return out
+}
+
+// openedCountLocked returns the number of sessions opened with initialize.
+func (s *Server) openedCountLocked() int {
+	if s.stateless != nil {
+		return len(s.sessions) - 1
+	}
+	return len(s.sessions)
+}
+
+// leastRecentlyUsed returns the idle session of pool used least recently,
+// nil when none is idle.
+func leastRecentlyUsed(pool []*session) *session {
+	var victim *session
+	var oldest time.Time
+	for _, ss := range pool {
+		if used, idle := ss.lastUse(); idle && (victim == nil || used.Before(oldest)) {
+			victim, oldest = ss, used
+		}
+	}
+	return victim
+}
+
+// clientOf names the client of r for MaxSessionsPerClient: its bearer
+// token when the Server checks one (as a digest: it is never kept), else
+// the host of its remote address. An unchecked token names no one: any
+// client could send a new one with each request.
+func (s *Server) clientOf(r *http.Request) string {
+	if s.Token != "" {
+		sum := sha256.Sum256([]byte(s.Token)) // authorized: the token is Token
+		return "token:" + hex.EncodeToString(sum[:8])
+	}
+	return "addr:" + hostOf(r.RemoteAddr)
 }
 
 // forget removes an ending session, so that it is no longer found.
 func (s *Server) forget(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	ss := s.sessions[id]
+	if ss == nil {
+		return
+	}
 	delete(s.sessions, id)
-	if s.stateless != nil && s.stateless.id == id {
+	switch {
+	case ss == s.stateless:
 		s.stateless = nil
+	case s.clients[ss.client] <= 1:
+		delete(s.clients, ss.client)
+	default:
+		s.clients[ss.client]--
 	}
 }
 

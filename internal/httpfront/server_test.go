@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -74,6 +75,9 @@ type request struct {
 	Body    string
 	Host    string
 	Header  map[string]string
+	// From is the loopback IP the request comes from ("": 127.0.0.1),
+	// which makes it another client's.
+	From string
 }
 
 func (ts *testServer) do(t *testing.T, r request) *http.Response {
@@ -105,7 +109,12 @@ func (ts *testServer) send(ctx context.Context, t *testing.T, r request) (*http.
 	for k, v := range r.Header {
 		req.Header.Set(k, v)
 	}
-	resp, err := ts.Client().Do(req)
+	client := ts.Client()
+	if r.From != "" {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(r.From)}}
+		client = &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -123,13 +132,20 @@ func cmpOr(a, b string) string {
 // initialize opens a session and returns its id.
 func (ts *testServer) initialize(t *testing.T) string {
 	t.Helper()
-	resp := ts.do(t, request{Body: initializeBody})
+	return ts.initializeFrom(t, "")
+}
+
+// initializeFrom opens a session as the client at the loopback IP from
+// ("": 127.0.0.1) and returns its id.
+func (ts *testServer) initializeFrom(t *testing.T, from string) string {
+	t.Helper()
+	resp := ts.do(t, request{Body: initializeBody, From: from})
 	body := readAll(t, resp)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "initialize: %s", body)
 	id := resp.Header.Get(HeaderSessionID)
 	require.NotEmpty(t, id)
 	assert.Contains(t, body, `"serverInfo"`)
-	resp = ts.do(t, request{Session: id, Body: initializedBody})
+	resp = ts.do(t, request{Session: id, Body: initializedBody, From: from})
 	require.Equal(t, http.StatusAccepted, resp.StatusCode)
 	return id
 }
@@ -301,19 +317,6 @@ func TestOneUpstreamPerSession(t *testing.T) {
 	}
 	assert.EqualValues(t, n, ts.up.dials.Load())
 	assert.Len(t, ts.front.Sessions(), n)
-}
-
-func TestMaxSessions(t *testing.T) {
-	t.Parallel()
-	ts := newTestServer(t, func(s *Server) { s.MaxSessions = 2 })
-	first := ts.initialize(t)
-	ts.initialize(t)
-	resp := ts.do(t, request{Body: initializeBody})
-	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-	assert.Contains(t, readAll(t, resp), ErrTooManySessions.Error())
-
-	ts.do(t, request{Method: http.MethodDelete, Session: first})
-	ts.initialize(t)
 }
 
 func TestSSEAnswerCarriesProgress(t *testing.T) {

@@ -31,10 +31,11 @@ const (
 // guarded by mu; a stream's own mutex is never held while mu is taken,
 // except in attach, which takes them in the order stream, then session.
 type session struct {
-	srv   *Server
-	id    string
-	log   *slog.Logger
-	relay *middleware.Session
+	srv    *Server
+	id     string
+	client string // who opened it (see Server.clientOf); "" for the stateless session
+	log    *slog.Logger
+	relay  *middleware.Session
 
 	in     chan []byte // messages POSTed by the client, for ReadMessage
 	ctx    context.Context
@@ -70,6 +71,7 @@ type session struct {
 	queueBytes int                  // bytes in queue
 	active     int                  // HTTP requests in progress
 	idleSince  time.Time
+	lastUsed   time.Time // when an HTTP request last started or ended
 	idle       *time.Timer
 }
 
@@ -88,6 +90,7 @@ func newSession(srv *Server, id string) *session {
 		done:      make(chan struct{}),
 		calls:     make(map[string]*exchange),
 		idleSince: time.Now(),
+		lastUsed:  time.Now(),
 	}
 	return ss
 }
@@ -144,7 +147,21 @@ func (ss *session) enter() bool {
 		return false
 	}
 	ss.active++
+	ss.lastUsed = time.Now()
 	return true
+}
+
+// lastUse returns when the session was last used, and whether it is idle:
+// open, with no POST in progress. An open GET stream waits for what the
+// server may send, not for an answer: it does not count.
+func (ss *session) lastUse() (time.Time, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	posts := ss.active
+	if ss.get != nil {
+		posts--
+	}
+	return ss.lastUsed, posts == 0 && !ss.isEnded()
 }
 
 func (ss *session) isEnded() bool {
@@ -162,6 +179,7 @@ func (ss *session) leave() {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.active--
+	ss.lastUsed = time.Now()
 	if ss.active == 0 && ss.idle != nil && !ss.isEnded() {
 		ss.idleSince = time.Now()
 		ss.idle.Reset(ss.srv.idleTimeout())

@@ -189,7 +189,8 @@ var sessionEraOnly = map[string]bool{
 }
 
 // serveStateless serves a 2026-07-28 POST on the stateless session.
-func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []incoming, batch bool, acc acceptance) {
+// held is the hold of the body's bytes, which answer releases.
+func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []incoming, batch bool, acc acceptance, held *hold) {
 	if batch {
 		writeError(w, http.StatusBadRequest, nil, codeInvalidRequest,
 			"Bad Request: protocol version "+r.Header.Get(HeaderProtocolVersion)+" has no JSON-RPC batches")
@@ -279,24 +280,29 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 	defer s.callDone()
 
 	id := ss.nextID()
-	msg := framing.Splice(m.msg, m.env.ID, id)
-	env, err := framing.Peek(msg)
-	var token []byte // the client's own progress token
-	if err == nil && env.ProgressToken != nil {
-		// Progress tokens are the clients' own too, and often equal (a
-		// client may use its request's id): the request's unique id is
-		// its token on the relay.
-		token = bytes.Clone(env.ProgressToken)
-		msg = framing.Splice(msg, env.ProgressToken, id)
-		env, err = framing.Peek(msg)
+	// The rewritten message is a copy, held with the body (whose bytes
+	// are garbage once it is made) until the relay takes it.
+	if !held.grow(int64(len(m.msg) + 2*len(id))) { // at most the id and the token grow
+		writeBusy(w, m.env.ID, ErrBodiesBusy)
+		return
 	}
+	clientID := bytes.Clone(m.env.ID)
+	// Progress tokens are the clients' own too, and often equal (a client
+	// may use its request's id): the request's unique id is its token on
+	// the relay. Both are rewritten in one copy.
+	var token []byte // the client's own progress token
+	if m.env.ProgressToken != nil {
+		token = bytes.Clone(m.env.ProgressToken)
+	}
+	msg := spliceAll(m.msg, id, m.env.ID, m.env.ProgressToken)
+	env, err := framing.Peek(msg)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, m.env.ID, codeInvalidRequest, "Invalid Request: "+err.Error())
+		writeError(w, http.StatusBadRequest, clientID, codeInvalidRequest, "Invalid Request: "+err.Error())
 		return
 	}
 	rewritten := []incoming{{msg: msg, env: env}}
 	ex, _ := newExchange(rewritten, false)
-	ex.orig = map[string][]byte{idKey(id): m.env.ID}
+	ex.orig = map[string][]byte{idKey(id): clientID} // not m's bytes, which it would keep alive
 	// Only the token rewritten is the request's: another in its params
 	// (which an upstream may read instead) names no request.
 	ex.progress = map[string]bool{}
@@ -319,7 +325,36 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 		ex.wake = make(chan struct{}, 1)
 	}
 	ss.register(ex)
-	s.answer(w, r, ss, ex, rewritten)
+	s.answer(w, r, ss, ex, rewritten, held)
+}
+
+// spliceAll returns a copy of msg, made at once, in which each of parts
+// (subslices of msg, such as [framing.Envelope] fields, that do not
+// overlap; nil ones are skipped) is replaced by repl.
+func spliceAll(msg, repl []byte, parts ...[]byte) []byte {
+	type span struct{ start, end int }
+	spans := make([]span, 0, len(parts))
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		start := cap(msg) - cap(p) // p aliases msg, so the capacities tell its offset
+		if start < 0 || start+len(p) > len(msg) {
+			panic("httpfront: spliceAll: a part is not a subslice of msg")
+		}
+		spans = append(spans, span{start, start + len(p)})
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.start - b.start })
+	out := make([]byte, 0, len(msg)+len(spans)*len(repl))
+	at := 0
+	for _, sp := range spans {
+		if sp.start < at {
+			panic("httpfront: spliceAll: parts overlap")
+		}
+		out = append(append(out, msg[at:sp.start]...), repl...)
+		at = sp.end
+	}
+	return append(out, msg[at:]...)
 }
 
 // enterStateless returns the stateless session, opening it for the first
@@ -356,10 +391,8 @@ func (s *Server) openStateless(r *http.Request, first incoming) (*session, error
 		ss := s.stateless
 		s.mu.Unlock()
 		return ss, nil
-	case len(s.sessions) >= s.maxSessions():
-		s.mu.Unlock()
-		return nil, ErrTooManySessions
 	}
+	// No bound on sessions: its slot is kept (see MaxSessions).
 	id := rand.Text()
 	ss := newSession(s, id)
 	ss.stateless = true

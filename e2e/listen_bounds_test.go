@@ -1,0 +1,212 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests hold what one greedy client can take of `mcpwrap --listen` as a whole: its memory
+// and its session slots. They speak HTTP by hand, as such a client would.
+
+// rawPost POSTs body to url with the transport's headers and sessionID (when not empty), and
+// returns the response with its body read.
+func rawPost(ctx context.Context, client *http.Client, url, sessionID string, body io.Reader, length int64) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.ContentLength = length // -1: chunked
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sessionID != "" {
+		req.Header.Set("Mcp-Session-Id", sessionID)
+		req.Header.Set("Mcp-Protocol-Version", protocolVersionInitialize)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp, out, err
+}
+
+// openRawSession opens a session-era session with initialize (and notifications/initialized)
+// and returns its id.
+func openRawSession(ctx context.Context, t *testing.T, client *http.Client, url string) (string, error) {
+	t.Helper()
+	init := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, protocolVersionInitialize)
+	resp, body, err := rawPost(ctx, client, url, "", strings.NewReader(init), int64(len(init)))
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("initialize: %s: %s", resp.Status, body)
+	}
+	id := resp.Header.Get("Mcp-Session-Id")
+	note := `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	if resp, body, err = rawPost(ctx, client, url, id, strings.NewReader(note), int64(len(note))); err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusAccepted {
+		return "", fmt.Errorf("notifications/initialized: %s: %s", resp.Status, body)
+	}
+	return id, nil
+}
+
+// TestListenLargeBodiesKeepMemoryBounded sends 32 POSTs of 63 MiB at once (tool calls of the raw
+// server's sink, which takes anything), each a message under the 64 MiB limit, to one session:
+// mcpwrap holds only as many bodies as its budget for bodies allows (256 MiB: 4 of them) and
+// refuses the others at once with 503 and Retry-After, reading them only to drop them, so its peak
+// RSS stays bounded whatever the number of connections: 4.0 GiB before the budget (127 MiB a body,
+// read into buffers grown by copying), 269 MiB with it. Every POST is answered.
+func TestListenLargeBodiesKeepMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends 2 GiB")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	srv := startListen(ctx, t, listenOptions{}, self, rawServerArg)
+	sid, err := openRawSession(ctx, t, http.DefaultClient, srv.URL)
+	require.NoError(t, err)
+
+	const posts, size = 32, 63 << 20
+	head := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"sink","arguments":{"pad":"`
+	pad := bytes.Repeat([]byte("x"), size-len(head)-16)
+	body := func(id int) []byte {
+		return append(append(fmt.Appendf(nil, head, id), pad...), `"}}}`...)
+	}
+	type outcome struct {
+		status     int
+		retryAfter string
+		body       []byte
+		err        error
+	}
+	out := make([]outcome, posts)
+	var wg sync.WaitGroup
+	for i := range posts {
+		wg.Go(func() {
+			b := body(i + 2)
+			resp, got, err := rawPost(ctx, http.DefaultClient, srv.URL, sid, bytes.NewReader(b), int64(len(b)))
+			if err != nil {
+				out[i].err = err
+				return
+			}
+			out[i] = outcome{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), body: got}
+		})
+	}
+	wg.Wait()
+	hwm, err := procStatusKiB(srv.Pid(), "VmHWM:")
+	require.NoError(t, err)
+
+	served, refused := 0, 0
+	for i, o := range out {
+		if !assert.NoError(t, o.err, "POST %d", i) {
+			continue
+		}
+		switch o.status {
+		case http.StatusOK:
+			var msg struct {
+				Result *json.RawMessage `json:"result"`
+			}
+			assert.NoError(t, json.Unmarshal(sseData(o.body), &msg), "POST %d: %.300s", i, o.body)
+			assert.NotNil(t, msg.Result, "POST %d: %.300s", i, o.body)
+			served++
+		case http.StatusServiceUnavailable:
+			assert.NotEmpty(t, o.retryAfter, "POST %d refused without Retry-After", i)
+			refused++
+		default:
+			t.Errorf("POST %d: %d %.300s", i, o.status, o.body)
+		}
+	}
+	t.Logf("%d POSTs of %d bytes at once: %d served, %d refused; mcpwrap's peak RSS %d KiB", posts, size, served, refused, hwm)
+	assert.Positive(t, served, "some calls are served")
+	assert.Less(t, hwm, 512<<10, "mcpwrap's peak RSS must stay under 512 MiB, twice the budget for bodies")
+}
+
+// sseData returns the data of the one event of an SSE answer, or body itself when it is JSON.
+func sseData(body []byte) []byte {
+	var data []byte
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			data = append(data, rest...)
+		} else if rest, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			data = append(data, rest...)
+		}
+	}
+	if data == nil {
+		return body
+	}
+	return data
+}
+
+// clientFrom returns an HTTP client whose connections come from ip, a loopback address: to
+// mcpwrap, another client than one from 127.0.0.1.
+func clientFrom(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
+// TestListenOneClientCannotTakeEverySession floods `mcpwrap --listen --max-sessions 10` with
+// initialize POSTs from one client (127.0.0.2), which never uses the sessions it opens, then
+// measures what is left for another client (127.0.0.1): how many sessions it can open and keep,
+// and whether a 2026-07-28 client is served. Before, the flood took every slot for the idle
+// timeout (10 minutes): the other client opened 0 and the 2026-07-28 client got 503. Now the
+// flood holds at most its share (half the slots: past it, each initialize ends the flood's own
+// idle session used least recently), the other client keeps its 5 and the 2026-07-28 client,
+// whose session's slot is kept, is served.
+func TestListenOneClientCannotTakeEverySession(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const slots = 10
+	srv := startListen(ctx, t, listenOptions{Flags: []string{"--max-sessions", fmt.Sprint(slots)}}, fixtureCommand(t, fixtureBanner)...)
+
+	flooder := clientFrom("127.0.0.2")
+	flooded := 0
+	for range slots + 5 {
+		if _, err := openRawSession(ctx, t, flooder, srv.URL); err == nil {
+			flooded++
+		}
+	}
+
+	other := clientFrom("127.0.0.1")
+	var opened []string
+	for range slots {
+		if id, err := openRawSession(ctx, t, other, srv.URL); err == nil {
+			opened = append(opened, id)
+		}
+	}
+	kept := 0
+	for i, id := range opened {
+		ping := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, 100+i)
+		if resp, _, err := rawPost(ctx, other, srv.URL, id, strings.NewReader(ping), int64(len(ping))); err == nil && resp.StatusCode == http.StatusOK {
+			kept++
+		}
+	}
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "stateless", Version: "1"}, nil)
+	cs, statelessErr := connectHTTP(ctx, t, client, &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: other, DisableStandaloneSSE: true}, "")
+	if statelessErr == nil {
+		_, statelessErr = cs.ListTools(ctx, nil)
+	}
+	t.Logf("the flood opened %d sessions of %d slots; then the other client opened %d and kept %d; a 2026-07-28 client: %v",
+		flooded, slots, len(opened), kept, statelessErr)
+	assert.GreaterOrEqual(t, kept, slots/2, "the other client keeps at least its share of the slots")
+	assert.NoError(t, statelessErr, "the 2026-07-28 client is served")
+}
