@@ -98,3 +98,34 @@ func envList(m map[string]string) []string {
 	}
 	return out
 }
+
+// TestInstallWritesTheInvokedPath: run through a symbolic link (Homebrew's bin/mcpwrap ->
+// Cellar/mcpwrap/1.0/bin/mcpwrap), install writes the link, not its target, so that an upgrade
+// that moves the target leaves every wrapped entry working.
+func TestInstallWritesTheInvokedPath(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	dir := t.TempDir()
+	cellar := filepath.Join(dir, "Cellar", "mcpwrap", "1.0", "bin")
+	require.NoError(t, os.MkdirAll(cellar, 0o755))
+	require.NoError(t, os.Symlink(mcpwrapPath, filepath.Join(cellar, "mcpwrap")))
+	bin := filepath.Join(dir, "bin")
+	require.NoError(t, os.Mkdir(bin, 0o755))
+	link := filepath.Join(bin, "mcpwrap")
+	require.NoError(t, os.Symlink(filepath.Join("..", "Cellar", "mcpwrap", "1.0", "bin", "mcpwrap"), link))
+	configPath := filepath.Join(dir, "mcp.json")
+	require.NoError(t, os.WriteFile(configPath, []byte(`{"mcpServers": {"fs": {"command": "npx", "args": ["server-fs"]}}}`), 0o600))
+
+	p := startProcess(ctx, t, processOptions{Env: mcpwrapEnv(t, `{}`)}, link, "install", "--config-path", configPath, "--log-dir", "none")
+	require.NoError(t, p.Wait(ctx), p.Stderr())
+	var got struct {
+		MCPServers map[string]struct {
+			Command string `json:"command"`
+		} `json:"mcpServers"`
+	}
+	data, err := os.ReadFile(configPath)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &got))
+	assert.Equal(t, link, got.MCPServers["fs"].Command)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -169,15 +170,44 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ", ") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-// mcpwrapPath is the absolute path of this binary, symbolic links
-// resolved: what client configs run, since GUI apps start servers with a
-// minimal PATH.
+// mcpwrapPath is the path of this binary as the user invoked it, made
+// absolute (GUI apps start servers with a minimal PATH) but with its
+// symbolic links kept: a package manager's stable link (Homebrew's
+// bin/mcpwrap) outlives the versioned file it points to
+// (Cellar/mcpwrap/1.0/bin/mcpwrap), which an upgrade removes. When argv[0]
+// does not lead to this binary, it is the executable's own path.
 func mcpwrapPath() (string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", err
 	}
-	return filepath.EvalSymlinks(self)
+	if invoked, ok := invokedPath(os.Args[0], self, exec.LookPath); ok {
+		return invoked, nil
+	}
+	return self, nil
+}
+
+// invokedPath returns arg0 as an absolute path, found on PATH by lookPath
+// when it is a bare name, resolving only a relative path against the
+// working directory; ok is false unless that path is the file self.
+func invokedPath(arg0, self string, lookPath func(string) (string, error)) (path string, ok bool) {
+	if filepath.Base(arg0) == arg0 { // a bare name, looked up as the shell did
+		found, err := lookPath(arg0)
+		if err != nil {
+			return "", false
+		}
+		arg0 = found
+	}
+	path, err := filepath.Abs(arg0)
+	if err != nil {
+		return "", false
+	}
+	invoked, err := os.Stat(path)
+	if err != nil {
+		return "", false
+	}
+	exe, err := os.Stat(self)
+	return path, err == nil && os.SameFile(invoked, exe)
 }
 
 func fileList(files []clientFile) string {
