@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -128,4 +131,85 @@ func TestInstallWritesTheInvokedPath(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &got))
 	assert.Equal(t, link, got.MCPServers["fs"].Command)
+}
+
+// TestInstallKeepsTheOwner: root running install on a user's file (sudo with HOME kept) leaves
+// the file, and its backup, owned by that user and group.
+func TestInstallKeepsTheOwner(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file to another user")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	const uid, gid = 4242, 4343
+	dir := t.TempDir()
+	configPath := filepath.Join(dir, ".claude.json")
+	require.NoError(t, os.WriteFile(configPath, []byte(`{"mcpServers": {"fs": {"command": "npx", "args": ["server-fs"]}}}`), 0o644))
+	require.NoError(t, os.Chown(configPath, uid, gid))
+
+	p := startProcess(ctx, t, processOptions{Env: mcpwrapEnv(t, `{}`)}, mcpwrapPath, "install", "--config-path", configPath, "--log-dir", "none")
+	require.NoError(t, p.Wait(ctx), p.Stderr())
+	backups, err := filepath.Glob(configPath + ".mcpwrap-backup-*")
+	require.NoError(t, err)
+	require.Len(t, backups, 1)
+	for _, path := range []string{configPath, backups[0]} {
+		info, err := os.Stat(path)
+		require.NoError(t, err)
+		st := info.Sys().(*syscall.Stat_t)
+		assert.Equal(t, [2]uint32{uid, gid}, [2]uint32{st.Uid, st.Gid}, "owner and group of %s", path)
+	}
+}
+
+// TestInstallKeepsAConcurrentSave: a client that saves its config while install is writing it
+// (here Claude Code's way: holding FILE.lock, which install waits for before its last check and
+// the rename) keeps its save; install reads the file again and wraps what the client saved.
+func TestInstallKeepsAConcurrentSave(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	dir := t.TempDir()
+	configPath := filepath.Join(dir, ".claude.json")
+	require.NoError(t, os.WriteFile(configPath, []byte(`{"numStartups": 1, "mcpServers": {"fs": {"command": "npx", "args": ["server-fs"]}}}`), 0o600))
+	lockPath := configPath + ".lock"
+	require.NoError(t, os.Mkdir(lockPath, 0o700))
+
+	p := startProcess(ctx, t, processOptions{Env: mcpwrapEnv(t, `{}`), PipeStdout: true}, mcpwrapPath,
+		"install", "--config-path", configPath, "--log-dir", "none")
+	lines := bufio.NewScanner(p.Stdout)
+	var out strings.Builder
+	for !strings.Contains(out.String(), "waiting for "+lockPath) {
+		require.True(t, lines.Scan(), "install ended without waiting for the client's lock:\n%s", out.String())
+		out.WriteString(lines.Text() + "\n")
+	}
+	// The client saves, as Claude Code does all the time, then releases its lock.
+	saved := `{"numStartups": 2, "mcpServers": {"fs": {"command": "npx", "args": ["server-fs"]}, "added": {"command": "uvx", "args": ["x"]}}}`
+	require.NoError(t, os.WriteFile(configPath, []byte(saved), 0o600))
+	require.NoError(t, os.Remove(lockPath))
+	for lines.Scan() {
+		out.WriteString(lines.Text() + "\n")
+	}
+	require.NoError(t, p.Wait(ctx), p.Stderr())
+
+	assert.Contains(t, out.String(), "changed since it was read")
+	var got struct {
+		NumStartups int `json:"numStartups"`
+		MCPServers  map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	data, err := os.ReadFile(configPath)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &got))
+	assert.Equal(t, 2, got.NumStartups, "the client's save is kept")
+	for _, name := range []string{"fs", "added"} {
+		assert.Equal(t, mcpwrapPath, got.MCPServers[name].Command, name)
+	}
+	backups, err := filepath.Glob(configPath + ".mcpwrap-backup-*")
+	require.NoError(t, err)
+	require.Len(t, backups, 1, "one backup: of the file that was replaced")
+	backup, err := os.ReadFile(backups[0])
+	require.NoError(t, err)
+	assert.Equal(t, saved, string(backup))
 }

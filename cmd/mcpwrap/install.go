@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/clientconfig"
 	"github.com/mcpwrap/mcpwrap/internal/config"
@@ -22,6 +23,8 @@ const installUsage = `Usage: mcpwrap %[1]s (--client C | --config-path FILE) [--
 
 Every file written is backed up first, beside it (FILE%[3]s<time>,
 mode 0600: it may hold secrets); the 3 newest backups of each file are kept.
+A file its client saves meanwhile is read and planned again, never
+overwritten (FILE.lock, Claude Code's lock, is waited for).
 Restart the client afterwards. Exit codes: 0 done, 1 a file could not be
 read or written (or a --server is in no file), 2 bad flags.
 
@@ -42,7 +45,7 @@ const uninstallAbout = `Restores the MCP server entries that mcpwrap install wra
 they were.`
 
 // runInstall is `mcpwrap install` and, with uninstall set, `mcpwrap uninstall`.
-func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
+func runInstall(ctx context.Context, args []string, uninstall bool, stdout, stderr io.Writer) int {
 	cmd, about := "install", installAbout
 	if uninstall {
 		cmd, about = "uninstall", uninstallAbout
@@ -95,42 +98,22 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
+	apply := clientconfig.Install
+	if uninstall {
+		apply = clientconfig.Uninstall
+	}
 	code, changed := exitOK, false
 	var planned []string
 	for _, f := range files {
-		apply := clientconfig.Install
-		if uninstall {
-			apply = clientconfig.Uninstall
-		}
-		out, plan, err := apply(f.Data, opts)
-		if err != nil {
-			fmt.Fprintf(stderr, "mcpwrap %s: %s: %v\n", cmd, f.Path, err)
-			code = exitError
-			continue
-		}
-		if len(plan) == 0 {
-			continue
-		}
-		fmt.Fprintf(stdout, "%s (%s):\n", f.Path, f.label())
+		plan, written, err := rewriteFile(ctx, f, apply, opts, *dryRun, stdout)
 		for _, c := range plan {
-			fmt.Fprintf(stdout, "  %s\n", c)
 			planned = append(planned, c.Server)
 		}
-		switch {
-		case string(out) == string(f.Data):
-			fmt.Fprintln(stdout, "  nothing to change")
-		case *dryRun:
-			fmt.Fprintln(stdout, "  dry run: nothing written")
-		default:
-			backup, err := clientconfig.WriteWithBackup(f.Path, f.Data, out, time.Now())
-			if err != nil {
-				fmt.Fprintf(stderr, "mcpwrap %s: %s: %v\n", cmd, f.Path, err)
-				code = exitError
-				continue
-			}
-			fmt.Fprintf(stdout, "  written; backup: %s\n", backup)
-			changed = true
+		if err != nil {
+			fmt.Fprintf(stderr, "mcpwrap %s: %v\n", cmd, err)
+			code = exitError
 		}
+		changed = changed || written
 	}
 	for _, name := range servers {
 		if !slices.Contains(planned, name) {
@@ -145,6 +128,57 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// maxReplans bounds how often one file is read and planned again because
+// its client saved it while it was being written.
+const maxReplans = 3
+
+// rewriteFile plans apply's change to one file, prints the plan, and
+// writes the file unless dryRun; written says whether it did. When the
+// file's client saves it meanwhile, the save is kept: the file is read and
+// planned again, up to maxReplans times. Errors name the file.
+func rewriteFile(ctx context.Context, f clientFile, apply func([]byte, clientconfig.Options) ([]byte, []clientconfig.Change, error),
+	opts clientconfig.Options, dryRun bool, stdout io.Writer) (plan []clientconfig.Change, written bool, err error) {
+	waiting := func(lock string) { fmt.Fprintf(stdout, "  waiting for %s: a client is saving the file\n", lock) }
+	for replans := 0; ; replans++ {
+		out, plan, err := apply(f.Data, opts)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s: %w", f.Path, err)
+		}
+		if len(plan) == 0 {
+			return nil, false, nil
+		}
+		if replans == 0 {
+			fmt.Fprintf(stdout, "%s (%s):\n", f.Path, f.label())
+		}
+		for _, c := range plan {
+			fmt.Fprintf(stdout, "  %s\n", c)
+		}
+		switch {
+		case bytes.Equal(out, f.Data):
+			fmt.Fprintln(stdout, "  nothing to change")
+			return plan, false, nil
+		case dryRun:
+			fmt.Fprintln(stdout, "  dry run: nothing written")
+			return plan, false, nil
+		}
+		backup, err := clientconfig.WriteWithBackup(ctx, f.Path, f.Data, out, clientconfig.WriteOptions{Waiting: waiting})
+		switch {
+		case errors.Is(err, clientconfig.ErrChanged) && replans < maxReplans:
+			fmt.Fprintln(stdout, "  changed since it was read (its client saved it): nothing written; reading it again")
+			if f.Data, err = os.ReadFile(f.Path); err != nil {
+				return plan, false, err
+			}
+			continue
+		case errors.Is(err, clientconfig.ErrChanged):
+			return plan, false, fmt.Errorf("%w, each of the %d times it was read: nothing written; try again when its client is idle", err, replans+1)
+		case err != nil:
+			return plan, false, err
+		}
+		fmt.Fprintf(stdout, "  written; backup: %s\n", backup)
+		return plan, true, nil
+	}
 }
 
 // installLogDir is where installed sidecars log: flag, unless "none", else
