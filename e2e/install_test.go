@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -212,4 +216,89 @@ func TestInstallKeepsAConcurrentSave(t *testing.T) {
 	backup, err := os.ReadFile(backups[0])
 	require.NoError(t, err)
 	assert.Equal(t, saved, string(backup))
+}
+
+// TestInstallKeepsReferences: a header value or URL holding a ${VAR} reference among other
+// text ("Bearer ${LINEAR_TOKEN}"), moved into env by install (or kept on an mcp-remote
+// command line), sends what the original entry sent, whether the client expands env values as
+// it expands headers (Claude Code) or passes them as written (doctor, clients that expand
+// nothing).
+func TestInstallKeepsReferences(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	var seen []string // "Authorization header | query" of each request
+	url := serveLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization")+" | "+r.URL.RawQuery)
+		mu.Unlock()
+		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newRemoteFixture() }, nil).ServeHTTP(w, r)
+	}))
+	const token, team = "tok-123", "eng"
+	clientEnv := map[string]string{"LINEAR_TOKEN": token, "LINEAR_TEAM": team}
+	const want = "Bearer " + token + " | team=" + team
+
+	dir := t.TempDir()
+	configPath := filepath.Join(dir, ".claude.json")
+	original, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"linear": map[string]any{"type": "http", "url": url + "?team=${LINEAR_TEAM}",
+			"headers": map[string]string{"Authorization": "Bearer ${LINEAR_TOKEN}"}},
+		"bridged": map[string]any{"command": "npx", "args": []string{"-y", "mcp-remote", url + "?team=${LINEAR_TEAM}",
+			"--header", "Authorization:Bearer ${LINEAR_TOKEN}"}},
+	}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(configPath, original, 0o600))
+	env := mcpwrapEnv(t, `{}`)
+	p := startProcess(ctx, t, processOptions{Env: env}, mcpwrapPath, "install", "--config-path", configPath, "--log-dir", "none")
+	require.NoError(t, p.Wait(ctx), p.Stderr())
+	var wrapped struct {
+		MCPServers map[string]struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+		} `json:"mcpServers"`
+	}
+	data, err := os.ReadFile(configPath)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &wrapped))
+
+	// expand is a client's expansion of ${VAR} from its own environment; an unset one is left.
+	expand := func(s string) string {
+		return os.Expand(s, func(name string) string {
+			if v, ok := clientEnv[name]; ok {
+				return v
+			}
+			return "${" + name + "}"
+		})
+	}
+	for _, server := range []string{"linear", "bridged"} {
+		for _, expandsEnv := range []bool{false, true} {
+			entry := wrapped.MCPServers[server]
+			require.Equal(t, mcpwrapPath, entry.Command, server)
+			procEnv := slices.Clone(env)
+			for k, v := range clientEnv {
+				procEnv = append(procEnv, k+"="+v)
+			}
+			for k, v := range entry.Env {
+				if expandsEnv {
+					v = expand(v)
+				}
+				procEnv = append(procEnv, k+"="+v)
+			}
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			s := startLineSession(ctx, t, procEnv, entry.Command, entry.Args...)
+			requireResult(t, s.Initialize(ctx, t))
+			s.CloseAndDrain(ctx, t)
+			mu.Lock()
+			got := slices.Clone(seen)
+			mu.Unlock()
+			require.NotEmpty(t, got, server)
+			for _, g := range got {
+				assert.Equal(t, want, g, "%s, the client expanding env values: %v", server, expandsEnv)
+			}
+		}
+	}
 }

@@ -39,9 +39,12 @@
 // keeps the entry an mcp-remote stdio child, the plan says which; so does
 // [Options.KeepMCPRemote].
 //
-// The URL and every header value move, also one that is itself a ${VAR}
-// reference: clients expand env values as they expand URLs and headers. A
-// variable name already in the entry's env gets a suffix (_2, _3...).
+// The URL and every header value move, also one that holds ${VAR}
+// references ("Bearer ${TOKEN}"): a client that expands env values as it
+// expands URLs and headers (Claude Code) expands them there, and mcpwrap
+// expands what is left as the client would have ([MovedValues]), so the
+// entry sends the same bytes either way. A variable name already in the
+// entry's env gets a suffix (_2, _3...).
 // --transport is written only when the entry has a type. With
 // [Options.LogDir] set, --log-file LOGDIR/KEY.log follows --name: the
 // sidecar then logs to a file of its own.
