@@ -302,3 +302,38 @@ func TestInstallKeepsReferences(t *testing.T) {
 		}
 	}
 }
+
+// TestUninstallKeepsTheEntryStyle: uninstall of the README's own example (an entry wrapped by
+// hand, its args on one line) and of a one-line remote entry changes only what it must, in
+// their style.
+func TestUninstallKeepsTheEntryStyle(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	configPath := filepath.Join(t.TempDir(), "claude_desktop_config.json")
+	require.NoError(t, os.WriteFile(configPath, []byte(`{
+  "mcpServers": {
+    "filesystem": {
+      "command": "/home/me/go/bin/mcpwrap",
+      "args": ["--name", "filesystem", "--", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/me"]
+    },
+    "api": {"type": "stdio", "command": "mcpwrap", "args": ["--url", "${U}", "--header", "X-Key: ${K}"], "env": {"U": "https://h/mcp", "K": "k"}}
+  }
+}
+`), 0o600))
+
+	p := startProcess(ctx, t, processOptions{Env: mcpwrapEnv(t, `{}`)}, mcpwrapPath, "uninstall", "--config-path", configPath)
+	require.NoError(t, p.Wait(ctx), p.Stderr())
+	got, err := os.ReadFile(configPath)
+	require.NoError(t, err)
+	assert.Equal(t, `{
+  "mcpServers": {
+    "filesystem": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "/home/me"]
+    },
+    "api": {"type": "http", "url": "https://h/mcp", "headers": {"X-Key": "k"}}
+  }
+}
+`, string(got))
+}
