@@ -1,15 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/clientconfig"
 	"github.com/mcpwrap/mcpwrap/internal/config"
@@ -21,6 +23,8 @@ const installUsage = `Usage: mcpwrap %[1]s (--client C | --config-path FILE) [--
 
 Every file written is backed up first, beside it (FILE%[3]s<time>,
 mode 0600: it may hold secrets); the 3 newest backups of each file are kept.
+A file its client saves meanwhile is read and planned again, never
+overwritten (FILE.lock, Claude Code's lock, is waited for).
 Restart the client afterwards. Exit codes: 0 done, 1 a file could not be
 read or written (or a --server is in no file), 2 bad flags.
 
@@ -41,7 +45,7 @@ const uninstallAbout = `Restores the MCP server entries that mcpwrap install wra
 they were.`
 
 // runInstall is `mcpwrap install` and, with uninstall set, `mcpwrap uninstall`.
-func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
+func runInstall(ctx context.Context, args []string, uninstall bool, stdout, stderr io.Writer) int {
 	cmd, about := "install", installAbout
 	if uninstall {
 		cmd, about = "uninstall", uninstallAbout
@@ -94,42 +98,22 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
+	apply := clientconfig.Install
+	if uninstall {
+		apply = clientconfig.Uninstall
+	}
 	code, changed := exitOK, false
 	var planned []string
 	for _, f := range files {
-		apply := clientconfig.Install
-		if uninstall {
-			apply = clientconfig.Uninstall
-		}
-		out, plan, err := apply(f.Data, opts)
-		if err != nil {
-			fmt.Fprintf(stderr, "mcpwrap %s: %s: %v\n", cmd, f.Path, err)
-			code = exitError
-			continue
-		}
-		if len(plan) == 0 {
-			continue
-		}
-		fmt.Fprintf(stdout, "%s (%s):\n", f.Path, f.label())
+		plan, written, err := rewriteFile(ctx, f, apply, opts, *dryRun, stdout)
 		for _, c := range plan {
-			fmt.Fprintf(stdout, "  %s\n", c)
 			planned = append(planned, c.Server)
 		}
-		switch {
-		case string(out) == string(f.Data):
-			fmt.Fprintln(stdout, "  nothing to change")
-		case *dryRun:
-			fmt.Fprintln(stdout, "  dry run: nothing written")
-		default:
-			backup, err := clientconfig.WriteWithBackup(f.Path, f.Data, out, time.Now())
-			if err != nil {
-				fmt.Fprintf(stderr, "mcpwrap %s: %s: %v\n", cmd, f.Path, err)
-				code = exitError
-				continue
-			}
-			fmt.Fprintf(stdout, "  written; backup: %s\n", backup)
-			changed = true
+		if err != nil {
+			fmt.Fprintf(stderr, "mcpwrap %s: %v\n", cmd, err)
+			code = exitError
 		}
+		changed = changed || written
 	}
 	for _, name := range servers {
 		if !slices.Contains(planned, name) {
@@ -144,6 +128,57 @@ func runInstall(args []string, uninstall bool, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// maxReplans bounds how often one file is read and planned again because
+// its client saved it while it was being written.
+const maxReplans = 3
+
+// rewriteFile plans apply's change to one file, prints the plan, and
+// writes the file unless dryRun; written says whether it did. When the
+// file's client saves it meanwhile, the save is kept: the file is read and
+// planned again, up to maxReplans times. Errors name the file.
+func rewriteFile(ctx context.Context, f clientFile, apply func([]byte, clientconfig.Options) ([]byte, []clientconfig.Change, error),
+	opts clientconfig.Options, dryRun bool, stdout io.Writer) (plan []clientconfig.Change, written bool, err error) {
+	waiting := func(lock string) { fmt.Fprintf(stdout, "  waiting for %s: a client is saving the file\n", lock) }
+	for replans := 0; ; replans++ {
+		out, plan, err := apply(f.Data, opts)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s: %w", f.Path, err)
+		}
+		if len(plan) == 0 {
+			return nil, false, nil
+		}
+		if replans == 0 {
+			fmt.Fprintf(stdout, "%s (%s):\n", f.Path, f.label())
+		}
+		for _, c := range plan {
+			fmt.Fprintf(stdout, "  %s\n", c)
+		}
+		switch {
+		case bytes.Equal(out, f.Data):
+			fmt.Fprintln(stdout, "  nothing to change")
+			return plan, false, nil
+		case dryRun:
+			fmt.Fprintln(stdout, "  dry run: nothing written")
+			return plan, false, nil
+		}
+		backup, err := clientconfig.WriteWithBackup(ctx, f.Path, f.Data, out, clientconfig.WriteOptions{Waiting: waiting})
+		switch {
+		case errors.Is(err, clientconfig.ErrChanged) && replans < maxReplans:
+			fmt.Fprintln(stdout, "  changed since it was read (its client saved it): nothing written; reading it again")
+			if f.Data, err = os.ReadFile(f.Path); err != nil {
+				return plan, false, err
+			}
+			continue
+		case errors.Is(err, clientconfig.ErrChanged):
+			return plan, false, fmt.Errorf("%w, each of the %d times it was read: nothing written; try again when its client is idle", err, replans+1)
+		case err != nil:
+			return plan, false, err
+		}
+		fmt.Fprintf(stdout, "  written; backup: %s\n", backup)
+		return plan, true, nil
+	}
 }
 
 // installLogDir is where installed sidecars log: flag, unless "none", else
@@ -169,15 +204,44 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ", ") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-// mcpwrapPath is the absolute path of this binary, symbolic links
-// resolved: what client configs run, since GUI apps start servers with a
-// minimal PATH.
+// mcpwrapPath is the path of this binary as the user invoked it, made
+// absolute (GUI apps start servers with a minimal PATH) but with its
+// symbolic links kept: a package manager's stable link (Homebrew's
+// bin/mcpwrap) outlives the versioned file it points to
+// (Cellar/mcpwrap/1.0/bin/mcpwrap), which an upgrade removes. When argv[0]
+// does not lead to this binary, it is the executable's own path.
 func mcpwrapPath() (string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", err
 	}
-	return filepath.EvalSymlinks(self)
+	if invoked, ok := invokedPath(os.Args[0], self, exec.LookPath); ok {
+		return invoked, nil
+	}
+	return self, nil
+}
+
+// invokedPath returns arg0 as an absolute path, found on PATH by lookPath
+// when it is a bare name, resolving only a relative path against the
+// working directory; ok is false unless that path is the file self.
+func invokedPath(arg0, self string, lookPath func(string) (string, error)) (path string, ok bool) {
+	if filepath.Base(arg0) == arg0 { // a bare name, looked up as the shell did
+		found, err := lookPath(arg0)
+		if err != nil {
+			return "", false
+		}
+		arg0 = found
+	}
+	path, err := filepath.Abs(arg0)
+	if err != nil {
+		return "", false
+	}
+	invoked, err := os.Stat(path)
+	if err != nil {
+		return "", false
+	}
+	exe, err := os.Stat(self)
+	return path, err == nil && os.SameFile(invoked, exe)
 }
 
 func fileList(files []clientFile) string {

@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		case "login", "logout":
 			return runLogin(ctx, args[0], args[1:], stdout, stderr)
 		case "install", "uninstall":
-			return runInstall(args[1:], args[0] == "uninstall", stdout, stderr)
+			return runInstall(ctx, args[1:], args[0] == "uninstall", stdout, stderr)
 		case "demo-browser": // hidden: the demo's headless stand-in for a browser
 			return demo.Browse(args[1:], stderr)
 		case "demo-server": // hidden: the built-in server the demo and tests wrap

@@ -81,14 +81,16 @@ func signIn(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 	}, nil
 }
 
-// getenv reads the environment the way the server's entry sees it.
+// getenv reads the environment the way the server's entry sees it, with
+// the references in the values install moved out of the entry's url and
+// headers expanded as the client would have (clientconfig.MovedValues).
 func (o wrapOptions) getenv() func(string) string {
-	return func(key string) string {
+	return clientconfig.MovedValues(func(key string) string {
 		if v, ok := o.env[key]; ok {
 			return v
 		}
 		return os.Getenv(key)
-	}
+	})
 }
 
 const loginUsage = `Usage: mcpwrap login NAME [--url URL] [flags]

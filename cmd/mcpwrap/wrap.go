@@ -317,12 +317,7 @@ const remoteHandshakeTimeout = 10 * time.Second
 // for every (re)start, or a new remote connection.
 func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Logger) (middleware.Dialer, error) {
 	if o.url != "" {
-		getenv := func(key string) string {
-			if v, ok := o.env[key]; ok {
-				return v
-			}
-			return os.Getenv(key)
-		}
+		getenv := o.getenv()
 		endpoint, err := upstream.ExpandURL(o.url, getenv)
 		if err != nil {
 			return nil, err

@@ -18,7 +18,18 @@ import (
 // A failure to sync the directory is not reported: the rename has already
 // published the file, and only its durability across a power loss is at
 // stake (Windows cannot sync directories at all).
-func Write(path string, data []byte, perm fs.FileMode, tempPattern string) (err error) {
+func Write(path string, data []byte, perm fs.FileMode, tempPattern string) error {
+	return WriteChecked(path, data, perm, tempPattern, nil)
+}
+
+// WriteChecked is [Write] with a last word: once the temporary file is
+// complete and on disk, just before renaming it over path, it calls check
+// (unless nil) with the temporary file's name. An error from check stops
+// the write: the temporary file is removed and the error returned. check
+// may change the temporary file's metadata (its owner, say), and may take a
+// lock that its caller releases once WriteChecked returns, so that what it
+// checked still holds when the rename lands.
+func WriteChecked(path string, data []byte, perm fs.FileMode, tempPattern string, check func(tmp string) error) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, tempPattern)
 	if err != nil {
@@ -40,6 +51,9 @@ func Write(path string, data []byte, perm fs.FileMode, tempPattern string) (err 
 	}
 	if closeErr := f.Close(); err == nil {
 		err = closeErr
+	}
+	if err == nil && check != nil {
+		err = check(tmp)
 	}
 	if err != nil {
 		return err

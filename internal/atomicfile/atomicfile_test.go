@@ -1,6 +1,7 @@
 package atomicfile
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -50,4 +51,40 @@ func TestWriteFailureLeavesTheOldFile(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Len(t, entries, 1, "the temporary file was removed")
+}
+
+// TestWriteChecked: check sees the complete temporary file just before the
+// rename, and its error leaves path as it was, with no temporary file.
+func TestWriteChecked(t *testing.T) {
+	refuse := errors.New("changed meanwhile")
+	tests := []struct {
+		name     string
+		checkErr error
+		want     string
+	}{
+		{name: "check passes", want: "new"},
+		{name: "check refuses", checkErr: refuse, want: "old"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "f.json")
+			require.NoError(t, os.WriteFile(path, []byte("old"), 0o600))
+			var seen string
+			err := WriteChecked(path, []byte("new"), 0o600, ".f.json.tmp-*", func(tmp string) error {
+				data, err := os.ReadFile(tmp)
+				require.NoError(t, err)
+				seen = string(data)
+				return tt.checkErr
+			})
+			require.ErrorIs(t, err, tt.checkErr)
+			assert.Equal(t, "new", seen)
+			got, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, string(got))
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			assert.Len(t, entries, 1, "no temporary file left behind")
+		})
+	}
 }

@@ -39,9 +39,12 @@
 // keeps the entry an mcp-remote stdio child, the plan says which; so does
 // [Options.KeepMCPRemote].
 //
-// The URL and every header value move, also one that is itself a ${VAR}
-// reference: clients expand env values as they expand URLs and headers. A
-// variable name already in the entry's env gets a suffix (_2, _3...).
+// The URL and every header value move, also one that holds ${VAR}
+// references ("Bearer ${TOKEN}"): a client that expands env values as it
+// expands URLs and headers (Claude Code) expands them there, and mcpwrap
+// expands what is left as the client would have ([MovedValues]), so the
+// entry sends the same bytes either way. A variable name already in the
+// entry's env gets a suffix (_2, _3...).
 // --transport is written only when the entry has a type. With
 // [Options.LogDir] set, --log-file LOGDIR/KEY.log follows --name: the
 // sidecar then logs to a file of its own.
@@ -57,18 +60,25 @@
 // their places (command becomes url again and args becomes headers); keys
 // Install added are removed by where it put them (missing args go just
 // before the command, a missing env just after the later of args and the
-// command). Install followed by
-// Uninstall gives back the original file byte for byte when the file is
-// indented the usual way (2 spaces, as JSON.stringify(config, null, 2) and
-// most editors write it). Only the entries Install rewrites are re-encoded,
-// in the indentation read off the file's first key and with its line
-// endings; every other byte of the file, the trailing newline included, is
-// kept, and inside a rewritten entry every key, string and number keeps the
-// bytes it was written with.
+// command). Only the members Install or Uninstall changes are rewritten,
+// each laid out like the value it replaces: members and elements kept keep
+// their bytes, and the whitespace around items (after an opening bracket,
+// between items, after a colon) is the replaced value's, so an entry on one
+// line stays on one line and args on one line in an indented file stay on
+// one line. A value of another kind than the one it replaces (args for
+// headers) is on one line or indented as that one was; a new value (an env
+// or args Install adds) is indented like the file (read off its first key,
+// with its line endings) in an indented entry, and on one line in an entry
+// on one line. Every other byte of the file, the trailing
+// newline included, is kept, and every key, string and number keeps the
+// bytes it was written with. So Install followed by Uninstall gives back
+// the original file byte for byte, and Uninstall of an entry wrapped by
+// hand keeps its style.
 //
 // What is not preserved:
-//   - An entry formatted differently from the rest of the file (say, args on
-//     one line in a file indented by 2 spaces) comes back re-indented.
+//   - In an object or array whose separators differ from one another (a
+//     line break after some commas only), the separators shift with the
+//     items Install adds or Uninstall removes.
 //   - Install skips, with the reason in the plan, the three shapes it could
 //     not tell apart from what it adds: an empty "args" just before
 //     "command", an empty "headers" just before "url", and an empty "env"

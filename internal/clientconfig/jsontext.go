@@ -43,18 +43,28 @@ func members(data []byte, i int) (ms []member, ok bool) {
 // elements returns the raw elements of the array at data[i:]; ok is false
 // when the value there is not an array.
 func elements(data []byte, i int) (es [][]byte, ok bool) {
+	spans, ok := elementSpans(data, i)
+	for _, s := range spans {
+		es = append(es, data[s[0]:s[1]])
+	}
+	return es, ok
+}
+
+// elementSpans returns where each element of the array at data[i:] starts
+// and ends; ok is false when the value there is not an array.
+func elementSpans(data []byte, i int) (spans [][2]int, ok bool) {
 	i = skipSpace(data, i)
 	if i >= len(data) || data[i] != '[' {
 		return nil, false
 	}
 	for i = skipSpace(data, i+1); i < len(data) && data[i] != ']'; {
 		end := valueEnd(data, i)
-		es = append(es, data[i:end])
+		spans = append(spans, [2]int{i, end})
 		if i = skipSpace(data, end); i < len(data) && data[i] == ',' {
 			i = skipSpace(data, i+1)
 		}
 	}
-	return es, true
+	return spans, true
 }
 
 func skipSpace(data []byte, i int) int {
@@ -188,7 +198,7 @@ func (o object) duplicate() (string, bool) {
 }
 
 // marshal returns the object as JSON text; whitespace inside values is kept
-// and left for [layout.format] to normalise.
+// and left for [layout.restyle] to lay out.
 func (o object) marshal() []byte {
 	buf := []byte{'{'}
 	for i, f := range o {

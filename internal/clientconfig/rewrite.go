@@ -138,7 +138,7 @@ func (r *rewriter) servers(project string, m member) error {
 		change.Project, change.Server = project, e.key
 		r.plan = append(r.plan, change)
 		if change.Action != Skip {
-			text := r.layout.format(entry.marshal(), linePrefix(r.data, e.keyStart))
+			text := r.layout.restyle(raw, entry.marshal(), linePrefix(r.data, e.keyStart), r.layout.indent != "")
 			r.edits = append(r.edits, edit{start: e.valueStart, end: e.valueEnd, text: text})
 		}
 	}

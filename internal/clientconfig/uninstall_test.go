@@ -226,3 +226,56 @@ func raws(ss ...string) [][]byte {
 	}
 	return out
 }
+
+// TestUninstallKeepsTheEntryStyle: uninstall changes only the bytes it
+// must, in the style of the entry it rewrites: args on one line (the
+// README's own example), an entry on one line, an inline env; the file is
+// indented by 2 spaces.
+func TestUninstallKeepsTheEntryStyle(t *testing.T) {
+	file := func(entry string) string {
+		return "{\n  \"mcpServers\": {\n    \"s\": " + entry + "\n  }\n}\n"
+	}
+	tests := []struct {
+		name string
+		in   string // the entry
+		want string
+	}{
+		{
+			name: "args on one line",
+			in: "{\n      \"command\": \"/home/me/go/bin/mcpwrap\",\n" +
+				"      \"args\": [\"--name\", \"filesystem\", \"--\", \"npx\", \"-y\", \"@modelcontextprotocol/server-filesystem\", \"/home/me\"]\n    }",
+			want: "{\n      \"command\": \"npx\",\n" +
+				"      \"args\": [\"-y\", \"@modelcontextprotocol/server-filesystem\", \"/home/me\"]\n    }",
+		},
+		{
+			name: "an entry on one line",
+			in:   `{"command": "mcpwrap", "args": ["--name", "s", "--", "npx", "srv"], "env": {"A": "1"}}`,
+			want: `{"command": "npx", "args": ["srv"], "env": {"A": "1"}}`,
+		},
+		{
+			name: "padded brackets",
+			in:   `{ "command": "mcpwrap", "args": [ "--", "uvx", "mcp-server-git" ] }`,
+			want: `{ "command": "uvx", "args": [ "mcp-server-git" ] }`,
+		},
+		{
+			name: "a remote entry on one line",
+			in: `{"type": "stdio", "command": "mcpwrap", "args": ["--name", "r", "--transport", "sse", "--url", "${U}", "--header", "Authorization: ${H}"], ` +
+				`"env": {"U": "https://h/sse", "H": "Bearer x"}}`,
+			want: `{"type": "sse", "url": "https://h/sse", "headers": {"Authorization": "Bearer x"}}`,
+		},
+		{
+			name: "an inline env in an indented entry",
+			in:   "{\n      \"command\": \"mcpwrap\",\n      \"args\": [\"--\", \"node\", \"x.js\"],\n      \"env\": {\"DEBUG\": \"1\", \"B\": \"2\"}\n    }",
+			want: "{\n      \"command\": \"node\",\n      \"args\": [\"x.js\"],\n      \"env\": {\"DEBUG\": \"1\", \"B\": \"2\"}\n    }",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, plan, err := Uninstall([]byte(file(tt.in)), Options{})
+			require.NoError(t, err)
+			require.Len(t, plan, 1)
+			require.Equal(t, Unwrap, plan[0].Action, plan[0].Detail)
+			assert.Equal(t, file(tt.want), string(out))
+		})
+	}
+}
