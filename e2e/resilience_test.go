@@ -177,6 +177,7 @@ type loadFailure struct {
 // Each call returns fresh upstreams (the counters are per call).
 func loadFailures() []loadFailure {
 	denied, gateway, notFound := &atomic.Int32{}, &atomic.Int32{}, &atomic.Int32{}
+	cutJSON, cutSSE := &atomic.Int32{}, &atomic.Int32{}
 	return []loadFailure{
 		{
 			name:        "HTTP 401 is denied",
@@ -202,6 +203,20 @@ func loadFailures() []loadFailure {
 			initializes: notFound,
 			class:       "permanent", attempts: 1,
 			says: []string{"failed to load and needs attention", "HTTP 404", "Check the URL path"},
+		},
+		{
+			name:        "a JSON answer cut after its headers is transient",
+			upstream:    func(t *testing.T) []string { return remoteArgs(cuttingServer(t, "application/json", cutJSON)) },
+			initializes: cutJSON,
+			class:       "transient", attempts: fastRetryAttempts,
+			says: []string{"still not available", "keeps retrying in the background"}, // the load budget is spent
+		},
+		{
+			name:        "an SSE answer cut after its headers is transient",
+			upstream:    func(t *testing.T) []string { return remoteArgs(cuttingServer(t, "text/event-stream", cutSSE)) },
+			initializes: cutSSE,
+			class:       "transient", attempts: fastRetryAttempts,
+			says: []string{"still not available", "keeps retrying in the background"}, // the load budget is spent
 		},
 		{
 			name:     "connection refused is permanent",
@@ -744,6 +759,27 @@ func refusingServer(t *testing.T, status int, body string, initializes *atomic.I
 		w.Header().Set("Content-Type", "text/plain")
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, body)
+	}))
+}
+
+// cuttingServer serves a loopback server that accepts every initialize with a 200 of
+// contentType, sends the start of an answer and then cuts the connection, as a server or
+// proxy dying mid-answer does; it counts the initialize requests in initializes.
+func cuttingServer(t *testing.T, contentType string, initializes *atomic.Int32) string {
+	t.Helper()
+	return serveLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rpcMethod(r) == "initialize" {
+			initializes.Add(1)
+		}
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(http.StatusOK)
+		start := `{"jsonrpc":"2.0","id":`
+		if contentType == "text/event-stream" {
+			start = "data: " + start
+		}
+		_, _ = io.WriteString(w, start)
+		http.NewResponseController(w).Flush()
+		panic(http.ErrAbortHandler) // the connection is closed mid-answer
 	}))
 }
 

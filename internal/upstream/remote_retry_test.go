@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpwrap/mcpwrap/middleware"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -57,10 +59,9 @@ func TestRemoteSSERetryIsCapped(t *testing.T) {
 		msg, err := conn.ReadMessage()
 		answered := time.Since(start)
 
-		if err == nil {
-			assert.Contains(t, string(msg), `"id":9`, "the request's answer")
-			assert.Contains(t, string(msg), `"error"`, "the request's answer")
-		}
+		failed, ok := errors.AsType[*middleware.RequestFailedError](err)
+		require.True(t, ok, "want the request's failure, got %s, %v", msg, err)
+		assert.Equal(t, "9", string(failed.ID))
 		mu.Lock()
 		defer mu.Unlock()
 		require.NotEmpty(t, resumed, "the stream was never resumed")
