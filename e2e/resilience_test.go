@@ -219,6 +219,24 @@ func loadFailures() []loadFailure {
 			says: []string{"still not available", "keeps retrying in the background"}, // the load budget is spent
 		},
 		{
+			name:     "a malformed --url is permanent",
+			upstream: func(*testing.T) []string { return []string{"--url", "ftp://files.example/mcp"} },
+			class:    "permanent", attempts: 1,
+			says: []string{"failed to load and needs attention", `--url: scheme "ftp": want an http or https URL`},
+		},
+		{
+			name: "a state directory that cannot be created is permanent, even with a static Authorization",
+			upstream: func(t *testing.T) []string {
+				file := filepath.Join(t.TempDir(), "file")
+				require.NoError(t, os.WriteFile(file, nil, 0o600))
+				url := serveLoopback(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newRemoteFixture() }, nil))
+				// A later --state-dir wins: one under a file, which no one can create.
+				return []string{"--state-dir", filepath.Join(file, "state"), "--url", url, "--header", "Authorization: Bearer static"}
+			},
+			class: "permanent", attempts: 1,
+			says: []string{"failed to load and needs attention", "not a directory", "state directory"},
+		},
+		{
 			name:     "connection refused is permanent",
 			upstream: func(t *testing.T) []string { return remoteArgs(closedPortURL(t)) },
 			class:    "permanent", attempts: 1,

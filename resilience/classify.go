@@ -94,6 +94,10 @@ func (c Classifier) classify(err error) *Error {
 	if errors.Is(err, ErrConfig) {
 		return &Error{Class: Permanent, Reason: truncate(redact(err.Error()), maxReasonRunes), Hint: "Fix the configuration file"}
 	}
+	if errors.Is(err, ErrStateDir) {
+		return &Error{Class: Permanent, Reason: truncate(redact(err.Error()), maxReasonRunes),
+			Hint: "Make the state directory writable, or choose another with --state-dir or MCPWRAP_STATE_DIR"}
+	}
 	if loop, ok := errors.AsType[*CrashLoopError](err); ok {
 		return crashLoop(loop)
 	}

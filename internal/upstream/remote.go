@@ -180,10 +180,9 @@ func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(r.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		// The URL is not echoed: it may carry credentials.
-		return nil, fmt.Errorf("%w: the remote URL is not an http:// or https:// URL", resilience.ErrConfig)
+	u, err := ParseURL(r.URL)
+	if err != nil {
+		return nil, err
 	}
 	log := r.Logger
 	if log == nil {
@@ -223,6 +222,24 @@ func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
 	}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	return c, nil
+}
+
+// ParseURL parses a remote server's MCP endpoint, as --url gives it once
+// its ${VAR} references are expanded: an http:// or https:// URL with a
+// host. Its error wraps [resilience.ErrConfig] and says what is wrong with
+// the URL without repeating it (it may carry credentials), nor spelling one
+// (the classifier reduces whatever reads as a URL to its origin).
+func ParseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: --url: not a URL; want an http or https URL with a host", resilience.ErrConfig)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("%w: --url: scheme %q: want an http or https URL", resilience.ErrConfig, u.Scheme)
+	case u.Host == "":
+		return nil, fmt.Errorf("%w: --url: no host; want an http or https URL with a host", resilience.ErrConfig)
+	}
+	return u, nil
 }
 
 // defaultHTTPClient is the client a Remote without one gets.

@@ -776,16 +776,19 @@ func TestDialRemoteRejectsBadURLs(t *testing.T) {
 	tests := []struct {
 		name string
 		url  string
+		want string // the error's cause, the URL not repeated
 	}{
-		{name: "no scheme", url: "mcp.example.com/mcp"},
-		{name: "other scheme", url: "ftp://user:pw@example.com/"},
-		{name: "no host", url: "http:///mcp"},
-		{name: "unparsable", url: "http://[::1"},
+		{name: "no scheme", url: "mcp.example.com/mcp", want: `--url: scheme "": want an http or https URL`},
+		{name: "host taken for a scheme", url: "localhost:8931/mcp", want: `--url: scheme "localhost": want an http or https URL`},
+		{name: "other scheme", url: "ftp://user:pw@example.com/", want: `--url: scheme "ftp": want an http or https URL`},
+		{name: "no host", url: "http:///mcp", want: "--url: no host; want an http or https URL with a host"},
+		{name: "unparsable", url: "http://[::1", want: "--url: not a URL; want an http or https URL with a host"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := DialRemote(t.Context(), Remote{URL: tt.url})
 			require.ErrorIs(t, err, resilience.ErrConfig)
+			assert.Equal(t, "invalid configuration: "+tt.want, err.Error())
 			assert.NotContains(t, err.Error(), "pw")
 		})
 	}
