@@ -394,6 +394,31 @@ func TestEveryFailureIsAToolResult(t *testing.T) {
 	}
 }
 
+// TestDeniedIsNotReloadedOnUse wraps a server that refuses every initialize with 401: the
+// agent's calls (tools and discovery) are answered "denied" each time, and never make mcpwrap
+// send the credentials again (reconnect on use is for permanent failures): only a change that
+// can fix a denial (a sign-in) reloads it.
+func TestDeniedIsNotReloadedOnUse(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	var initializes atomic.Int32
+	url := refusingServer(t, http.StatusUnauthorized, "", &initializes)
+	session := sidecar{Name: "locked", ReadyTimeout: slowReadyTimeout, Upstream: remoteArgs(url)}.connect(ctx, t, newClient(nil))
+	require.EqualValues(t, 1, initializes.Load(), "the load that was denied")
+
+	for range 3 {
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "again"}})
+		require.NoError(t, err)
+		meta := requireStatusResult(t, res, "denied", "denied access", "HTTP 401")
+		assert.Equal(t, 1, meta.Attempts, "_meta.attempts")
+		assert.Equal(t, "denied", discoverServer(ctx, t, session).Status)
+	}
+	// A reload on use would follow its call at once; none may come.
+	require.Never(t, func() bool { return initializes.Load() > 1 }, time.Second, pollEvery,
+		"the calls made mcpwrap send the refused credentials again")
+}
+
 // TestRemoteRetriesUntilAvailable wraps a loopback server that answers the first two
 // initialize requests with 503: mcpwrap retries, and the client's handshake is the server's
 // own after exactly three attempts, with its tools callable.
