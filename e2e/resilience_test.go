@@ -125,7 +125,7 @@ func (sc sidecar) connect(ctx context.Context, t *testing.T, client *mcp.Client)
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: protocolVersionInitialize}
 	}
 	cmd := exec.CommandContext(ctx, mcpwrapPath, sc.args(t)...)
-	cmd.Env = append(os.Environ(), sealedNetworkEnv...)
+	cmd.Env = append(append(os.Environ(), sealedNetworkEnv...), "MCPWRAP_BROWSER=none") // no test opens a browser
 	return connect(ctx, t, client, opts, sc.Record, cmd)
 }
 
@@ -168,15 +168,16 @@ type loadFailure struct {
 	// attempts is the number of load attempts before mcpwrap gave up (or, for transient, spent
 	// its budget); 0 skips the check.
 	attempts int
-	// says are substrings of the agent-facing status message.
-	says []string
+	// says are substrings of the agent-facing status message; never are not.
+	says, never []string
 }
 
 // loadFailures are the failure kinds of the classification table (docs/DESIGN.md, Resilience)
 // that a test can provoke on loopback.
 // Each call returns fresh upstreams (the counters are per call).
 func loadFailures() []loadFailure {
-	denied, gateway, notFound := &atomic.Int32{}, &atomic.Int32{}, &atomic.Int32{}
+	denied, gateway, notFound, bearer := &atomic.Int32{}, &atomic.Int32{}, &atomic.Int32{}, &atomic.Int32{}
+	cutJSON, cutSSE := &atomic.Int32{}, &atomic.Int32{}
 	return []loadFailure{
 		{
 			name:        "HTTP 401 is denied",
@@ -184,6 +185,15 @@ func loadFailures() []loadFailure {
 			initializes: denied,
 			class:       "denied", attempts: 1,
 			says: []string{"denied access", "HTTP 401", "Check the credentials", "retrying will not help"},
+		},
+		{
+			name:        "HTTP 401 asking for a Bearer token, with no OAuth metadata, is denied",
+			upstream:    func(t *testing.T) []string { return remoteArgs(bearerWithoutMetadata(t, bearer)) },
+			initializes: bearer,
+			class:       "denied", attempts: 1,
+			says: []string{"denied access", "HTTP 401", "Check the credentials", "retrying will not help"},
+			// No sign-in can help: there is nothing to sign in with. And no page is quoted.
+			never: []string{"sign in", "mcpwrap login", "<", "\n"},
 		},
 		{
 			name: "HTTP 403 from a gateway timeout is transient",
@@ -202,6 +212,38 @@ func loadFailures() []loadFailure {
 			initializes: notFound,
 			class:       "permanent", attempts: 1,
 			says: []string{"failed to load and needs attention", "HTTP 404", "Check the URL path"},
+		},
+		{
+			name:        "a JSON answer cut after its headers is transient",
+			upstream:    func(t *testing.T) []string { return remoteArgs(cuttingServer(t, "application/json", cutJSON)) },
+			initializes: cutJSON,
+			class:       "transient", attempts: fastRetryAttempts,
+			says: []string{"still not available", "keeps retrying in the background"}, // the load budget is spent
+		},
+		{
+			name:        "an SSE answer cut after its headers is transient",
+			upstream:    func(t *testing.T) []string { return remoteArgs(cuttingServer(t, "text/event-stream", cutSSE)) },
+			initializes: cutSSE,
+			class:       "transient", attempts: fastRetryAttempts,
+			says: []string{"still not available", "keeps retrying in the background"}, // the load budget is spent
+		},
+		{
+			name:     "a malformed --url is permanent",
+			upstream: func(*testing.T) []string { return []string{"--url", "ftp://files.example/mcp"} },
+			class:    "permanent", attempts: 1,
+			says: []string{"failed to load and needs attention", `--url: scheme "ftp": want an http or https URL`},
+		},
+		{
+			name: "a state directory that cannot be created is permanent, even with a static Authorization",
+			upstream: func(t *testing.T) []string {
+				file := filepath.Join(t.TempDir(), "file")
+				require.NoError(t, os.WriteFile(file, nil, 0o600))
+				url := serveLoopback(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newRemoteFixture() }, nil))
+				// A later --state-dir wins: one under a file, which no one can create.
+				return []string{"--state-dir", filepath.Join(file, "state"), "--url", url, "--header", "Authorization: Bearer static"}
+			},
+			class: "permanent", attempts: 1,
+			says: []string{"failed to load and needs attention", "not a directory", "state directory"},
 		},
 		{
 			name:     "connection refused is permanent",
@@ -292,6 +334,7 @@ func TestLoadFailureIsClassified(t *testing.T) {
 			assert.Equal(t, degradedVersion, init.ServerInfo.Version, "the handshake must be mcpwrap's own")
 			assert.True(t, init.Capabilities.Tools != nil && init.Capabilities.Tools.ListChanged, "tools.listChanged")
 			assertSays(t, init.Instructions, tt.says, "instructions")
+			assertNever(t, init.Instructions, tt.never, "instructions")
 
 			// A permanent or denied load ended before the handshake was answered; a transient
 			// one spends its budget in well under a second. Requests below may trigger a
@@ -315,6 +358,7 @@ func TestLoadFailureIsClassified(t *testing.T) {
 			assert.Equal(t, tt.class, srv.Status)
 			assert.NotEmpty(t, srv.Error, "discovery: error")
 			assertSays(t, srv.Message, tt.says, "discovery message")
+			assertNever(t, srv.Message+srv.Error, tt.never, "discovery message and error")
 			if tt.class == "transient" {
 				assert.Equal(t, tt.attempts, srv.Attempts, "discovery: attempts")
 			}
@@ -354,11 +398,37 @@ func TestEveryFailureIsAToolResult(t *testing.T) {
 			res, err := session.CallTool(callCtx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
 			require.NoError(t, err, "a tool call on an unavailable upstream must be answered with a result")
 			meta := requireStatusResult(t, res, tt.class, tt.says...)
+			assertNever(t, contentText(res.Content), tt.never, "status text")
 			if tt.attempts > 0 && tt.class != "transient" {
 				assert.EqualValues(t, tt.attempts, meta.Attempts, "_meta.attempts")
 			}
 		})
 	}
+}
+
+// TestDeniedIsNotReloadedOnUse wraps a server that refuses every initialize with 401: the
+// agent's calls (tools and discovery) are answered "denied" each time, and never make mcpwrap
+// send the credentials again (reconnect on use is for permanent failures): only a change that
+// can fix a denial (a sign-in) reloads it.
+func TestDeniedIsNotReloadedOnUse(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	var initializes atomic.Int32
+	url := refusingServer(t, http.StatusUnauthorized, "", &initializes)
+	session := sidecar{Name: "locked", ReadyTimeout: slowReadyTimeout, Upstream: remoteArgs(url)}.connect(ctx, t, newClient(nil))
+	require.EqualValues(t, 1, initializes.Load(), "the load that was denied")
+
+	for range 3 {
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "again"}})
+		require.NoError(t, err)
+		meta := requireStatusResult(t, res, "denied", "denied access", "HTTP 401")
+		assert.Equal(t, 1, meta.Attempts, "_meta.attempts")
+		assert.Equal(t, "denied", discoverServer(ctx, t, session).Status)
+	}
+	// A reload on use would follow its call at once; none may come.
+	require.Never(t, func() bool { return initializes.Load() > 1 }, time.Second, pollEvery,
+		"the calls made mcpwrap send the refused credentials again")
 }
 
 // TestRemoteRetriesUntilAvailable wraps a loopback server that answers the first two
@@ -685,6 +755,14 @@ func assertSays(t *testing.T, text string, says []string, what string) {
 	}
 }
 
+// assertNever checks that text contains none of never.
+func assertNever(t *testing.T, text string, never []string, what string) {
+	t.Helper()
+	for _, s := range never {
+		assert.NotContains(t, text, s, what)
+	}
+}
+
 // discoveredServer is the "server" object of the discovery tool's answer.
 type discoveredServer struct {
 	Name     string `json:"name"`
@@ -744,6 +822,50 @@ func refusingServer(t *testing.T, status int, body string, initializes *atomic.I
 		w.Header().Set("Content-Type", "text/plain")
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, body)
+	}))
+}
+
+// bearerWithoutMetadata serves a loopback server that refuses every request with 401 and
+// WWW-Authenticate: Bearer, and an HTML page, but offers no OAuth metadata: every well-known
+// document is a 404 HTML page, as a web framework's catch-all serves it. It counts the
+// initialize requests in initializes and returns its URL.
+func bearerWithoutMetadata(t *testing.T, initializes *atomic.Int32) string {
+	t.Helper()
+	const page = "<!DOCTYPE html>\n<html><head><title>Sign in</title></head>\n<body><h1>Unauthorized</h1></body></html>\n"
+	return serveLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if strings.HasPrefix(r.URL.Path, "/.well-known/") {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, page)
+			return
+		}
+		if rpcMethod(r) == "initialize" {
+			initializes.Add(1)
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="api"`)
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, page)
+	}))
+}
+
+// cuttingServer serves a loopback server that accepts every initialize with a 200 of
+// contentType, sends the start of an answer and then cuts the connection, as a server or
+// proxy dying mid-answer does; it counts the initialize requests in initializes.
+func cuttingServer(t *testing.T, contentType string, initializes *atomic.Int32) string {
+	t.Helper()
+	return serveLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rpcMethod(r) == "initialize" {
+			initializes.Add(1)
+		}
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(http.StatusOK)
+		start := `{"jsonrpc":"2.0","id":`
+		if contentType == "text/event-stream" {
+			start = "data: " + start
+		}
+		_, _ = io.WriteString(w, start)
+		http.NewResponseController(w).Flush()
+		panic(http.ErrAbortHandler) // the connection is closed mid-answer
 	}))
 }
 

@@ -114,3 +114,21 @@ func member(obj []byte, name string) []byte {
 	}
 	return nil
 }
+
+// requestFailed settles a request the upstream's Conn reports will never be
+// answered: an own request fails with the Conn's error, typed, so that a
+// load is classified by it; a client's request is answered with an error
+// saying why, and whether sending it again may help.
+func (s *Session) requestFailed(e *RequestFailedError) {
+	if s.isOwnID(e.ID) {
+		s.deliverOwnReply(e.ID, e)
+		return
+	}
+	method, id, late := s.answeredBy(e.ID)
+	if method == "" || late {
+		return
+	}
+	c := s.retrier.Classifier.Classify(e.Err)
+	data, _ := json.Marshal(map[string]any{"class": c.Class.String(), "retryable": c.Class.Retryable()})
+	s.replyErrorData(id, codeInternalError, "the upstream could not answer the request: "+c.Reason, data)
+}

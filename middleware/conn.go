@@ -19,7 +19,8 @@ import (
 type Conn interface {
 	// ReadMessage returns the next message, without framing. The slice is
 	// valid only until the next call. An error matching [ErrMessageTooLarge]
-	// (best a [*MessageTooLargeError]) reports one dropped message; any
+	// (best a [*MessageTooLargeError]) reports one dropped message, and a
+	// [*RequestFailedError] one request whose answer will never come; any
 	// other error ends the stream.
 	ReadMessage() ([]byte, error)
 	// WriteMessage sends one message. It blocks while the peer is not
@@ -73,6 +74,30 @@ func (e *MessageTooLargeError) Is(target error) bool { return target == ErrMessa
 
 // Unwrap returns Err.
 func (e *MessageTooLargeError) Unwrap() error { return e.Err }
+
+// RequestFailedError is how a [Conn] reports a request it sent whose
+// answer will never come, while the stream goes on: the transport that
+// carried it failed (a remote's response cut off mid-stream, a response
+// stream that could not be resumed, a request refused with an HTTP status
+// and no JSON-RPC answer). Err keeps that failure's type, so that a
+// request of the [Session]'s own fails with it and a load is classified by
+// what happened (a connection cut mid-stream is transient), not by an
+// error code standing in for it; a client's request is answered with an
+// error saying why.
+type RequestFailedError struct {
+	// ID is the request's top-level "id" (raw JSON).
+	ID json.RawMessage
+	// Err is why no answer will come.
+	Err error
+}
+
+// Error names the request and why it failed.
+func (e *RequestFailedError) Error() string {
+	return fmt.Sprintf("request %s got no answer: %v", e.ID, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *RequestFailedError) Unwrap() error { return e.Err }
 
 // StreamConn is a [Conn] over a byte stream carrying newline-delimited
 // JSON-RPC, such as stdio.

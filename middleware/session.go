@@ -833,6 +833,10 @@ func (s *Session) pumpUpstream(l *link) {
 				}
 				continue
 			}
+			if failed, ok := errors.AsType[*RequestFailedError](err); ok {
+				s.requestFailed(failed)
+				continue
+			}
 			l.err = err
 			return
 		}

@@ -103,9 +103,11 @@ func (s *Session) supervise(ctx context.Context) {
 // loadOnce is one load attempt: connect, then handshake.
 func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 	s.mu.Lock()
-	if s.status.Class != resilience.Available {
-		s.status.Attempts = attempt // "attempt 1" while the first one runs
-		s.status.RetryIn = 0        // it runs now
+	if st := &s.status; st.Class != resilience.Available {
+		if st.Background == 0 && (st.MaxAttempts == 0 || attempt <= st.MaxAttempts) {
+			st.Attempts = attempt // "attempt 1" while the first one runs; never past the load's budget
+		}
+		st.RetryIn = 0 // it runs now
 	}
 	s.mu.Unlock()
 	conn, err := s.Dial(ctx)
@@ -532,6 +534,9 @@ func statusMeta(o resilience.Outcome) map[string]any {
 	if m.Restart > 0 {
 		meta["restart"] = m.Restart
 	}
+	if m.Background > 0 {
+		meta["background"] = m.Background
+	}
 	if m.Reason != "" {
 		meta["reason"] = m.Reason
 	}
@@ -539,9 +544,12 @@ func statusMeta(o resilience.Outcome) map[string]any {
 }
 
 // reconnectOnUse wakes the supervisor of an upstream that failed
-// permanently, at most once per Reconnect interval.
+// permanently, at most once per Reconnect interval. A denied upstream is
+// not reloaded on use: sending the credentials it refused again cannot
+// help, and only a change that can fix them reloads it (a sign-in: see
+// [Session.Retry]).
 func (s *Session) reconnectOnUse(st resilience.Outcome) {
-	if st.Class == resilience.Transient || st.Class == resilience.Available || !s.reconnect.Allow() {
+	if st.Class != resilience.Permanent || !s.reconnect.Allow() {
 		return
 	}
 	select {

@@ -25,8 +25,9 @@ import (
 //
 // Reason and Hint are safe to show to users and agents: they are built from
 // typed fields (status codes, host names, exit codes, the command name) and
-// never carry header values, environment values or URL credentials. Err
-// keeps the original error for logs and errors.Is/As.
+// never carry header values, environment values or URL credentials; from
+// Classify, each is one line, never a raw page. Err keeps the original
+// error for logs and errors.Is/As.
 type Error struct {
 	// Class decides whether the failure is retried.
 	Class Class
@@ -74,20 +75,22 @@ type Classifier struct {
 func Classify(err error) *Error { return Classifier{}.Classify(err) }
 
 // Classify maps err to one of the four classes with a user-safe reason and
-// a fix hint. It returns nil for a nil err, and the *Error already in err's
-// chain if there is one. Typed errors are recognised through errors.Is and
-// errors.As however deeply they are wrapped; anything unrecognised is
-// [Permanent], so no failure is reported as "starting up" forever.
+// a fix hint, each one line (a server's page or multi-line message is
+// summarised). It returns nil for a nil err, and the *Error already in
+// err's chain if there is one (a copy, if its texts needed summarising).
+// Typed errors are recognised through errors.Is and errors.As however
+// deeply they are wrapped; anything unrecognised is [Permanent], so no
+// failure is reported as "starting up" forever.
 func (c Classifier) Classify(err error) *Error {
 	if err == nil {
 		return nil
 	}
 	if already, ok := errors.AsType[*Error](err); ok {
-		return already
+		return already.summarised()
 	}
 	e := c.classify(err)
 	e.Err = err
-	return e
+	return e.summarised()
 }
 
 // classify checks the most specific evidence first: a typed error the
@@ -95,6 +98,10 @@ func (c Classifier) Classify(err error) *Error {
 func (c Classifier) classify(err error) *Error {
 	if errors.Is(err, ErrConfig) {
 		return &Error{Class: Permanent, Reason: truncate(redact.Text(err.Error()), maxReasonRunes), Hint: "Fix the configuration file"}
+	}
+	if errors.Is(err, ErrStateDir) {
+		return &Error{Class: Permanent, Reason: truncate(redact.Text(err.Error()), maxReasonRunes),
+			Hint: "Make the state directory writable, or choose another with --state-dir or MCPWRAP_STATE_DIR"}
 	}
 	if loop, ok := errors.AsType[*CrashLoopError](err); ok {
 		return crashLoop(loop)

@@ -19,6 +19,10 @@ import (
 var (
 	// ErrConfig marks a malformed configuration: permanent.
 	ErrConfig = errors.New("invalid configuration")
+	// ErrStateDir marks a state directory mcpwrap cannot use (create, read
+	// or write), such as where a remote server's sign-ins are kept:
+	// permanent, with a hint naming how to choose another.
+	ErrStateDir = errors.New("the state directory cannot be used")
 	// ErrHandshakeTimeout marks an upstream that did not complete the MCP
 	// handshake in time: transient. context.DeadlineExceeded is classified
 	// the same way.

@@ -21,9 +21,14 @@ type Outcome struct {
 	Err *Error
 	// Attempts counts the attempts made so far: 1 on the success path.
 	Attempts int
-	// MaxAttempts is the attempt budget of the load, or 0 when unbounded
-	// (background retry).
+	// MaxAttempts is the attempt budget of the load, or 0 when unknown.
+	// Attempts never passes it: what follows a spent budget counts in
+	// Background.
 	MaxAttempts int
+	// Background counts the attempts made in the background
+	// ([Retrier.Background]) after the load's budget was spent, at a slow
+	// cadence; 0 when none.
+	Background int
 	// RetryIn is the delay before the next automatic attempt, or 0 when
 	// none is scheduled.
 	RetryIn time.Duration
@@ -82,9 +87,10 @@ func (o Outcome) Message() string {
 	}
 }
 
-// progress renders " (attempt 3 of 6, retrying in 2s)", or with a
-// restart " (restart 2 of 5, attempt 1, retrying in 2s)", leaving out what
-// is unknown.
+// progress renders " (attempt 3 of 6, retrying in 2s)", with a restart
+// " (restart 2 of 5, attempt 1, retrying in 2s)", in the background
+// " (attempt 6 of 6, background retry 2, retrying in 1m)", leaving out
+// what is unknown.
 func (o Outcome) progress() string {
 	var parts []string
 	if o.Restart > 0 {
@@ -92,6 +98,9 @@ func (o Outcome) progress() string {
 	}
 	if o.Attempts > 0 {
 		parts = append(parts, "attempt "+ofMax(o.Attempts, o.MaxAttempts))
+		if o.Background > 0 {
+			parts = append(parts, "background retry "+strconv.Itoa(o.Background))
+		}
 		if o.RetryIn > 0 {
 			parts = append(parts, "retrying in "+formatDuration(o.RetryIn))
 		}
@@ -146,6 +155,9 @@ type Meta struct {
 	// Restart is [Outcome.Restart]: which restart after a crash is under
 	// way, omitted when none.
 	Restart int `json:"restart,omitempty"`
+	// Background is [Outcome.Background]: the background retries made
+	// after the load's budget was spent, omitted when none.
+	Background int `json:"background,omitempty"`
 	// Reason is the failure's [Error.Code], such as "login_required", or
 	// empty.
 	Reason string `json:"reason,omitempty"`
@@ -154,12 +166,13 @@ type Meta struct {
 // Meta returns the outcome's `_meta` fields.
 func (o Outcome) Meta() Meta {
 	return Meta{
-		Status:    o.Class.String(),
-		Class:     o.Class,
-		Attempts:  o.Attempts,
-		Retryable: o.Class.Retryable(),
-		Restart:   o.Restart,
-		Reason:    o.code(),
+		Status:     o.Class.String(),
+		Class:      o.Class,
+		Attempts:   o.Attempts,
+		Retryable:  o.Class.Retryable(),
+		Restart:    o.Restart,
+		Background: o.Background,
+		Reason:     o.code(),
 	}
 }
 

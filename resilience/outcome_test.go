@@ -28,6 +28,11 @@ func TestOutcomeMessage(t *testing.T) {
 			want:    "Server 'X' is still not available (attempt 8, retrying in 1m30s); mcpwrap keeps retrying in the background. Retry later, or ask the user to check the server.",
 		},
 		{
+			name:    "transient in the background after the load's budget",
+			outcome: resilience.Outcome{Server: "X", Class: resilience.Transient, Attempts: 6, MaxAttempts: 6, Background: 2, RetryIn: time.Minute},
+			want:    "Server 'X' is still not available (attempt 6 of 6, background retry 2, retrying in 1m); mcpwrap keeps retrying in the background. Retry later, or ask the user to check the server.",
+		},
+		{
 			name:    "transient retrying in minutes",
 			outcome: resilience.Outcome{Server: "X", Class: resilience.Transient, Attempts: 9, RetryIn: 5*time.Minute + 200*time.Millisecond},
 			want:    "Server 'X' is still not available (attempt 9, retrying in 5m); mcpwrap keeps retrying in the background. Retry later, or ask the user to check the server.",

@@ -43,6 +43,15 @@ func DefaultLoadPolicy() Policy {
 	}
 }
 
+// DefaultMaxRequestedDelay is the longest wait an upstream can ask of
+// mcpwrap and get (HTTP Retry-After; an SSE stream's retry field, before a
+// response stream is resumed): the default background cadence's maximum
+// interval. However long a hostile or confused server asks for, mcpwrap
+// never waits longer than it would between two background attempts.
+// [Retrier] caps Retry-After at its BackgroundPolicy's MaxInterval, which
+// is this by default.
+const DefaultMaxRequestedDelay = 5 * time.Minute
+
 // DefaultBackgroundPolicy returns the cadence of [Retrier.Background] that
 // a zero [Retrier.BackgroundPolicy] stands for: slow enough not to hammer a
 // server that is down (30 s initial delay doubling up to 5 min, jitter
@@ -50,7 +59,7 @@ func DefaultLoadPolicy() Policy {
 func DefaultBackgroundPolicy() Policy {
 	return Policy{
 		Initial:     30 * time.Second,
-		MaxInterval: 5 * time.Minute,
+		MaxInterval: DefaultMaxRequestedDelay,
 		Multiplier:  2,
 		Jitter:      0.5,
 		MaxAttempts: -1,

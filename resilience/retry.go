@@ -80,8 +80,10 @@ func (r *Retrier) Load(ctx context.Context, server string, op Op) Outcome {
 // op again at the slow cadence of r.BackgroundPolicy until op succeeds,
 // op fails with a non-transient error (permanent and denied are not
 // retried automatically), the policy's limits (none by default) are
-// reached, or ctx is done. Attempt numbers continue from from.Attempts.
-// An outcome that is not [Transient] is returned unchanged.
+// reached, or ctx is done. op's attempt numbers continue from
+// from.Attempts; the outcomes keep from's Attempts and MaxAttempts and
+// count the background attempts in Background. An outcome that is not
+// [Transient] is returned unchanged.
 func (r *Retrier) Background(ctx context.Context, from Outcome, op Op) Outcome {
 	if from.Class != Transient {
 		return from
@@ -102,9 +104,17 @@ func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resum
 	if now == nil {
 		now = time.Now
 	}
+	// What the agent is told of the attempts: a load's, within its budget;
+	// in the background, the load's (its budget spent) and, apart, how many
+	// background retries followed: attempts never pass the load's maximum.
 	maxAttempts := max(p.MaxAttempts, 0)
-	if resume {
-		maxAttempts = 0 // background attempts are unbounded from the agent's point of view
+	attempt, last := start.Attempts, start.Err
+	report := func(out *Outcome) {
+		out.Attempts, out.MaxAttempts = attempt, maxAttempts
+		if resume {
+			out.Attempts, out.MaxAttempts = start.Attempts, start.MaxAttempts
+			out.Background = attempt - start.Attempts
+		}
 	}
 	// However long an upstream asks us to wait, the background cadence's
 	// cap is the longest mcpwrap ever waits: a hostile or confused
@@ -115,7 +125,6 @@ func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resum
 		sched.maxRetries++ // the replayed failure consumes one delay
 	}
 
-	attempt, last := start.Attempts, start.Err
 	if resume && last == nil {
 		last = &Error{Class: Transient, Reason: "still starting up"}
 	}
@@ -144,8 +153,9 @@ func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resum
 			"server", start.Server, "attempt", attempt, "delay_ms", delay.Milliseconds(),
 			"class", last.Class.String(), "error", last.Reason)
 		if r.OnRetry != nil {
-			r.OnRetry(Outcome{Server: start.Server, Class: Transient, Err: last,
-				Attempts: attempt, MaxAttempts: maxAttempts, RetryIn: delay})
+			o := Outcome{Server: start.Server, Class: Transient, Err: last, RetryIn: delay}
+			report(&o)
+			r.OnRetry(o)
 		}
 	}
 
@@ -155,7 +165,8 @@ func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resum
 	}
 	err := backoff.RetryNotifyWithTimer(operation, backoff.WithContext(sched, ctx), notify, timer)
 
-	out := Outcome{Server: start.Server, Attempts: attempt, MaxAttempts: maxAttempts}
+	out := Outcome{Server: start.Server}
+	report(&out)
 	switch {
 	case err == nil:
 		out.Class = Available

@@ -185,50 +185,57 @@ func TestLoadThenBackgroundSelfHeals(t *testing.T) {
 	healed := r.Background(t.Context(), out, op.Op)
 
 	assert.Equal(t, resilience.Available, healed.Class)
-	assert.Equal(t, 10, healed.Attempts)
+	assert.Equal(t, 6, healed.Attempts, "the load's attempts")
+	assert.Equal(t, 4, healed.Background, "then the background's")
 	assert.Nil(t, healed.Err)
 	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, op.attempts)
 	assert.Equal(t, []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute},
 		timers.Waits()[loadWaits:], "30s doubling; the first background attempt waits a full delay")
+	for _, o := range snapshots {
+		assert.LessOrEqual(t, o.Attempts, 6, "attempts never pass the load's maximum: %+v", o)
+		assert.Equal(t, 6, o.MaxAttempts)
+	}
 	last := snapshots[len(snapshots)-1]
-	assert.Equal(t, "Server 'srv' is still not available (attempt 9, retrying in 4m); mcpwrap keeps retrying in the background. Retry later, or ask the user to check the server. Last error: HTTP 503 Service Unavailable.", last.Message())
+	assert.Equal(t, "Server 'srv' is still not available (attempt 6 of 6, background retry 3, retrying in 4m); mcpwrap keeps retrying in the background. Retry later, or ask the user to check the server. Last error: HTTP 503 Service Unavailable.", last.Message())
+	assert.Equal(t, 3, last.Meta().Background)
 }
 
 func TestBackgroundCadence(t *testing.T) {
 	tests := []struct {
-		name         string
-		policy       resilience.Policy
-		from         resilience.Outcome
-		errs         []error
-		wantClass    resilience.Class
-		wantAttempts int
-		wantWaits    []time.Duration
+		name      string
+		policy    resilience.Policy
+		from      resilience.Outcome
+		errs      []error
+		wantClass resilience.Class
+		// wantBackground is the background attempts; Attempts stays from's.
+		wantBackground int
+		wantWaits      []time.Duration
 	}{
 		{
 			name: "caps at 5 minutes", from: resilience.Outcome{Class: resilience.Transient, Attempts: 6}, errs: repeat(errUnavailable, 6),
-			wantClass: resilience.Available, wantAttempts: 13,
+			wantClass: resilience.Available, wantBackground: 7,
 			wantWaits: []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 5 * time.Minute, 5 * time.Minute, 5 * time.Minute},
 		},
 		{
 			name: "stops on a permanent failure", from: resilience.Outcome{Class: resilience.Transient, Attempts: 6}, errs: []error{errUnavailable, errNotFound},
-			wantClass: resilience.Permanent, wantAttempts: 8, wantWaits: []time.Duration{30 * time.Second, time.Minute},
+			wantClass: resilience.Permanent, wantBackground: 2, wantWaits: []time.Duration{30 * time.Second, time.Minute},
 		},
 		{
 			name: "stops when denied", from: resilience.Outcome{Class: resilience.Transient, Attempts: 6}, errs: []error{errForbidden},
-			wantClass: resilience.Denied, wantAttempts: 7, wantWaits: []time.Duration{30 * time.Second},
+			wantClass: resilience.Denied, wantBackground: 1, wantWaits: []time.Duration{30 * time.Second},
 		},
 		{
 			name: "configured attempt limit", policy: resilience.Policy{MaxAttempts: 2}, from: resilience.Outcome{Class: resilience.Transient, Attempts: 6},
-			errs: repeat(errUnavailable, 100), wantClass: resilience.Transient, wantAttempts: 8, wantWaits: []time.Duration{30 * time.Second, time.Minute},
+			errs: repeat(errUnavailable, 100), wantClass: resilience.Transient, wantBackground: 2, wantWaits: []time.Duration{30 * time.Second, time.Minute},
 		},
 		{
 			name:      "honours the Retry-After of the failure that ended the load",
 			from:      resilience.Outcome{Class: resilience.Transient, Attempts: 6, Err: resilience.Classify(&resilience.HTTPStatusError{StatusCode: 503, RetryAfter: 2 * time.Minute})},
-			wantClass: resilience.Available, wantAttempts: 7, wantWaits: []time.Duration{2 * time.Minute},
+			wantClass: resilience.Available, wantBackground: 1, wantWaits: []time.Duration{2 * time.Minute},
 		},
-		{name: "available is returned unchanged", from: resilience.Outcome{Class: resilience.Available, Attempts: 1}, wantClass: resilience.Available, wantAttempts: 1},
-		{name: "permanent is not retried", from: resilience.Outcome{Class: resilience.Permanent, Attempts: 1}, wantClass: resilience.Permanent, wantAttempts: 1},
-		{name: "denied is not retried", from: resilience.Outcome{Class: resilience.Denied, Attempts: 1}, wantClass: resilience.Denied, wantAttempts: 1},
+		{name: "available is returned unchanged", from: resilience.Outcome{Class: resilience.Available, Attempts: 1}, wantClass: resilience.Available},
+		{name: "permanent is not retried", from: resilience.Outcome{Class: resilience.Permanent, Attempts: 1}, wantClass: resilience.Permanent},
+		{name: "denied is not retried", from: resilience.Outcome{Class: resilience.Denied, Attempts: 1}, wantClass: resilience.Denied},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,7 +246,8 @@ func TestBackgroundCadence(t *testing.T) {
 			out := r.Background(t.Context(), tt.from, op.Op)
 
 			assert.Equal(t, tt.wantClass, out.Class)
-			assert.Equal(t, tt.wantAttempts, out.Attempts)
+			assert.Equal(t, tt.from.Attempts, out.Attempts, "the load's attempts")
+			assert.Equal(t, tt.wantBackground, out.Background)
 			assert.Equal(t, tt.wantWaits, timers.Waits())
 		})
 	}

@@ -206,12 +206,7 @@ func doctorTarget(ctx context.Context, d doctorOptions, e doctor.Entry, client s
 			return t
 		}
 	}
-	dial, err := dialer(o, srv, childStderr, logger)
-	if err != nil {
-		t.Err = err
-		return t
-	}
-	t.Session = newSession(o, srv, tools, dial, base)
+	t.Session = newSession(o, srv, tools, dialer(o, srv, nil, childStderr, logger), base)
 	t.ReadyTimeout = srv.ReadyTimeout
 	t.Budget = d.timeout
 	if t.Budget <= 0 {

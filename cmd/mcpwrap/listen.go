@@ -103,23 +103,17 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
 	}
+	var setupErr error // why the --url server cannot be reached as configured
 	if o.url != "" {
 		// One sign-in for every HTTP session; a browser opens at most as a
 		// sidecar's would.
-		if o.signIn, err = signIn(o, srv, stderr, logger, true); err != nil {
-			logger.Error("bad configuration", "error", err)
-			return exitUsage
+		if o.signIn, setupErr = signIn(o, srv, stderr, logger, true); setupErr == nil {
+			defer o.signIn.Close()
 		}
-		defer o.signIn.Close()
-	}
-	if _, err := dialer(o, srv, stderr, logger); err != nil {
-		logger.Error("bad configuration", "error", err)
-		return exitUsage
 	}
 	front := &httpfront.Server{
 		NewSession: func(client middleware.Conn, log *slog.Logger) *middleware.Session {
-			dial, _ := dialer(o, srv, stderr, log) // checked above
-			s := newSession(o, srv, tools, dial, base)
+			s := newSession(o, srv, tools, dialer(o, srv, setupErr, stderr, log), base)
 			s.Client, s.Logger = client, log
 			s.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
 			return s

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/doctor"
 	"github.com/mcpwrap/mcpwrap/internal/redact"
 	"github.com/mcpwrap/mcpwrap/internal/upstream"
+	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
 // oauthFlags are the --oauth-* flags, which override the config's `oauth`.
@@ -57,18 +58,18 @@ func signIn(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 	oc := srv.OAuth
 	o.oauth.apply(&oc)
 	if oc.RedirectPort < 0 || oc.RedirectPort > 65535 {
-		return nil, fmt.Errorf("--oauth-redirect-port %d: not a port", oc.RedirectPort)
+		return nil, fmt.Errorf("%w: --oauth-redirect-port %d: not a port", resilience.ErrConfig, oc.RedirectPort)
 	}
 	cfg := auth.Config{ClientID: oc.ClientID, ClientMetadataURL: oc.ClientMetadataURL, Scopes: oc.Scopes, RedirectPort: oc.RedirectPort}
 	if oc.ClientSecretEnv != "" {
 		cfg.ClientSecret = getenv(oc.ClientSecretEnv)
 		if cfg.ClientSecret == "" {
-			return nil, fmt.Errorf("the OAuth client secret variable %s is not set", oc.ClientSecretEnv)
+			return nil, fmt.Errorf("%w: the OAuth client secret variable %s is not set", resilience.ErrConfig, oc.ClientSecretEnv)
 		}
 	}
 	store, err := auth.OpenStore(stateDir(o), getenv, logger)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", resilience.ErrStateDir, err)
 	}
 	return &auth.Client{
 		Name:      o.name,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/pipesize"
 	"io"
 	"log/slog"
-	"net/url"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,9 +138,8 @@ func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 	if err := o.listen.validate(); err != nil {
 		return o, err
 	}
-	if err := checkURL(o.url); err != nil {
-		return o, err
-	}
+	// A malformed --url is not refused here: the sidecar serves, and the
+	// agent is told (see remoteDialer).
 	if o.name == "" {
 		o.name = servername.Derive(o.command, o.url)
 	}
@@ -178,19 +178,13 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if o.listen.addr != "" {
 		return runListen(ctx, o, srv, tools, childStderr, logger, base)
 	}
+	var setupErr error // why the --url server cannot be reached as configured
 	if o.url != "" {
-		if o.signIn, err = signIn(o, srv, stderr, logger, true); err != nil {
-			logger.Error("bad configuration", "error", err)
-			return exitUsage
+		if o.signIn, setupErr = signIn(o, srv, stderr, logger, true); setupErr == nil {
+			defer o.signIn.Close()
 		}
-		defer o.signIn.Close()
 	}
-	dial, err := dialer(o, srv, childStderr, logger)
-	if err != nil {
-		logger.Error("bad configuration", "error", err)
-		return exitUsage
-	}
-	session := newSession(o, srv, tools, dial, base)
+	session := newSession(o, srv, tools, dialer(o, srv, setupErr, childStderr, logger), base)
 	if o.signIn != nil {
 		// A sign-in finished (in any process): load the server again.
 		defer goUntilStopped(ctx, func(ctx context.Context) { o.signIn.Watch(ctx, 0, session.Retry) })()
@@ -314,25 +308,11 @@ func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config
 const remoteHandshakeTimeout = 10 * time.Second
 
 // dialer returns how the session connects to its upstream: a new child
-// for every (re)start, or a new remote connection.
-func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Logger) (middleware.Dialer, error) {
+// for every (re)start, or a new remote connection. setupErr, when not nil,
+// is why the --url server's sign-in could not be set up.
+func dialer(o wrapOptions, srv config.Server, setupErr error, stderr io.Writer, logger *slog.Logger) middleware.Dialer {
 	if o.url != "" {
-		getenv := o.getenv()
-		endpoint, err := upstream.ExpandURL(o.url, getenv)
-		if err != nil {
-			return nil, err
-		}
-		header, err := upstream.ExpandHeaders(o.headers, getenv)
-		if err != nil {
-			return nil, err
-		}
-		remote := upstream.Remote{URL: endpoint, Header: header, Logger: logger, MaxMessageBytes: srv.MaxLineBytes}
-		if o.signIn != nil {
-			remote.WrapTransport = o.signIn.WrapTransport
-		}
-		return func(ctx context.Context) (middleware.Conn, error) {
-			return upstream.DialRemote(ctx, remote)
-		}, nil
+		return remoteDialer(o, srv, setupErr, logger)
 	}
 	cmd := upstream.Command{
 		Path:   o.command[0],
@@ -353,7 +333,34 @@ func dialer(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 		}
 		logger.Info("server started", "pid", child.Pid())
 		return child, nil
-	}, nil
+	}
+}
+
+// remoteDialer returns how the session connects to the --url server. When
+// it cannot be reached as configured (a malformed or unexpandable URL or
+// header, or setupErr, a sign-in that cannot be set up), every load fails
+// with the cause: the client is answered in degraded mode and the agent
+// told, as for any other load failure, rather than the process exiting
+// before it serves.
+func remoteDialer(o wrapOptions, srv config.Server, setupErr error, logger *slog.Logger) middleware.Dialer {
+	getenv := o.getenv()
+	endpoint, err := upstream.ExpandURL(o.url, getenv)
+	var header http.Header
+	if err == nil {
+		header, err = upstream.ExpandHeaders(o.headers, getenv)
+	}
+	err = cmp.Or(err, setupErr)
+	if err != nil {
+		logger.Error("the server cannot be reached as configured; the agent is told why", "error", err)
+		return func(context.Context) (middleware.Conn, error) { return nil, err }
+	}
+	remote := upstream.Remote{URL: endpoint, Header: header, Logger: logger, MaxMessageBytes: srv.MaxLineBytes}
+	if o.signIn != nil {
+		remote.WrapTransport = o.signIn.WrapTransport
+	}
+	return func(ctx context.Context) (middleware.Conn, error) {
+		return upstream.DialRemote(ctx, remote)
+	}
 }
 
 // notInstalled marks a failure to start program as "not installed" when
@@ -412,17 +419,8 @@ func checkURL(raw string) error {
 	if raw == "" || strings.Contains(raw, "${") {
 		return nil
 	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		return errors.New("--url: not a URL; want http://HOST/PATH or https://HOST/PATH")
-	case u.Scheme != "http" && u.Scheme != "https":
-		// The URL itself is not repeated: it may hold credentials.
-		return fmt.Errorf("--url: scheme %q: want an http:// or https:// URL", u.Scheme)
-	case u.Host == "":
-		return errors.New("--url: no host; want http://HOST/PATH or https://HOST/PATH")
-	}
-	return nil
+	_, err := upstream.ParseURL(raw)
+	return err
 }
 
 // durationKind tells badValue that --call-timeout takes a duration, so it

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -43,8 +44,7 @@ func TestDialerExpandsURLFromEntryEnv(t *testing.T) {
 			"MCPWRAP_HDR_API_AUTHORIZATION": "Bearer x",
 		},
 	}
-	dial, err := dialer(o, config.Server{}, io.Discard, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
+	dial := dialer(o, config.Server{}, nil, io.Discard, slog.New(slog.DiscardHandler))
 	conn, err := dial(t.Context())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
@@ -54,12 +54,33 @@ func TestDialerExpandsURLFromEntryEnv(t *testing.T) {
 	assert.Equal(t, seen{query: "token=s3cret", auth: "Bearer x"}, got)
 }
 
-func TestDialerRefusesUnsetURLVariable(t *testing.T) {
+// A --url server that cannot be reached as configured fails each load with
+// the cause, classified, so that the agent is told (the process no longer
+// exits before it serves).
+func TestDialerFailsEachLoadWithTheCause(t *testing.T) {
 	t.Parallel()
-	o := wrapOptions{name: "api", url: "${MCPWRAP_URL_UNSET_IN_THIS_TEST}"}
-	_, err := dialer(o, config.Server{}, io.Discard, slog.New(slog.DiscardHandler))
-	require.ErrorIs(t, err, upstream.ErrUnsetVariable)
-	require.ErrorIs(t, err, resilience.ErrConfig)
+	tests := []struct {
+		name     string
+		o        wrapOptions
+		setupErr error
+		is       error
+	}{
+		{name: "unset URL variable", o: wrapOptions{name: "api", url: "${MCPWRAP_URL_UNSET_IN_THIS_TEST}"}, is: upstream.ErrUnsetVariable},
+		{name: "malformed URL", o: wrapOptions{name: "api", url: "ftp://files.example/mcp"}, is: resilience.ErrConfig},
+		{name: "malformed header", o: wrapOptions{name: "api", url: "https://h/mcp", headers: headerFlags{"no colon"}}, is: resilience.ErrConfig},
+		{name: "sign-in store", o: wrapOptions{name: "api", url: "https://h/mcp"}, setupErr: fmt.Errorf("%w: mkdir: denied", resilience.ErrStateDir), is: resilience.ErrStateDir},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dial := dialer(tt.o, config.Server{}, tt.setupErr, io.Discard, slog.New(slog.DiscardHandler))
+			for range 2 { // every load, not only the first
+				_, err := dial(t.Context())
+				require.ErrorIs(t, err, tt.is)
+				assert.Equal(t, resilience.Permanent, resilience.Classify(err).Class)
+			}
+		})
+	}
 }
 
 // TestDefaultNames: the default --name comes from what identifies the

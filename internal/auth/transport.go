@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpwrap/mcpwrap/internal/oauthmeta"
 )
 
 // WrapTransport returns a RoundTripper that sends base's requests with the
@@ -76,7 +78,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// asking for another scheme (Basic), is about static credentials
 		// and stays a plain denial: "check the credentials configured for it".
 		ch := newChallenge(req, resp)
-		if _, ok := ch.bearer(); !ok {
+		// Nor may one from a server that offers nothing to sign in with.
+		b, ok := ch.bearer()
+		if !ok || !oauthmeta.Offered(ctx, &http.Client{Transport: t.c.transport()}, ch.url, b.Params["resource_metadata"]) {
 			return resp, nil
 		}
 		discard(resp)

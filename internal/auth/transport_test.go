@@ -20,6 +20,7 @@ func TestTransport(t *testing.T) {
 		header     string // Authorization the request already has
 		wantStatus int    // the response returned, or 0 for an error
 		wantCode   string // the error's resilience code
+		noMetadata bool   // the server offers no OAuth metadata
 	}{
 		{name: "static credentials pass untouched", header: "Bearer static", wantStatus: http.StatusUnauthorized, challenge: `Bearer realm="x"`},
 		{name: "a Basic challenge stays a plain 401", challenge: `Basic realm="x"`, wantStatus: http.StatusUnauthorized},
@@ -29,11 +30,22 @@ func TestTransport(t *testing.T) {
 		{name: "a lower-case bearer challenge needs a sign-in", challenge: `bearer`, wantCode: resilience.CodeLoginRequired},
 		{name: "a scheme that only starts with Bearer stays a plain 401", challenge: `BearerToken realm="x"`, wantStatus: http.StatusUnauthorized},
 		{name: "a challenge that does not parse stays a plain 401", challenge: `Bearer realm="x`, wantStatus: http.StatusUnauthorized},
+		{name: "a Bearer challenge from a server offering no OAuth metadata stays a plain 401", challenge: `Bearer realm="x"`,
+			noMetadata: true, wantStatus: http.StatusUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var gotAuth []string
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodGet {
+					if tt.noMetadata || r.URL.Path != "/.well-known/oauth-authorization-server" {
+						http.NotFound(w, r)
+						return
+					}
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = io.WriteString(w, `{"issuer":"http://`+r.Host+`"}`)
+					return
+				}
 				gotAuth = append(gotAuth, r.Header.Get("Authorization"))
 				if tt.challenge != "" {
 					w.Header().Set("WWW-Authenticate", tt.challenge)

@@ -181,10 +181,9 @@ func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(r.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		// The URL is not echoed: it may carry credentials.
-		return nil, fmt.Errorf("%w: the remote URL is not an http:// or https:// URL", resilience.ErrConfig)
+	u, err := ParseURL(r.URL)
+	if err != nil {
+		return nil, err
 	}
 	log := r.Logger
 	if log == nil {
@@ -226,6 +225,24 @@ func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
 	return c, nil
 }
 
+// ParseURL parses a remote server's MCP endpoint, as --url gives it once
+// its ${VAR} references are expanded: an http:// or https:// URL with a
+// host. Its error wraps [resilience.ErrConfig] and says what is wrong with
+// the URL without repeating it (it may carry credentials), nor spelling one
+// (the classifier reduces whatever reads as a URL to its origin).
+func ParseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: --url: not a URL; want an http or https URL with a host", resilience.ErrConfig)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("%w: --url: scheme %q: want an http or https URL", resilience.ErrConfig, u.Scheme)
+	case u.Host == "":
+		return nil, fmt.Errorf("%w: --url: no host; want an http or https URL with a host", resilience.ErrConfig)
+	}
+	return u, nil
+}
+
 // defaultHTTPClient is the client a Remote without one gets.
 func defaultHTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
@@ -264,8 +281,10 @@ func (c *RemoteConn) ProtocolVersion() string {
 }
 
 // ReadMessage returns the next message from the server, without framing.
-// A [*middleware.MessageTooLargeError] reports one dropped message;
-// any other error ends the connection: the first contact's failure, a lost
+// A [*middleware.MessageTooLargeError] reports one dropped message, and a
+// [*middleware.RequestFailedError] a request whose answer the transport
+// lost (its Err typed, as the first contact's failure is below); any other
+// error ends the connection: the first contact's failure, a lost
 // session (wrapping mcp.ErrSessionMissing), a stream that could not be
 // kept, or [ErrRemoteClosed].
 func (c *RemoteConn) ReadMessage() ([]byte, error) {
@@ -506,15 +525,36 @@ func (c *RemoteConn) settle(msg []byte, pending pendingCalls) {
 }
 
 // answerCalls answers the requests in pending that no stream has answered
-// with a JSON-RPC error saying why the transport could not complete them.
+// with a JSON-RPC error saying why: the server broke the transport's rules
+// (an answer of an unexpected content type, or one that answers nothing).
 func (c *RemoteConn) answerCalls(pending pendingCalls, why string) {
+	c.settleCalls(pending, func(id []byte) inbound { return inbound{msg: errorResponse(id, why)} })
+}
+
+// failCalls reports the requests in pending that no stream has answered as
+// failed with err, the transport's failure (a response cut mid-stream, a
+// status with no JSON-RPC answer), through ReadMessage as a
+// [*middleware.RequestFailedError]: the relay classifies it by its type,
+// where a JSON-RPC error would stand for a server that spoke and refused.
+func (c *RemoteConn) failCalls(pending pendingCalls, err error) {
+	c.settleCalls(pending, func(id []byte) inbound {
+		return inbound{err: &middleware.RequestFailedError{ID: bytes.Clone(id), Err: err}}
+	})
+}
+
+// settleCalls delivers what outcome makes of each request in pending that
+// no stream has answered, and forgets them.
+func (c *RemoteConn) settleCalls(pending pendingCalls, outcome func(id []byte) inbound) {
 	for key, id := range pending {
 		delete(pending, key)
 		c.mu.Lock()
 		_, open := c.unanswered[key]
 		delete(c.unanswered, key)
 		c.mu.Unlock()
-		if open && !c.deliver(errorResponse(id, why), nil) {
+		if !open {
+			continue
+		}
+		if in := outcome(id); !c.deliver(in.msg, in.err) {
 			return
 		}
 	}

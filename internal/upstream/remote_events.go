@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/middleware"
+	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
 // sseEvent is one dispatched server-sent event.
@@ -39,7 +40,8 @@ type sseScanner struct {
 	// says whether there is one.
 	pendingID    string
 	hasPendingID bool
-	// retry is the reconnection delay the server asked for, or zero.
+	// retry is the reconnection delay the server asked for, at most
+	// maxSSERetry, or zero.
 	retry time.Duration
 	// events counts the events with data that next has returned, including
 	// oversized ones: a stream that yields none made no progress.
@@ -48,6 +50,11 @@ type sseScanner struct {
 	started bool   // the byte-order mark check is done
 	line    []byte // holds a line that did not fit in br's buffer
 }
+
+// maxSSERetry caps a stream's retry field as Retry-After is capped: a
+// server asking for 2^31-1 ms would otherwise park a request it has not
+// answered for about 25 days before its stream is resumed.
+const maxSSERetry = resilience.DefaultMaxRequestedDelay
 
 // sseBufferBytes is the read buffer of a scanner; longer lines are assembled.
 const sseBufferBytes = 64 << 10
@@ -124,7 +131,7 @@ func (s *sseScanner) next() (sseEvent, error) {
 			}
 		case "retry":
 			if ms, err := strconv.ParseUint(string(value), 10, 31); err == nil {
-				s.retry = time.Duration(ms) * time.Millisecond
+				s.retry = min(time.Duration(ms)*time.Millisecond, maxSSERetry)
 			}
 		}
 		if tooLong {

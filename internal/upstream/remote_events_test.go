@@ -79,6 +79,13 @@ func TestSSEScanner(t *testing.T) {
 			stream: "retry: soon\ndata: 1\n\n",
 			want:   []event{{Name: "message", Data: "1"}},
 		},
+		{
+			name:   "a retry past the cap is capped",
+			stream: "id: 1\nretry: 2147483647\n\ndata: 1\n\n",
+			want:   []event{{Name: "message", Data: "1"}},
+			lastID: "1",
+			retry:  maxSSERetry,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

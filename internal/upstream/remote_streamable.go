@@ -307,7 +307,7 @@ func (c *RemoteConn) refused(out *outbound, resp *http.Response) {
 		return
 	}
 	c.log.Warn("the remote server refused a message", "url", c.logURL, "method", out.method, "status", resp.StatusCode)
-	c.answerCalls(pending, "the upstream server refused the request: "+status.Error())
+	c.failCalls(pending, c.statusError(http.MethodPost, status))
 }
 
 // readJSON delivers a JSON answer: one message, or a batch of them.
@@ -319,7 +319,7 @@ func (c *RemoteConn) readJSON(body io.Reader, pending pendingCalls) {
 			return
 		}
 		c.log.Warn("reading an answer from the remote server failed", "url", c.logURL, "error", err)
-		c.answerCalls(pending, "reading the upstream server's answer failed")
+		c.failCalls(pending, fmt.Errorf("reading the answer to POST %s: %w", c.logURL, err))
 		return
 	case len(data) > c.max:
 		rest, _ := io.Copy(io.Discard, body)
@@ -342,6 +342,7 @@ func (c *RemoteConn) readJSON(body io.Reader, pending pendingCalls) {
 func (c *RemoteConn) readStream(body io.Reader, pending pendingCalls) {
 	sc := newSSEScanner(body, c.max)
 	err := c.consume(sc, pending)
+	cause := streamCut(err)
 	for failures := 0; len(pending) > 0 && sc.lastID != "" && c.usable() == nil; {
 		if err != nil && !errors.Is(err, io.EOF) {
 			c.log.Debug("response stream broken; resuming", "url", c.logURL, "error", err)
@@ -355,20 +356,26 @@ func (c *RemoteConn) readStream(body io.Reader, pending pendingCalls) {
 		}
 		resp, gerr := c.streamGET(sc.lastID)
 		if gerr != nil {
+			cause = fmt.Errorf("resuming the response stream: %w", gerr)
 			if failures++; failures >= maxStreamFailures {
 				break
 			}
 			continue
 		}
 		if !success(resp) || mediaType(resp) != "text/event-stream" {
-			resp.Body.Close()
 			c.log.Debug("the remote server refused to resume a response stream", "url", c.logURL, "status", resp.StatusCode)
+			if !success(resp) {
+				status, _ := readErrorBody(resp)
+				cause = c.statusError(http.MethodGet, status)
+			}
+			resp.Body.Close()
 			break
 		}
 		lastID, retry := sc.lastID, sc.retry
 		sc = newSSEScanner(resp.Body, c.max)
 		sc.lastID, sc.retry = lastID, retry
 		err = c.consume(sc, pending)
+		cause = streamCut(err)
 		resp.Body.Close()
 		if sc.lastID == lastID {
 			failures++ // no progress
@@ -380,8 +387,20 @@ func (c *RemoteConn) readStream(body io.Reader, pending pendingCalls) {
 		}
 	}
 	if c.usable() == nil {
-		c.answerCalls(pending, "the upstream server closed the response stream before answering")
+		c.failCalls(pending, cause)
 	}
+}
+
+// streamCut is why a response stream that ended with err (io.EOF when the
+// server ended it) left its requests unanswered: the connection's error, or
+// for a stream the server ended, one that says so. Either way the answer
+// was cut off in transit, which a new attempt may not meet: it wraps
+// io.ErrUnexpectedEOF or the connection's typed error.
+func streamCut(err error) error {
+	if err == nil || errors.Is(err, io.EOF) {
+		return fmt.Errorf("the response stream ended before the answer: %w", io.ErrUnexpectedEOF)
+	}
+	return fmt.Errorf("the response stream broke before the answer: %w", err)
 }
 
 // consume delivers the message events of an SSE stream until it ends, the

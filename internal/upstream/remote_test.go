@@ -126,7 +126,7 @@ func newPeer(t *testing.T, conn *RemoteConn) *peer {
 			case <-stop:
 				return
 			}
-			if err != nil && !errors.Is(err, framing.ErrLineTooLong) {
+			if _, failed := errors.AsType[*middleware.RequestFailedError](err); err != nil && !failed && !errors.Is(err, framing.ErrLineTooLong) {
 				return
 			}
 		}
@@ -550,10 +550,103 @@ func TestRemoteStreamEndedWithoutAnswer(t *testing.T) {
 
 	_, progress := p.next()
 	assert.Equal(t, "notifications/progress", progress.Method)
-	_, m := p.next()
-	assert.Equal(t, `"r1"`, string(m.ID))
-	require.NotNil(t, m.Error, "the request is never left unanswered")
-	assert.Equal(t, -32603, m.Error.Code)
+	failed := p.requestFailed()
+	assert.Equal(t, `"r1"`, string(failed.ID), "the request is never left unanswered")
+	assert.ErrorIs(t, failed, io.ErrUnexpectedEOF, "its answer was cut off in transit")
+	assert.Equal(t, resilience.Transient, resilience.Classify(failed).Class)
+}
+
+// requestFailed returns the next read error, which must report a request
+// whose answer the transport lost.
+func (p *peer) requestFailed() *middleware.RequestFailedError {
+	p.t.Helper()
+	err := p.readErr()
+	failed, ok := errors.AsType[*middleware.RequestFailedError](err)
+	require.True(p.t, ok, "want a request's failure, got %v", err)
+	return failed
+}
+
+// TestRemoteCutAnswerFailsItsRequest: an answer cut off after its headers
+// (a JSON body, an SSE stream without an event id to resume from), or a
+// request refused with a status and no JSON-RPC answer, fails the request
+// with the transport's typed error, not a JSON-RPC error standing for it
+// (-32603, which a load would take for a server that refused to load: "check
+// its version"). The connection goes on.
+func TestRemoteCutAnswerFailsItsRequest(t *testing.T) {
+	tests := []struct {
+		name  string
+		serve func(w http.ResponseWriter)
+		is    error // in the failure's chain
+		class resilience.Class
+	}{
+		{
+			name: "a JSON body cut short",
+			serve: func(w http.ResponseWriter) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Length", "100")
+				io.WriteString(w, `{"jsonrpc":"2.0","id":2,`)
+			},
+			is: io.ErrUnexpectedEOF, class: resilience.Transient,
+		},
+		{
+			name: "an SSE stream cut mid-event",
+			serve: func(w http.ResponseWriter) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, `data: {"jsonrpc":"2.0","id":2,`)
+				http.NewResponseController(w).Flush()
+				panic(http.ErrAbortHandler)
+			},
+			is: io.ErrUnexpectedEOF, class: resilience.Transient,
+		},
+		{
+			name: "an SSE stream ended without the answer",
+			serve: func(w http.ResponseWriter) {
+				w.Header().Set("Content-Type", "text/event-stream")
+			},
+			is: io.ErrUnexpectedEOF, class: resilience.Transient,
+		},
+		{
+			name:  "a 503 without a JSON-RPC answer",
+			serve: func(w http.ResponseWriter) { http.Error(w, "<html>busy</html>", http.StatusServiceUnavailable) },
+			class: resilience.Transient,
+		},
+		{
+			name:  "a 403 without a JSON-RPC answer",
+			serve: func(w http.ResponseWriter) { http.Error(w, "no", http.StatusForbidden) },
+			class: resilience.Denied,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				if bytes.Contains(body, []byte(`"initialize"`)) {
+					w.Header().Set("Content-Type", "application/json")
+					io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}`)
+					return
+				}
+				tt.serve(w)
+			}))
+			t.Cleanup(ts.Close)
+			p := newPeer(t, dial(t, ts.URL))
+			p.send(initializeRequest)
+			p.next()
+			p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+
+			failed := p.requestFailed()
+			assert.Equal(t, "2", string(failed.ID))
+			if tt.is != nil {
+				assert.ErrorIs(t, failed, tt.is)
+			}
+			assert.Equal(t, tt.class, resilience.Classify(failed).Class, "classified from %v", failed)
+			assert.NotContains(t, failed.Error(), "busy", "a body is never quoted")
+
+			// The connection goes on.
+			p.send(initializeRequest)
+			_, m := p.next()
+			assert.Equal(t, "1", string(m.ID))
+		})
+	}
 }
 
 func TestRemoteResumesACutResponseStream(t *testing.T) {
@@ -683,16 +776,19 @@ func TestDialRemoteRejectsBadURLs(t *testing.T) {
 	tests := []struct {
 		name string
 		url  string
+		want string // the error's cause, the URL not repeated
 	}{
-		{name: "no scheme", url: "mcp.example.com/mcp"},
-		{name: "other scheme", url: "ftp://user:pw@example.com/"},
-		{name: "no host", url: "http:///mcp"},
-		{name: "unparsable", url: "http://[::1"},
+		{name: "no scheme", url: "mcp.example.com/mcp", want: `--url: scheme "": want an http or https URL`},
+		{name: "host taken for a scheme", url: "localhost:8931/mcp", want: `--url: scheme "localhost": want an http or https URL`},
+		{name: "other scheme", url: "ftp://user:pw@example.com/", want: `--url: scheme "ftp": want an http or https URL`},
+		{name: "no host", url: "http:///mcp", want: "--url: no host; want an http or https URL with a host"},
+		{name: "unparsable", url: "http://[::1", want: "--url: not a URL; want an http or https URL with a host"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := DialRemote(t.Context(), Remote{URL: tt.url})
 			require.ErrorIs(t, err, resilience.ErrConfig)
+			assert.Equal(t, "invalid configuration: "+tt.want, err.Error())
 			assert.NotContains(t, err.Error(), "pw")
 		})
 	}
