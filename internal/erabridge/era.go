@@ -1,0 +1,228 @@
+// Package erabridge lets a client of one MCP protocol era use a server of
+// the other: the 2025 session era (initialize, a session, server requests)
+// and the 2026-07-28 stateless era (server/discover, a _meta on every
+// request, input-required rounds, subscriptions/listen; SEP-2575,
+// SEP-2322). Its [Wrap] is a [middleware.Conn] decorator that sits
+// between a [middleware.Session] and the upstream it dialled: the Session
+// speaks its client's era, the upstream its own, and the Session never
+// learns that eras exist.
+//
+// The package also owns the facts of the eras (versions, _meta keys,
+// error codes) and the one place a 2026-07-28 _meta is read ([ParseMeta])
+// and a member is set in place ([SetMember]).
+package erabridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+)
+
+// Protocol versions. Versions are dates, so strings compare in order.
+const (
+	// SessionVersion is the latest version of the session era, the one
+	// the bridge speaks to a server of that era.
+	SessionVersion = "2025-11-25"
+	// StatelessVersion is the first version of the stateless era
+	// (SEP-2575): no initialize, a _meta on every request.
+	StatelessVersion = "2026-07-28"
+)
+
+// sessionVersions are the session-era versions a 2025 client may ask for
+// and be answered with, newest first.
+var sessionVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// IsStateless reports whether version is of the stateless era.
+func IsStateless(version string) bool { return version >= StatelessVersion }
+
+// The _meta keys of the stateless era (go-sdk mcp/protocol.go MetaKey*).
+const (
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
+)
+
+// JSON-RPC error codes the bridge reads or writes.
+const (
+	CodeInvalidParams              = -32602
+	CodeMethodNotFound             = -32601
+	CodeInternalError              = -32603
+	CodeUnsupportedProtocolVersion = -32022 // SEP-2575: data.supported lists the server's versions
+)
+
+// Pin is which era the upstream is taken to speak: [Auto] finds out.
+type Pin string
+
+// The pins. The zero value is Auto.
+const (
+	Auto      Pin = "auto"
+	Session   Pin = SessionVersion   // initialize only
+	Stateless Pin = StatelessVersion // server/discover only
+)
+
+// DefaultPin is the pin of a server the config says nothing of.
+const DefaultPin = Auto
+
+// ParsePin reads a pin as the flag and the config file spell it.
+func ParsePin(s string) (Pin, error) {
+	switch p := Pin(s); p {
+	case "", Auto:
+		return Auto, nil
+	case Session, Stateless:
+		return p, nil
+	}
+	return "", fmt.Errorf("%q: want auto, %s or %s", s, SessionVersion, StatelessVersion)
+}
+
+// Meta is what a stateless request's _meta says of its client, read once
+// by [ParseMeta]. Raw members are as sent, nil when absent.
+type Meta struct {
+	ProtocolVersion    string
+	ClientInfo         json.RawMessage
+	ClientCapabilities json.RawMessage
+	SubscriptionID     json.RawMessage
+}
+
+// ErrBadMeta is wrapped by ParseMeta's error for a _meta parsers read
+// differently (a key spelled twice, or in another letter case) or of the
+// wrong type.
+var ErrBadMeta = errors.New("erabridge: ambiguous or malformed _meta")
+
+// ParseMeta reads the _meta of params, a request's or notification's
+// params, as every parser reads it: found is false when there is none.
+func ParseMeta(params []byte) (m Meta, found bool, err error) {
+	if len(params) == 0 {
+		return m, false, nil
+	}
+	raw, found, err := framing.LookupMember(params, "_meta")
+	if err != nil {
+		return m, false, fmt.Errorf("%w: %v", ErrBadMeta, err)
+	}
+	if !found {
+		return m, false, nil
+	}
+	if _, err := framing.Members(raw); err != nil {
+		return m, true, fmt.Errorf("%w: _meta is not an object", ErrBadMeta)
+	}
+	get := func(key string) (json.RawMessage, error) {
+		v, ok, err := framing.LookupMember(raw, key)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadMeta, err)
+		}
+		if !ok {
+			return nil, nil
+		}
+		return v, nil
+	}
+	v, err := get(MetaProtocolVersion)
+	if err != nil {
+		return m, true, err
+	}
+	if v != nil {
+		if m.ProtocolVersion, err = framing.String(v); err != nil {
+			return m, true, fmt.Errorf("%w: the protocol version is not a string", ErrBadMeta)
+		}
+	}
+	if m.ClientInfo, err = get(MetaClientInfo); err != nil {
+		return m, true, err
+	}
+	if m.ClientCapabilities, err = get(MetaClientCapabilities); err != nil {
+		return m, true, err
+	}
+	if m.SubscriptionID, err = get(MetaSubscriptionID); err != nil {
+		return m, true, err
+	}
+	return m, true, nil
+}
+
+// ErrNotObject is returned by SetMember for a value that is not a JSON
+// object.
+var ErrNotObject = errors.New("erabridge: not a JSON object")
+
+// SetMember returns obj, a JSON object, with its member name set to value
+// (raw JSON): replaced where it is, or added last. obj is never written;
+// the result is a new slice. A name spelled more than once or in another
+// letter case is an error wrapping [framing.ErrAmbiguous]: which one a
+// parser reads is unknown.
+func SetMember(obj []byte, name string, value []byte) ([]byte, error) {
+	members, err := framing.Members(obj)
+	if err != nil {
+		return nil, ErrNotObject
+	}
+	cur, found, err := framing.LookupMember(obj, name)
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		return framing.Splice(obj, cur, value), nil
+	}
+	end := bytes.LastIndexByte(obj, '}')
+	key, _ := json.Marshal(name)
+	out := make([]byte, 0, len(obj)+len(key)+len(value)+2)
+	out = append(out, obj[:end]...)
+	if len(members) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, key...)
+	out = append(out, ':')
+	out = append(out, value...)
+	return append(out, obj[end:]...), nil
+}
+
+// setParamsMeta returns msg, a request or notification whose envelope is
+// env, with each of the members kv (key, raw value pairs) set in its
+// params' _meta; when keep is set, a key _meta has already is left as it
+// is. msg is never written.
+func setParamsMeta(msg []byte, env framing.Envelope, keep bool, kv ...[2][]byte) ([]byte, error) {
+	params := env.Params
+	if params == nil || bytes.Equal(bytes.TrimSpace(params), []byte("null")) {
+		meta := []byte("{}")
+		for _, p := range kv {
+			var err error
+			if meta, err = SetMember(meta, string(p[0]), p[1]); err != nil {
+				return nil, err
+			}
+		}
+		if params != nil {
+			return framing.Splice(msg, params, append(append([]byte(`{"_meta":`), meta...), '}')), nil
+		}
+		return SetMember(msg, "params", append(append([]byte(`{"_meta":`), meta...), '}'))
+	}
+	meta, found, err := framing.LookupMember(params, "_meta")
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		m := []byte("{}")
+		for _, p := range kv {
+			if m, err = SetMember(m, string(p[0]), p[1]); err != nil {
+				return nil, err
+			}
+		}
+		np, err := SetMember(params, "_meta", m)
+		if err != nil {
+			return nil, err
+		}
+		return framing.Splice(msg, params, np), nil
+	}
+	m := meta
+	for _, p := range kv {
+		if keep {
+			if _, ok, err := framing.LookupMember(m, string(p[0])); err != nil {
+				return nil, err
+			} else if ok {
+				continue
+			}
+		}
+		if m, err = SetMember(m, string(p[0]), p[1]); err != nil {
+			return nil, err
+		}
+	}
+	return framing.Splice(msg, meta, m), nil
+}
