@@ -74,7 +74,7 @@ func TestSameEraPassesBytes(t *testing.T) {
 		{name: "2026 both", pin: Auto, handshake: clientDiscover, answer: `{"supportedVersions":["2026-07-28"],"capabilities":{}}`},
 		{name: "2026 pinned", pin: Stateless, handshake: clientDiscover, answer: `{"supportedVersions":["2026-07-28"],"capabilities":{}}`},
 		{name: "2025 pinned", pin: Session, handshake: clientInit, answer: initResult},
-		{name: "2025 refused discover", pin: Auto, handshake: clientInit, probe: true, answer: initResult},
+		{name: "2025 both", pin: Auto, handshake: clientInit, answer: initResult},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -265,6 +265,11 @@ func TestListenCarriesListChanges(t *testing.T) {
 func bridgedUp(t *testing.T, pin Pin) *rig {
 	r := newRig(t, Options{Pin: pin})
 	r.write(clientInit)
+	if pin != Stateless {
+		init := r.upGets()
+		require.Equal(t, "initialize", init.Method)
+		r.say(`{"jsonrpc":"2.0","id":"mcpwrap-x-1","error":{"code":-32601,"message":"Method not found"}}`)
+	}
 	d := r.upGets()
 	require.Equal(t, "server/discover", d.Method)
 	m, found, err := ParseMeta(d.Params)
@@ -301,14 +306,16 @@ func TestInitializeAnsweredFromDiscover(t *testing.T) {
 	}
 }
 
-func TestDualEraServerGetsTheInitialize(t *testing.T) {
+func TestInitializeRefusedAlsoByDiscover(t *testing.T) {
 	r := newRig(t, Options{})
 	r.write(clientInit)
+	r.upGets()
+	refusal := `{"jsonrpc":"2.0","id":"mcpwrap-x-1","error":{"code":-32600,"message":"bad"}}`
+	r.say(refusal)
 	d := r.upGets()
-	r.say(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"supportedVersions":["2026-07-28","2025-11-25"],"capabilities":{}}}`, d.ID))
-	init := r.upGets()
-	assert.Equal(t, "initialize", init.Method)
-	assert.Equal(t, `"mcpwrap-x-1"`, string(init.ID))
+	require.Equal(t, "server/discover", d.Method)
+	r.say(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, d.ID))
+	assert.Equal(t, refusal, string(r.readRaw()), "the initialize's own refusal answers it")
 }
 
 func TestStatelessPinRefusesASessionServer(t *testing.T) {

@@ -21,11 +21,14 @@ import (
 //     capabilities from the discover's _meta, sent
 //     notifications/initialized, and the discover answered from the
 //     initialize result (modernClient).
-//   - A client's initialize is preceded by the bridge's own server/discover
-//     (pinned to the session era: not). A result that lists only 2026-07-28
-//     versions answers the initialize (modernServer); a server that speaks
-//     the session era too, or refuses the discover, gets the client's
-//     initialize as it is (pinned to 2026-07-28: the refusal answers it).
+//   - A client's initialize is sent as it is (pinned to 2026-07-28: not at
+//     all). A result: both speak the session era. A refusal: the bridge
+//     sends its own server/discover, with the client's info and
+//     capabilities in its _meta; a result answers the initialize
+//     (modernServer), a refusal leaves the initialize's refusal as its
+//     answer. A server that speaks both eras must be asked initialize
+//     first: the go-sdk's takes a server/discover for the session's
+//     handshake and refuses an initialize after it as a duplicate.
 
 // step is where a handshake's negotiation is.
 type step int
@@ -33,8 +36,8 @@ type step int
 const (
 	stepForward    step = iota // the client's server/discover was sent as is
 	stepInitialize             // the bridge's initialize, for a client's discover
-	stepDiscover               // the bridge's discover, for a client's initialize
-	stepPassInit               // the client's initialize, sent after the bridge's discover
+	stepInitFirst              // the client's initialize was sent as is
+	stepDiscover               // the bridge's discover, for a client's initialize refused
 )
 
 // handshake is the Session's handshake request under negotiation.
@@ -47,6 +50,7 @@ type handshake struct {
 	probe   []byte // the id of the bridge's own request
 	version string // the stateless version the bridge's discover asked for
 	retried bool   // it was retried with a version the server offered
+	refusal []byte // the upstream's refusal of the client's initialize
 }
 
 // writeNegotiating writes msg while no handshake has been answered.
@@ -67,8 +71,10 @@ func (c *Conn) writeNegotiating(ctx context.Context, msg []byte) error {
 		hs.step, out = stepInitialize, c.initializeFor(hs)
 	case env.Method == "server/discover":
 		hs.step, out = stepForward, msg
-	default:
+	case pin == Stateless:
 		hs.step, out = stepDiscover, c.discoverFor(hs, StatelessVersion)
+	default:
+		hs.step, out = stepInitFirst, msg
 	}
 	c.mu.Lock()
 	busy := c.hs != nil
@@ -111,7 +117,7 @@ func (c *Conn) readNegotiating() ([]byte, error) {
 		key := framing.IDKey(env.ID)
 		switch {
 		case hs.probe != nil && key == framing.IDKey(hs.probe):
-		case (hs.step == stepForward || hs.step == stepPassInit) && key == framing.IDKey(hs.id):
+		case (hs.step == stepForward || hs.step == stepInitFirst) && key == framing.IDKey(hs.id):
 		default:
 			return msg, nil
 		}
@@ -155,42 +161,42 @@ func (c *Conn) negotiate(hs *handshake, msg []byte, env framing.Envelope) ([]byt
 		c.log.Info("bridging a 2026-07-28 client to a session-era upstream")
 		c.startReader(modernClient)
 		return response(hs.id, result), nil
-	case stepDiscover:
+	case stepInitFirst:
+		if env.Result != nil {
+			c.settle(same, "the upstream speaks the session era")
+			return msg, nil
+		}
+		c.log.Info("the upstream refused initialize; asking it server/discover for the session-era client", "code", parseError(env.Error).Code)
+		hs.refusal = bytes.Clone(msg)
+		hs.step = stepDiscover
+		return nil, c.inner.WriteMessage(c.ctx, c.discoverFor(hs, StatelessVersion))
+	default: // stepDiscover
 		if env.Error != nil {
 			e := parseError(env.Error)
 			if v := e.offeredStateless(); v != "" && v != hs.version && !hs.retried {
 				hs.retried = true
 				return nil, c.inner.WriteMessage(c.ctx, c.discoverFor(hs, v))
 			}
-			if c.opts.Pin == Stateless {
-				c.clearHandshake(hs)
-				return framing.Splice(msg, env.ID, hs.id), nil
+			c.clearHandshake(hs)
+			if hs.refusal != nil {
+				return hs.refusal, nil
 			}
-			return c.passInitialize(hs)
+			return framing.Splice(msg, env.ID, hs.id), nil
 		}
 		var r struct {
 			SupportedVersions []string `json:"supportedVersions"`
 		}
 		_ = json.Unmarshal(env.Result, &r)
-		legacy := slices.ContainsFunc(r.SupportedVersions, func(v string) bool { return !IsStateless(v) })
-		if c.opts.Pin != Stateless && (legacy || !slices.ContainsFunc(r.SupportedVersions, IsStateless)) {
-			return c.passInitialize(hs) // it speaks the client's era too
+		if hs.refusal != nil && !slices.ContainsFunc(r.SupportedVersions, IsStateless) {
+			c.clearHandshake(hs)
+			return hs.refusal, nil
 		}
 		result := c.initializeResult(hs, env.Result, r.SupportedVersions)
 		c.log.Info("bridging a session-era client to a 2026-07-28 upstream")
 		c.startReader(modernServer)
 		c.openUpstreamListen()
 		return response(hs.id, result), nil
-	default: // stepPassInit
-		c.settle(same, "the upstream speaks the session era")
-		return msg, nil
 	}
-}
-
-// passInitialize sends the client's initialize as it is.
-func (c *Conn) passInitialize(hs *handshake) ([]byte, error) {
-	hs.step, hs.probe = stepPassInit, nil
-	return nil, c.inner.WriteMessage(c.ctx, hs.msg)
 }
 
 // settle ends the negotiation with both sides in one era.
