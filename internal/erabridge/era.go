@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 )
@@ -147,10 +148,14 @@ var ErrNotObject = errors.New("erabridge: not a JSON object")
 
 // SetMember returns obj, a JSON object, with its member name set to value
 // (raw JSON): replaced where it is, or added last. obj is never written;
-// the result is a new slice. A name spelled more than once or in another
+// the result is a new slice. obj's nested values are not validated (a
+// message the Session relays was validated once already). A name spelled more than once or in another
 // letter case is an error wrapping [framing.ErrAmbiguous]: which one a
 // parser reads is unknown.
 func SetMember(obj []byte, name string, value []byte) ([]byte, error) {
+	if !utf8.ValidString(name) {
+		return nil, errors.New("erabridge: a member name must be UTF-8")
+	}
 	members, err := framing.Members(obj)
 	if err != nil {
 		return nil, ErrNotObject
@@ -162,7 +167,10 @@ func SetMember(obj []byte, name string, value []byte) ([]byte, error) {
 	if found {
 		return framing.Splice(obj, cur, value), nil
 	}
-	end := bytes.LastIndexByte(obj, '}')
+	end, ok := closingBrace(obj, members)
+	if !ok {
+		return nil, ErrNotObject
+	}
 	key, _ := json.Marshal(name)
 	out := make([]byte, 0, len(obj)+len(key)+len(value)+2)
 	out = append(out, obj[:end]...)
@@ -173,6 +181,22 @@ func SetMember(obj []byte, name string, value []byte) ([]byte, error) {
 	out = append(out, ':')
 	out = append(out, value...)
 	return append(out, obj[end:]...), nil
+}
+
+// closingBrace returns the offset of the '}' that closes obj, whose
+// members are members, and reports false when anything but whitespace
+// follows it.
+func closingBrace(obj []byte, members []framing.Member) (int, bool) {
+	i := bytes.IndexByte(obj, '{') + 1
+	if n := len(members); n > 0 {
+		last := members[n-1].Value
+		i = cap(obj) - cap(last) + len(last) // Value aliases obj
+	}
+	rest := bytes.TrimLeft(obj[i:], " \t\r\n")
+	if len(rest) == 0 || rest[0] != '}' || len(bytes.TrimSpace(rest[1:])) > 0 {
+		return 0, false
+	}
+	return len(obj) - len(rest), true
 }
 
 // setParamsMeta returns msg, a request or notification whose envelope is
