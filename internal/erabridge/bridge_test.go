@@ -55,7 +55,8 @@ func TestDiscoverAnsweredFromInitialize(t *testing.T) {
 			assert.Equal(t, "tools/list", got.Method)
 			assert.Equal(t, "2", string(got.ID))
 			r.say(`{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}`)
-			assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}`, string(r.readRaw()))
+			// A 2026-07-28 result carries its type and cache lifetime.
+			assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":{"tools":[],"resultType":"complete","ttlMs":0,"cacheScope":"private"}}`, string(r.readRaw()))
 			// The client's discover again is answered by the bridge.
 			r.write(`{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{}}`)
 			assert.Equal(t, "3", string(r.read().ID))

@@ -46,6 +46,7 @@ type downState struct {
 	rounds   map[string]*round
 	listens  map[string]*listen // by the listen request's id key
 	subs     map[string]int     // resource URIs subscribed upstream, by listens wanting them
+	methods  map[string]string  // the other client requests in flight, by id key
 }
 
 // downCall is a client request sent up under an id of the bridge's own.
@@ -101,12 +102,58 @@ func (c *Conn) writeModernClient(ctx context.Context, msg []byte) error {
 		case "tools/call", "prompts/get", "resources/read":
 			return c.sendCall(ctx, msg, env)
 		}
+		key := framing.IDKey(env.ID)
+		c.mu.Lock()
+		if c.down.methods == nil {
+			c.down.methods = make(map[string]string)
+		}
+		c.down.methods[key] = env.Method
+		c.mu.Unlock()
+		if err := c.inner.WriteMessage(ctx, msg); err != nil {
+			c.mu.Lock()
+			delete(c.down.methods, key)
+			c.mu.Unlock()
+			return err
+		}
+		return nil
 	case framing.Notification:
 		if env.Method == "notifications/cancelled" {
 			return c.cancelDown(ctx, msg, env)
 		}
 	}
 	return c.inner.WriteMessage(ctx, msg)
+}
+
+// completeResult returns msg, the session-era server's answer env to a
+// request of method, with what a 2026-07-28 result must carry and a
+// session-era one lacks: its resultType, and, for a result a client may
+// cache, a cache lifetime of zero and a private scope (the server said
+// nothing of either). msg itself when nothing is missing.
+func completeResult(msg []byte, env framing.Envelope, method string) []byte {
+	if env.Result == nil {
+		return msg
+	}
+	res := env.Result
+	var err error
+	add := func(name, value string) {
+		if err != nil {
+			return
+		}
+		if _, found, e := framing.LookupMember(res, name); e != nil || found {
+			return
+		}
+		res, err = SetMember(res, name, []byte(value))
+	}
+	add("resultType", `"complete"`)
+	switch method {
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read":
+		add("ttlMs", "0")
+		add("cacheScope", `"private"`)
+	}
+	if err != nil || len(res) == len(env.Result) {
+		return msg
+	}
+	return framing.Splice(msg, env.Result, res)
 }
 
 // bindingOf reads what a round for the request env is bound to.
@@ -220,7 +267,9 @@ func (c *Conn) resume(ctx context.Context, env framing.Envelope, b binding, stat
 	switch {
 	case final != nil:
 		fenv, _ := framing.Peek(final)
-		c.inject(framing.Splice(final, fenv.ID, call.client))
+		out := framing.Splice(final, fenv.ID, call.client)
+		oenv, _ := framing.Peek(out)
+		c.inject(completeResult(out, oenv, call.bind.method))
 	case next != nil:
 		c.inject(next)
 	}
@@ -381,6 +430,14 @@ func (c *Conn) fromSessionServer(msg []byte) [][]byte {
 	switch env.Kind {
 	case framing.Response:
 		if !c.isOwn(env.ID) {
+			key := framing.IDKey(env.ID)
+			c.mu.Lock()
+			method, ok := c.down.methods[key]
+			delete(c.down.methods, key)
+			c.mu.Unlock()
+			if ok {
+				return [][]byte{bytes.Clone(completeResult(msg, env, method))}
+			}
 			break
 		}
 		c.mu.Lock()
@@ -395,9 +452,11 @@ func (c *Conn) fromSessionServer(msg []byte) [][]byte {
 			return nil
 		}
 		c.dropCallLocked(call)
-		client := call.client
+		client, method := call.client, call.bind.method
 		c.mu.Unlock()
-		return [][]byte{framing.Splice(msg, env.ID, client)}
+		out := framing.Splice(msg, env.ID, client)
+		oenv, _ := framing.Peek(out)
+		return [][]byte{completeResult(out, oenv, method)}
 	case framing.Request:
 		return c.serverRequest(env)
 	case framing.Notification:
