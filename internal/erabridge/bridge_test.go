@@ -54,6 +54,7 @@ func TestDiscoverAnsweredFromInitialize(t *testing.T) {
 			got := r.upGets()
 			assert.Equal(t, "tools/list", got.Method)
 			assert.Equal(t, "2", string(got.ID))
+			assert.JSONEq(t, `{"_meta":{}}`, string(got.Params), "no 2026-07-28 version for a remote's header")
 			r.say(`{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}`)
 			// A 2026-07-28 result carries its type and cache lifetime.
 			assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":{"tools":[],"resultType":"complete","ttlMs":0,"cacheScope":"private"}}`, string(r.readRaw()))
@@ -303,6 +304,12 @@ func TestInitializeAnsweredFromDiscover(t *testing.T) {
 			assert.Equal(t, "2026-07-28", m.ProtocolVersion)
 			r.write(`{"jsonrpc":"2.0","id":3,"method":"initialize","params":{}}`)
 			assert.Equal(t, "3", string(r.read().ID))
+			// The logging level goes with every later request.
+			r.write(`{"jsonrpc":"2.0","id":4,"method":"logging/setLevel","params":{"level":"debug"}}`)
+			assert.Equal(t, "4", string(r.read().ID))
+			r.write(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"log"}}`)
+			call := r.upGets()
+			assert.Equal(t, `"debug"`, string(member(member(call.Params, "_meta"), MetaLogLevel)))
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
@@ -249,4 +250,64 @@ func setParamsMeta(msg []byte, env framing.Envelope, keep bool, kv ...[2][]byte)
 		}
 	}
 	return framing.Splice(msg, meta, m), nil
+}
+
+// RemoveMembers returns obj, a JSON object, without its members named in
+// names (exactly); obj itself when it has none of them. obj is never
+// written.
+func RemoveMembers(obj []byte, names ...string) []byte {
+	members, err := framing.Members(obj)
+	if err != nil {
+		return obj
+	}
+	off := func(part []byte) int { return cap(obj) - cap(part) }
+	var out []byte
+	from := 0 // obj[from:] is still to copy
+	for i, m := range members {
+		key, err := framing.String(m.Name)
+		if err != nil || !slices.Contains(names, key) {
+			continue
+		}
+		start, end := off(m.Name), off(m.Value)+len(m.Value)
+		switch {
+		case i+1 < len(members): // up to the next member's name
+			end = off(members[i+1].Name)
+		case i > 0: // from the previous member's end
+			prev := members[i-1].Value
+			start = off(prev) + len(prev)
+		}
+		if start < from { // the previous member was removed up to this one's name
+			start = from
+		}
+		out = append(out, obj[from:start]...)
+		from = end
+	}
+	if out == nil && from == 0 {
+		return obj
+	}
+	return append(out, obj[from:]...)
+}
+
+// clientMetaKeys are the _meta members with which a 2026-07-28 request
+// describes its client in place of a handshake.
+var clientMetaKeys = []string{MetaProtocolVersion, MetaClientInfo, MetaClientCapabilities}
+
+// withoutClientMeta returns msg, whose envelope is env, without the
+// clientMetaKeys of its params' _meta, and its envelope; msg and env
+// themselves when it has none.
+func withoutClientMeta(msg []byte, env framing.Envelope) ([]byte, framing.Envelope) {
+	meta := member(env.Params, "_meta")
+	if meta == nil {
+		return msg, env
+	}
+	stripped := RemoveMembers(meta, clientMetaKeys...)
+	if len(stripped) == len(meta) {
+		return msg, env
+	}
+	out := framing.Splice(msg, meta, stripped)
+	oenv, err := framing.Peek(out)
+	if err != nil {
+		return msg, env
+	}
+	return out, oenv
 }

@@ -111,3 +111,31 @@ func FuzzSetMember(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRemoveMembers holds RemoveMembers to encoding/json: the result is an
+// object with every member but the one removed.
+func FuzzRemoveMembers(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"a":1,"b":2}`, `{"b":2,"a":1}`, `{"b":2,"a":1,"c":3}`, `{ "a" : 1 , "a":2 }`, `{"a":{"a":1}}`} {
+		f.Add([]byte(s), "a")
+	}
+	f.Fuzz(func(t *testing.T, obj []byte, name string) {
+		out := RemoveMembers(obj, name)
+		if !json.Valid(obj) {
+			return
+		}
+		var before, after map[string]json.RawMessage
+		if json.Unmarshal(obj, &before) != nil {
+			return
+		}
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("RemoveMembers(%s, %q) = %s: %v", obj, name, out, err)
+		}
+		if _, ok := after[name]; ok {
+			t.Fatalf("RemoveMembers(%s, %q) = %s: still there", obj, name, out)
+		}
+		delete(before, name)
+		if len(before) != len(after) {
+			t.Fatalf("RemoveMembers(%s, %q) = %s: members lost", obj, name, out)
+		}
+	})
+}

@@ -88,6 +88,10 @@ func (c *Conn) writeModernClient(ctx context.Context, msg []byte) error {
 	if err != nil {
 		return c.inner.WriteMessage(ctx, msg)
 	}
+	// A session-era server (a remote one's transport above all, which
+	// takes the version for its header) must not read the 2026-07-28
+	// client description as this request's protocol.
+	msg, env = withoutClientMeta(msg, env)
 	switch env.Kind {
 	case framing.Request:
 		switch env.Method {

@@ -39,6 +39,7 @@ type upState struct {
 	lists   map[string]bool    // tools/list requests in flight
 	subs    map[string]bool    // the client's resource subscriptions
 	listen  []byte             // the id of the bridge's listen, nil when none is open
+	level   []byte             // the client's logging level (raw JSON), nil until it sets one
 }
 
 // upCall is a client request that may be answered with input-required.
@@ -77,6 +78,13 @@ func (c *Conn) writeModernServer(ctx context.Context, msg []byte) error {
 			c.inject(response(env.ID, res))
 			return nil
 		case "logging/setLevel":
+			// The 2026-07-28 protocol asks for log messages per request,
+			// in its _meta: every later request carries the level.
+			if level := member(env.Params, "level"); level != nil {
+				c.mu.Lock()
+				c.up.level = bytes.Clone(level)
+				c.mu.Unlock()
+			}
 			c.inject(response(env.ID, []byte("{}")))
 			return nil
 		case "resources/subscribe", "resources/unsubscribe":
@@ -104,6 +112,9 @@ func (c *Conn) writeModernServer(ctx context.Context, msg []byte) error {
 func (c *Conn) sendUp(ctx context.Context, msg []byte, env framing.Envelope) error {
 	c.mu.Lock()
 	meta := c.up.meta
+	if c.up.level != nil {
+		meta = append(meta[:len(meta):len(meta)], [2][]byte{[]byte(MetaLogLevel), c.up.level})
+	}
 	c.mu.Unlock()
 	out, err := setParamsMeta(msg, env, true, meta...)
 	if err != nil {
