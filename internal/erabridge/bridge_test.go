@@ -296,12 +296,15 @@ func TestInitializeAnsweredFromDiscover(t *testing.T) {
 	for _, pin := range []Pin{Auto, Stateless} {
 		t.Run(string(pin), func(t *testing.T) {
 			r := bridgedUp(t, pin)
-			r.write(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
-			ping := r.upGets()
-			assert.Equal(t, "ping", ping.Method)
-			m, _, err := ParseMeta(ping.Params)
+			r.write(`{"jsonrpc":"2.0","id":2,"method":"prompts/list"}`)
+			list := r.upGets()
+			assert.Equal(t, "prompts/list", list.Method)
+			m, _, err := ParseMeta(list.Params)
 			require.NoError(t, err)
 			assert.Equal(t, "2026-07-28", m.ProtocolVersion)
+			r.write(`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+			pong := r.read()
+			assert.Equal(t, `"p"`, string(pong.ID), "the 2026-07-28 protocol has no ping: the bridge answers it")
 			r.write(`{"jsonrpc":"2.0","id":3,"method":"initialize","params":{}}`)
 			assert.Equal(t, "3", string(r.read().ID))
 			// The logging level goes with every later request.

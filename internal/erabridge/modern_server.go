@@ -16,7 +16,8 @@ import (
 // and the clientInfo and capabilities of the client's initialize), from
 // which the remote upstream derives its headers. What has no 2026-07-28
 // counterpart is answered by the bridge: initialize (from the server's
-// discover), notifications/initialized (dropped), logging/setLevel, and
+// discover), ping, notifications/initialized (dropped), logging/setLevel
+// (whose level goes into every later request's _meta), and
 // resources/subscribe and unsubscribe, which become the resource
 // subscriptions of the bridge's one subscriptions/listen (opened after the
 // handshake for the list changes the server announces, and opened anew
@@ -76,6 +77,11 @@ func (c *Conn) writeModernServer(ctx context.Context, msg []byte) error {
 			res := c.up.init
 			c.mu.Unlock()
 			c.inject(response(env.ID, res))
+			return nil
+		case "ping":
+			// The 2026-07-28 protocol has none (a go-sdk server answers
+			// method not found): the bridge answers for the upstream.
+			c.inject(response(env.ID, []byte("{}")))
 			return nil
 		case "logging/setLevel":
 			// The 2026-07-28 protocol asks for log messages per request,
