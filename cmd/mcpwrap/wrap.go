@@ -19,6 +19,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/auth"
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/desktop"
+	"github.com/mcpwrap/mcpwrap/internal/erabridge"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
 	"github.com/mcpwrap/mcpwrap/internal/servername"
@@ -72,6 +73,7 @@ type wrapOptions struct {
 	readyTimeout  time.Duration
 	callTimeout   *time.Duration // nil: from config
 	maxLineBytes  int
+	upstreamProto string // --upstream-protocol; "" means from config
 	log           logOptions
 	command       []string
 	listen        listenOptions // --listen and its companions: serve HTTP instead of stdio
@@ -116,6 +118,7 @@ func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 		return nil
 	})
 	fs.IntVar(&o.maxLineBytes, "max-line-bytes", 0, fmt.Sprintf("largest JSON-RPC message accepted, in bytes (default from config, else %d MiB)", config.DefaultMaxLineBytes>>20))
+	fs.StringVar(&o.upstreamProto, "upstream-protocol", "", fmt.Sprintf("the protocol era the server speaks: auto (find out), %s or %s (default from config, else %s)", erabridge.SessionVersion, erabridge.StatelessVersion, config.DefaultUpstreamProtocol))
 	fs.StringVar(&o.log.level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr; the server's stderr lines go to it too (tagged stream=stderr), as well as to stderr")
@@ -288,6 +291,13 @@ func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config
 	if o.maxLineBytes > 0 {
 		srv.MaxLineBytes = o.maxLineBytes
 	}
+	if o.upstreamProto != "" {
+		pin, err := erabridge.ParsePin(o.upstreamProto)
+		if err != nil {
+			return srv, nil, fmt.Errorf("--upstream-protocol %w", err)
+		}
+		srv.UpstreamProtocol = pin
+	}
 	if o.readyTimeout > 0 {
 		srv.ReadyTimeout = o.readyTimeout
 	}
@@ -308,9 +318,16 @@ func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config
 const remoteHandshakeTimeout = 10 * time.Second
 
 // dialer returns how the session connects to its upstream: a new child
-// for every (re)start, or a new remote connection. setupErr, when not nil,
-// is why the --url server's sign-in could not be set up.
+// for every (re)start, or a new remote connection, each behind the era
+// bridge, which finds out (or is told) the era the server speaks. setupErr,
+// when not nil, is why the --url server's sign-in could not be set up.
 func dialer(o wrapOptions, srv config.Server, setupErr error, stderr io.Writer, logger *slog.Logger) middleware.Dialer {
+	dial := upstreamDialer(o, srv, setupErr, stderr, logger)
+	return erabridge.Dial(dial, erabridge.Options{Pin: srv.UpstreamProtocol, Logger: logger, MaxMessageBytes: srv.MaxLineBytes})
+}
+
+// upstreamDialer returns how the session reaches its upstream itself.
+func upstreamDialer(o wrapOptions, srv config.Server, setupErr error, stderr io.Writer, logger *slog.Logger) middleware.Dialer {
 	if o.url != "" {
 		return remoteDialer(o, srv, setupErr, logger)
 	}

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/erabridge"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
 	"github.com/mcpwrap/mcpwrap/middleware"
 	"github.com/mcpwrap/mcpwrap/resilience"
@@ -49,6 +50,8 @@ const (
 	DefaultMaxInFlight = middleware.DefaultMaxInFlight
 	// DefaultMaxCatalogBytes is the middleware's.
 	DefaultMaxCatalogBytes = middleware.DefaultMaxCatalogBytes
+	// DefaultUpstreamProtocol is the era bridge's: find out.
+	DefaultUpstreamProtocol = erabridge.DefaultPin
 
 	// MinMaxLineBytes is the smallest accepted max_line_bytes, so that a
 	// value meant in KiB or MiB is caught rather than breaking every message.
@@ -130,6 +133,9 @@ type Server struct {
 	MaxCatalogBytes int
 	// OAuth is how mcpwrap signs in to a remote server (`oauth`).
 	OAuth OAuth
+	// UpstreamProtocol is the protocol era the server is taken to speak,
+	// or auto to find it out on every connection (`upstream_protocol`).
+	UpstreamProtocol erabridge.Pin
 }
 
 // Default returns the built-in configuration of a server the file does not
@@ -150,6 +156,8 @@ func Default(name string) Server {
 		MaxHeldBytes:    DefaultMaxHeldBytes,
 		MaxInFlight:     DefaultMaxInFlight,
 		MaxCatalogBytes: DefaultMaxCatalogBytes,
+
+		UpstreamProtocol: DefaultUpstreamProtocol,
 	}
 }
 
@@ -254,6 +262,7 @@ type layer struct {
 	env           map[string]string
 	discoveryTool *string
 	discovery     *DiscoveryMode
+	upstreamProto *erabridge.Pin
 	maxLineBytes  *int
 	maxHeld       *int
 	maxHeldBytes  *int
@@ -290,6 +299,7 @@ func (l *layer) applyTo(s *Server) {
 	set(&s.MaxHeldBytes, l.maxHeldBytes)
 	set(&s.MaxInFlight, l.maxInFlight)
 	set(&s.MaxCatalogBytes, l.maxCatalog)
+	set(&s.UpstreamProtocol, l.upstreamProto)
 	l.oauth.applyTo(&s.OAuth)
 }
 

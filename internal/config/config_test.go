@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"github.com/mcpwrap/mcpwrap/internal/erabridge"
 	"os"
 	"path/filepath"
 	"testing"
@@ -33,6 +34,8 @@ func TestDefault(t *testing.T) {
 		MaxHeldBytes:    64 << 20,
 		MaxInFlight:     4096,
 		MaxCatalogBytes: 64 << 20,
+
+		UpstreamProtocol: erabridge.Auto,
 	}
 	assert.Equal(t, want, Default("fs"))
 	var missing *File
@@ -130,6 +133,8 @@ func TestServerMerge(t *testing.T) {
 		MaxHeldBytes:    8 << 20,
 		MaxInFlight:     64,
 		MaxCatalogBytes: 1 << 20,
+
+		UpstreamProtocol: erabridge.Stateless,
 	}
 	tests := []struct {
 		name   string
@@ -154,6 +159,7 @@ func TestServerMerge(t *testing.T) {
 			s.Env = map[string]string{"LOG_LEVEL": "info", "REGION": "us", "TOKEN": ""}
 			s.Discovery = DiscoveryNever
 			s.MaxHeldRequests = 4
+			s.UpstreamProtocol = erabridge.Session
 			return s
 		}()},
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpwrap/mcpwrap/internal/erabridge"
 	"math"
 	"strconv"
 	"strings"
@@ -239,6 +240,8 @@ func (p *parser) settings(n *node, path string, l *layer) error {
 			l.maxCatalog, err = p.integer(v, at, MinMaxLineBytes)
 		case "oauth":
 			err = p.oauth(v, at, &l.oauth)
+		case "upstream_protocol":
+			l.upstreamProto, err = enum[erabridge.Pin](p, v, at, erabridge.Auto, erabridge.Session, erabridge.Stateless)
 		default:
 			err = errUnknownKey
 		}

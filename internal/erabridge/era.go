@@ -1,0 +1,313 @@
+// Package erabridge lets a client of one MCP protocol era use a server of
+// the other: the 2025 session era (initialize, a session, server requests)
+// and the 2026-07-28 stateless era (server/discover, a _meta on every
+// request, input-required rounds, subscriptions/listen; SEP-2575,
+// SEP-2322). Its [Wrap] is a [middleware.Conn] decorator that sits
+// between a [middleware.Session] and the upstream it dialled: the Session
+// speaks its client's era, the upstream its own, and the Session never
+// learns that eras exist.
+//
+// The package also owns the facts of the eras (versions, _meta keys,
+// error codes) and the one place a 2026-07-28 _meta is read ([ParseMeta])
+// and a member is set in place ([SetMember]).
+package erabridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/mcpwrap/mcpwrap/internal/framing"
+)
+
+// Protocol versions. Versions are dates, so strings compare in order.
+const (
+	// SessionVersion is the latest version of the session era, the one
+	// the bridge speaks to a server of that era.
+	SessionVersion = "2025-11-25"
+	// StatelessVersion is the first version of the stateless era
+	// (SEP-2575): no initialize, a _meta on every request.
+	StatelessVersion = "2026-07-28"
+)
+
+// sessionVersions are the session-era versions a 2025 client may ask for
+// and be answered with, newest first.
+var sessionVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// IsStateless reports whether version is of the stateless era.
+func IsStateless(version string) bool { return version >= StatelessVersion }
+
+// The _meta keys of the stateless era (go-sdk mcp/protocol.go MetaKey*).
+const (
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
+)
+
+// JSON-RPC error codes the bridge reads or writes.
+const (
+	CodeInvalidParams              = -32602
+	CodeMethodNotFound             = -32601
+	CodeInternalError              = -32603
+	CodeUnsupportedProtocolVersion = -32022 // SEP-2575: data.supported lists the server's versions
+)
+
+// Pin is which era the upstream is taken to speak: [Auto] finds out.
+type Pin string
+
+// The pins. The zero value is Auto.
+const (
+	Auto      Pin = "auto"
+	Session   Pin = SessionVersion   // initialize only
+	Stateless Pin = StatelessVersion // server/discover only
+)
+
+// DefaultPin is the pin of a server the config says nothing of.
+const DefaultPin = Auto
+
+// ParsePin reads a pin as the flag and the config file spell it.
+func ParsePin(s string) (Pin, error) {
+	switch p := Pin(s); p {
+	case "", Auto:
+		return Auto, nil
+	case Session, Stateless:
+		return p, nil
+	}
+	return "", fmt.Errorf("%q: want auto, %s or %s", s, SessionVersion, StatelessVersion)
+}
+
+// Meta is what a stateless request's _meta says of its client, read once
+// by [ParseMeta]. Raw members are as sent, nil when absent.
+type Meta struct {
+	ProtocolVersion    string
+	ClientInfo         json.RawMessage
+	ClientCapabilities json.RawMessage
+	SubscriptionID     json.RawMessage
+}
+
+// ErrBadMeta is wrapped by ParseMeta's error for a _meta parsers read
+// differently (a key spelled twice, or in another letter case) or of the
+// wrong type.
+var ErrBadMeta = errors.New("erabridge: ambiguous or malformed _meta")
+
+// ParseMeta reads the _meta of params, a request's or notification's
+// params, as every parser reads it: found is false when there is none.
+func ParseMeta(params []byte) (m Meta, found bool, err error) {
+	if len(params) == 0 {
+		return m, false, nil
+	}
+	raw, found, err := framing.LookupMember(params, "_meta")
+	if err != nil {
+		return m, false, fmt.Errorf("%w: %v", ErrBadMeta, err)
+	}
+	if !found {
+		return m, false, nil
+	}
+	if _, err := framing.Members(raw); err != nil {
+		return m, true, fmt.Errorf("%w: _meta is not an object", ErrBadMeta)
+	}
+	get := func(key string) (json.RawMessage, error) {
+		v, ok, err := framing.LookupMember(raw, key)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadMeta, err)
+		}
+		if !ok {
+			return nil, nil
+		}
+		return v, nil
+	}
+	v, err := get(MetaProtocolVersion)
+	if err != nil {
+		return m, true, err
+	}
+	if v != nil {
+		if m.ProtocolVersion, err = framing.String(v); err != nil {
+			return m, true, fmt.Errorf("%w: the protocol version is not a string", ErrBadMeta)
+		}
+	}
+	if m.ClientInfo, err = get(MetaClientInfo); err != nil {
+		return m, true, err
+	}
+	if m.ClientCapabilities, err = get(MetaClientCapabilities); err != nil {
+		return m, true, err
+	}
+	if m.SubscriptionID, err = get(MetaSubscriptionID); err != nil {
+		return m, true, err
+	}
+	return m, true, nil
+}
+
+// ErrNotObject is returned by SetMember for a value that is not a JSON
+// object.
+var ErrNotObject = errors.New("erabridge: not a JSON object")
+
+// SetMember returns obj, a JSON object, with its member name set to value
+// (raw JSON): replaced where it is, or added last. obj is never written;
+// the result is a new slice. obj's nested values are not validated (a
+// message the Session relays was validated once already). A name spelled more than once or in another
+// letter case is an error wrapping [framing.ErrAmbiguous]: which one a
+// parser reads is unknown.
+func SetMember(obj []byte, name string, value []byte) ([]byte, error) {
+	if !utf8.ValidString(name) {
+		return nil, errors.New("erabridge: a member name must be UTF-8")
+	}
+	members, err := framing.Members(obj)
+	if err != nil {
+		return nil, ErrNotObject
+	}
+	cur, found, err := framing.LookupMember(obj, name)
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		return framing.Splice(obj, cur, value), nil
+	}
+	end, ok := closingBrace(obj, members)
+	if !ok {
+		return nil, ErrNotObject
+	}
+	key, _ := json.Marshal(name)
+	out := make([]byte, 0, len(obj)+len(key)+len(value)+2)
+	out = append(out, obj[:end]...)
+	if len(members) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, key...)
+	out = append(out, ':')
+	out = append(out, value...)
+	return append(out, obj[end:]...), nil
+}
+
+// closingBrace returns the offset of the '}' that closes obj, whose
+// members are members, and reports false when anything but whitespace
+// follows it.
+func closingBrace(obj []byte, members []framing.Member) (int, bool) {
+	i := bytes.IndexByte(obj, '{') + 1
+	if n := len(members); n > 0 {
+		last := members[n-1].Value
+		i = cap(obj) - cap(last) + len(last) // Value aliases obj
+	}
+	rest := bytes.TrimLeft(obj[i:], " \t\r\n")
+	if len(rest) == 0 || rest[0] != '}' || len(bytes.TrimSpace(rest[1:])) > 0 {
+		return 0, false
+	}
+	return len(obj) - len(rest), true
+}
+
+// setParamsMeta returns msg, a request or notification whose envelope is
+// env, with each of the members kv (key, raw value pairs) set in its
+// params' _meta; when keep is set, a key _meta has already is left as it
+// is. msg is never written.
+func setParamsMeta(msg []byte, env framing.Envelope, keep bool, kv ...[2][]byte) ([]byte, error) {
+	params := env.Params
+	if params == nil || bytes.Equal(bytes.TrimSpace(params), []byte("null")) {
+		meta := []byte("{}")
+		for _, p := range kv {
+			var err error
+			if meta, err = SetMember(meta, string(p[0]), p[1]); err != nil {
+				return nil, err
+			}
+		}
+		if params != nil {
+			return framing.Splice(msg, params, append(append([]byte(`{"_meta":`), meta...), '}')), nil
+		}
+		return SetMember(msg, "params", append(append([]byte(`{"_meta":`), meta...), '}'))
+	}
+	meta, found, err := framing.LookupMember(params, "_meta")
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		m := []byte("{}")
+		for _, p := range kv {
+			if m, err = SetMember(m, string(p[0]), p[1]); err != nil {
+				return nil, err
+			}
+		}
+		np, err := SetMember(params, "_meta", m)
+		if err != nil {
+			return nil, err
+		}
+		return framing.Splice(msg, params, np), nil
+	}
+	m := meta
+	for _, p := range kv {
+		if keep {
+			if _, ok, err := framing.LookupMember(m, string(p[0])); err != nil {
+				return nil, err
+			} else if ok {
+				continue
+			}
+		}
+		if m, err = SetMember(m, string(p[0]), p[1]); err != nil {
+			return nil, err
+		}
+	}
+	return framing.Splice(msg, meta, m), nil
+}
+
+// RemoveMembers returns obj, a JSON object, without its members named in
+// names (exactly); obj itself when it has none of them. obj is never
+// written.
+func RemoveMembers(obj []byte, names ...string) []byte {
+	members, err := framing.Members(obj)
+	if err != nil {
+		return obj
+	}
+	off := func(part []byte) int { return cap(obj) - cap(part) }
+	var out []byte
+	from := 0 // obj[from:] is still to copy
+	for i, m := range members {
+		key, err := framing.String(m.Name)
+		if err != nil || !slices.Contains(names, key) {
+			continue
+		}
+		start, end := off(m.Name), off(m.Value)+len(m.Value)
+		switch {
+		case i+1 < len(members): // up to the next member's name
+			end = off(members[i+1].Name)
+		case i > 0: // from the previous member's end
+			prev := members[i-1].Value
+			start = off(prev) + len(prev)
+		}
+		if start < from { // the previous member was removed up to this one's name
+			start = from
+		}
+		out = append(out, obj[from:start]...)
+		from = end
+	}
+	if out == nil && from == 0 {
+		return obj
+	}
+	return append(out, obj[from:]...)
+}
+
+// clientMetaKeys are the _meta members with which a 2026-07-28 request
+// describes its client in place of a handshake.
+var clientMetaKeys = []string{MetaProtocolVersion, MetaClientInfo, MetaClientCapabilities}
+
+// withoutClientMeta returns msg, whose envelope is env, without the
+// clientMetaKeys of its params' _meta, and its envelope; msg and env
+// themselves when it has none.
+func withoutClientMeta(msg []byte, env framing.Envelope) ([]byte, framing.Envelope) {
+	meta := member(env.Params, "_meta")
+	if meta == nil {
+		return msg, env
+	}
+	stripped := RemoveMembers(meta, clientMetaKeys...)
+	if len(stripped) == len(meta) {
+		return msg, env
+	}
+	out := framing.Splice(msg, meta, stripped)
+	oenv, err := framing.Peek(out)
+	if err != nil {
+		return msg, env
+	}
+	return out, oenv
+}
