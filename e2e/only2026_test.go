@@ -1,0 +1,190 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A server that speaks only 2026-07-28 and refuses the session era, initialize included, made
+// from the go-sdk everything-server (which serves both eras) by refusing, in front of it, every
+// message that does not carry the 2026 _meta, as the conformance suite's 2026-only scenario
+// servers do. Over stdio it is the test binary run as `e2e.test mcpwrap-e2e-only-2026 COMMAND...`;
+// over HTTP, only2026Handler in front of the everything-server's stateless mode.
+const only2026Arg = "mcpwrap-e2e-only-2026"
+
+// The _meta keys that every 2026-07-28 request carries (SEP-2575).
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+)
+
+// only2026Refusal returns the JSON-RPC error for a client message, or nil when the message is a
+// 2026-07-28 one (or a response, which carries no _meta). headerVersion is the
+// MCP-Protocol-Version header over HTTP, nil over stdio. The codes and messages are those of the
+// conformance suite's stateless mock (0.2.0-alpha.12).
+func only2026Refusal(msg []byte, headerVersion *string) (id json.RawMessage, refusal map[string]any) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(msg, &m); err != nil {
+		return nil, map[string]any{"code": -32700, "message": "Parse error"}
+	}
+	if m.Method == "" {
+		return m.ID, nil // a response to the server
+	}
+	if headerVersion != nil && *headerVersion == "" {
+		return m.ID, map[string]any{"code": -32020, "message": "Missing MCP-Protocol-Version header"}
+	}
+	var missing []string
+	for _, key := range []string{metaProtocolVersion, metaClientCapabilities} {
+		if _, ok := m.Params.Meta[key]; !ok {
+			missing = append(missing, key)
+		}
+	}
+	if len(missing) > 0 {
+		return m.ID, map[string]any{"code": -32602, "message": fmt.Sprintf("Invalid params: missing _meta keys: %v", missing)}
+	}
+	var version string
+	_ = json.Unmarshal(m.Params.Meta[metaProtocolVersion], &version)
+	if headerVersion != nil && *headerVersion != version {
+		return m.ID, map[string]any{"code": -32020, "message": "MCP-Protocol-Version header does not match _meta.protocolVersion"}
+	}
+	if version != protocolVersionStateless {
+		return m.ID, map[string]any{"code": -32022, "message": "Unsupported protocol version",
+			"data": map[string]any{"supported": []string{protocolVersionStateless}, "requested": version}}
+	}
+	return m.ID, nil
+}
+
+// runOnly2026 relays newline-delimited messages between stdio and argv's process, answering
+// every client request that is not a 2026-07-28 one with its refusal and dropping such
+// notifications; it returns the exit code.
+func runOnly2026(argv []string) int {
+	if len(argv) == 0 {
+		fmt.Fprintf(os.Stderr, "usage: %s COMMAND [ARGS...]\n", only2026Arg)
+		return 2
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return 1
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 1
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var stdout sync.Mutex // both directions write to our stdout: refusals and the server's lines
+	write := func(line []byte) {
+		stdout.Lock()
+		defer stdout.Unlock()
+		_, _ = os.Stdout.Write(line)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer in.Close()
+		r := bufio.NewReaderSize(os.Stdin, 64<<10)
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(bytes.TrimSpace(line)) > 0 {
+				id, refusal := only2026Refusal(line, nil)
+				switch {
+				case refusal == nil:
+					if _, err := in.Write(line); err != nil {
+						return
+					}
+				case id != nil:
+					reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": refusal})
+					write(append(reply, '\n'))
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	wg.Go(func() {
+		r := bufio.NewReaderSize(out, 64<<10)
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(line) > 0 {
+				write(line)
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	wg.Wait()
+	_ = cmd.Wait()
+	return 0
+}
+
+// only2026Command returns the command line of a stdio server that speaks only 2026-07-28: the
+// go-sdk everything-server behind runOnly2026.
+func only2026Command(t testing.TB) []string {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	return []string{self, only2026Arg, everythingServerPath}
+}
+
+// startOnly2026HTTP serves, on a loopback httptest server, a streamable HTTP server that speaks
+// only 2026-07-28: POSTs that are not 2026-07-28 requests are refused with HTTP 400 and their
+// error (as the suite's 2026-only scenario servers do), the rest are proxied to target (the
+// everything-server in stateless mode); GET and DELETE, which the 2026 era does not use, get 405.
+// It returns the server's URL.
+func startOnly2026HTTP(t testing.TB, target string) string {
+	t.Helper()
+	upstream, err := url.Parse(target)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: upstream.Scheme, Host: upstream.Host})
+	proxy.FlushInterval = -1 // SSE events pass at once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		header := r.Header.Get("MCP-Protocol-Version")
+		if id, refusal := only2026Refusal(body, &header); refusal != nil {
+			if id == nil {
+				id = json.RawMessage("null")
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, "error": refusal})
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}
