@@ -42,7 +42,7 @@ var (
 	everythingClientPath string // the go-sdk conformance everything-client
 	// everythingServer2025Path is everythingServerPkg at everythingServer2025Version.
 	everythingServer2025Path string
-	nodeModulesDir       string // e2e/node_modules (may not exist)
+	nodeModulesDir           string // e2e/node_modules (may not exist)
 )
 
 func TestMain(m *testing.M) {
