@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net"
 	"os"
@@ -289,7 +290,7 @@ func (c *conformance) collect(ctx context.Context, out string, args ...string) (
 		return conformanceResult{}, "", err
 	}
 	cmd := exec.CommandContext(ctx, c.node, append([]string{c.entry}, append(args, "--output-dir", out)...)...)
-	cmd.Env = append(os.Environ(), "HOME="+c.home)
+	cmd.Env = append(os.Environ(), "HOME="+c.home, "MCPWRAP_BIN="+mcpwrapPath) // for e2e/authclient
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its clients and servers too, when ctx ends
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
@@ -301,34 +302,47 @@ func (c *conformance) collect(ctx context.Context, out string, args ...string) (
 	if err := ctx.Err(); err != nil {
 		return res, output, fmt.Errorf("did not finish: %w", err)
 	}
-	entries, err := os.ReadDir(out)
-	if err != nil {
-		return res, output, err
-	}
-	for _, e := range entries {
-		m := resultDir.FindStringSubmatch(e.Name())
-		if !e.IsDir() || m == nil {
-			continue
+	// Each scenario's results are in [server-]<scenario>-<timestamp>/checks.json, under out or,
+	// for a scenario named with a slash (auth/...), under its first part.
+	err := filepath.WalkDir(out, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || e.Name() != "checks.json" {
+			return err
 		}
-		raw, err := os.ReadFile(filepath.Join(out, e.Name(), "checks.json"))
+		rel, err := filepath.Rel(out, filepath.Dir(path))
 		if err != nil {
-			return res, output, fmt.Errorf("scenario %s: %w", m[1], err)
+			return err
+		}
+		m := resultDir.FindStringSubmatch(filepath.Base(rel))
+		if m == nil {
+			return nil
+		}
+		scenario := m[1]
+		if parent := filepath.Dir(rel); parent != "." {
+			scenario = filepath.ToSlash(filepath.Join(parent, scenario))
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("scenario %s: %w", scenario, err)
 		}
 		var checks []struct {
 			ID     string `json:"id"`
 			Status string `json:"status"`
 		}
 		if err := json.Unmarshal(raw, &checks); err != nil {
-			return res, output, fmt.Errorf("scenario %s: %w", m[1], err)
+			return fmt.Errorf("scenario %s: %w", scenario, err)
 		}
 		for _, ch := range checks {
 			// A check id may repeat within a scenario (one per message validated, say):
 			// the key keeps the worst status.
-			key := m[1] + "/" + ch.ID
+			key := scenario + "/" + ch.ID
 			if statusRank[ch.Status] >= statusRank[res.checks[key]] {
 				res.checks[key] = ch.Status
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return res, output, err
 	}
 	return res, output, nil
 }
