@@ -291,7 +291,7 @@ func (c *conformance) collect(ctx context.Context, out string, args ...string) (
 	}
 	cmd := exec.CommandContext(ctx, c.node, append([]string{c.entry}, append(args, "--output-dir", out)...)...)
 	cmd.Env = append(os.Environ(), "HOME="+c.home, "MCPWRAP_BIN="+mcpwrapPath) // for e2e/authclient
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its clients and servers too, when ctx ends
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}                      // its clients and servers too, when ctx ends
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
 	var stdout, stderr strings.Builder
