@@ -290,8 +290,10 @@ func (c *conformance) collect(ctx context.Context, out string, args ...string) (
 		return conformanceResult{}, "", err
 	}
 	cmd := exec.CommandContext(ctx, c.node, append([]string{c.entry}, append(args, "--output-dir", out)...)...)
-	cmd.Env = append(os.Environ(), "HOME="+c.home, "MCPWRAP_BIN="+mcpwrapPath) // for e2e/authclient
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}                      // its clients and servers too, when ctx ends
+	// MCPWRAP_BIN is for e2e/authclient; the group is killed when ctx ends, the suite's clients
+	// and servers with it.
+	cmd.Env = append(os.Environ(), "HOME="+c.home, "MCPWRAP_BIN="+mcpwrapPath)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
 	var stdout, stderr strings.Builder
