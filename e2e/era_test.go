@@ -32,7 +32,10 @@ import (
 // Subtests, to run one part: stdio (the era driver over stdio: eradriver_test.go), server (the
 // official server suites through --listen), client (the eleven non-auth client scenarios with
 // a 2025-11-25 stdio client through `mcpwrap --url`), auth (the 27 client auth scenarios with an
-// era-blind authclient). Run with -v to see the matrix.
+// era-blind authclient). The cross-era cells are stdio/2026-07-28_client/2025-only*,
+// stdio/2025-11-25_client/2026-only*, server/2026-07-28_suite/2025-only*,
+// server/2025-11-25_suite/2026-only*, and client and auth (their scenario servers are of either
+// era). `go test -count=1 -run '^TestEraMatrix$' -v ./e2e/` logs the matrix.
 func TestEraMatrix(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)

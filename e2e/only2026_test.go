@@ -102,8 +102,9 @@ func runOnly2026(argv []string) int {
 		defer stdout.Unlock()
 		_, _ = os.Stdout.Write(line)
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	// The client side: until our stdin ends, then the server's stdin is closed. It is not
+	// waited for: when the server is gone, so is this process, as any server's.
+	go func() {
 		defer in.Close()
 		r := bufio.NewReaderSize(os.Stdin, 64<<10)
 		for {
@@ -124,21 +125,21 @@ func runOnly2026(argv []string) int {
 				return
 			}
 		}
-	})
-	wg.Go(func() {
-		r := bufio.NewReaderSize(out, 64<<10)
-		for {
-			line, err := r.ReadBytes('\n')
-			if len(line) > 0 {
-				write(line)
-			}
-			if err != nil {
-				return
-			}
+	}()
+	r := bufio.NewReaderSize(out, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			write(line)
 		}
-	})
-	wg.Wait()
-	_ = cmd.Wait()
+		if err != nil {
+			break
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", only2026Arg, err)
+		return 1
+	}
 	return 0
 }
 
