@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 
@@ -20,9 +21,10 @@ import (
 
 // A server that speaks only 2026-07-28 and refuses the session era, initialize included, made
 // from the go-sdk everything-server (which serves both eras) by refusing, in front of it, every
-// message that does not carry the 2026 _meta, as the conformance suite's 2026-only scenario
-// servers do. Over stdio it is the test binary run as `e2e.test mcpwrap-e2e-only-2026 COMMAND...`;
-// over HTTP, only2026Handler in front of the everything-server's stateless mode.
+// message that does not carry the 2026 _meta, and by offering only 2026-07-28 in its
+// server/discover answer, as the conformance suite's 2026-only scenario servers do. Over stdio
+// it is the test binary run as `e2e.test mcpwrap-e2e-only-2026 COMMAND...`; over HTTP,
+// startOnly2026HTTP in front of the everything-server's stateless mode.
 const only2026Arg = "mcpwrap-e2e-only-2026"
 
 // The _meta keys that every 2026-07-28 request carries (SEP-2575).
@@ -74,9 +76,38 @@ func only2026Refusal(msg []byte, headerVersion *string) (id json.RawMessage, ref
 	return m.ID, nil
 }
 
+// isDiscover reports whether msg is a server/discover request.
+func isDiscover(msg []byte) bool {
+	var m struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(msg, &m) == nil && m.Method == "server/discover"
+}
+
+// only2026Offer returns the answer to a server/discover with only 2026-07-28 among its
+// supportedVersions (msg unchanged when it is not such an answer).
+func only2026Offer(msg []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(msg, &m) != nil || m["result"] == nil {
+		return msg
+	}
+	var result map[string]json.RawMessage
+	if json.Unmarshal(m["result"], &result) != nil || result["supportedVersions"] == nil {
+		return msg
+	}
+	result["supportedVersions"], _ = json.Marshal([]string{protocolVersionStateless})
+	m["result"], _ = json.Marshal(result)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return msg
+	}
+	return out
+}
+
 // runOnly2026 relays newline-delimited messages between stdio and argv's process, answering
-// every client request that is not a 2026-07-28 one with its refusal and dropping such
-// notifications; it returns the exit code.
+// every client request that is not a 2026-07-28 one with its refusal, dropping such
+// notifications, and narrowing the server's discover answers to 2026-07-28; it returns the exit
+// code.
 func runOnly2026(argv []string) int {
 	if len(argv) == 0 {
 		fmt.Fprintf(os.Stderr, "usage: %s COMMAND [ARGS...]\n", only2026Arg)
@@ -96,7 +127,8 @@ func runOnly2026(argv []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	var stdout sync.Mutex // both directions write to our stdout: refusals and the server's lines
+	var discovers sync.Map // the ids (as JSON) of the client's server/discover requests in flight
+	var stdout sync.Mutex  // both directions write to our stdout: refusals and the server's lines
 	write := func(line []byte) {
 		stdout.Lock()
 		defer stdout.Unlock()
@@ -113,6 +145,9 @@ func runOnly2026(argv []string) int {
 				id, refusal := only2026Refusal(line, nil)
 				switch {
 				case refusal == nil:
+					if isDiscover(line) {
+						discovers.Store(string(id), true)
+					}
 					if _, err := in.Write(line); err != nil {
 						return
 					}
@@ -129,6 +164,15 @@ func runOnly2026(argv []string) int {
 	r := bufio.NewReaderSize(out, 64<<10)
 	for {
 		line, err := r.ReadBytes('\n')
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(line, &m) == nil && m.Method == "" && m.ID != nil {
+			if _, ok := discovers.LoadAndDelete(string(m.ID)); ok {
+				line = append(only2026Offer(line), '\n')
+			}
+		}
 		if len(line) > 0 {
 			write(line)
 		}
@@ -184,7 +228,32 @@ func startOnly2026HTTP(t testing.TB, target string) string {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		proxy.ServeHTTP(w, r)
+		if !isDiscover(body) {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		// The answer to server/discover, JSON or one SSE event, narrowed to 2026-07-28.
+		rec := httptest.NewRecorder()
+		proxy.ServeHTTP(rec, r)
+		answer := rec.Body.Bytes()
+		if strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
+			var b bytes.Buffer
+			for line := range strings.Lines(string(answer)) {
+				if data, ok := strings.CutPrefix(line, "data: "); ok {
+					line = "data: " + string(only2026Offer([]byte(strings.TrimRight(data, "\r\n")))) + "\n"
+				}
+				b.WriteString(line)
+			}
+			answer = b.Bytes()
+		} else {
+			answer = only2026Offer(answer)
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(answer)
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/mcp"
