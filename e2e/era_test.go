@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -144,7 +145,9 @@ func eraStdio(ctx context.Context, t *testing.T, table *eraTable) {
 		for _, era := range eras {
 			name := fmt.Sprintf("%s_client/%s", era, subtestName(srv.kind.name))
 			var through map[string]error
+			ran := false
 			t.Run(name, func(t *testing.T) {
+				ran = true
 				env := mcpwrapEnv(t, transparentConfig)
 				var d *eraDriver
 				through, d = runEraScript(ctx, t, era, env, append([]string{mcpwrapPath, "--name", "everything", "--"}, srv.argv...)...)
@@ -157,6 +160,9 @@ func eraStdio(ctx context.Context, t *testing.T, table *eraTable) {
 					t.Logf("mcpwrap stderr:\n%s", d.proc.Stderr())
 				}
 			})
+			if !ran {
+				continue // not selected by -run
+			}
 			table.add(eraRow{
 				client: era + " (era driver)", server: srv.kind.name, path: "stdio: mcpwrap -- server",
 				direct: eraSteps(direct[era]), through: eraSteps(through),
@@ -220,6 +226,9 @@ func eraServer(ctx context.Context, t *testing.T, table *eraTable) {
 			want := direct
 			if version != srv.kind.era {
 				want = baseline[version]
+				if srv.kind == server2026 {
+					want = withoutScenarios(want, beyond2026Only)
+				}
 			}
 			for _, path := range []struct {
 				name, label, url string
@@ -228,8 +237,9 @@ func eraServer(ctx context.Context, t *testing.T, table *eraTable) {
 				{name: "remote", label: "remote: mcpwrap --listen --url", url: remote.URL},
 			} {
 				var got conformanceResult
-				met, of := 0, 0
+				met, of, ran := 0, 0, false
 				t.Run(fmt.Sprintf("%s_suite/%s/%s", version, subtestName(srv.kind.name), path.name), func(t *testing.T) {
+					ran = true
 					got = suite.runServer(ctx, t, path.url, version, "active")
 					t.Logf("%s suite against the %s server: directly %s; through %s: %s", version, srv.kind.name, direct.summary(), path.label, got.summary())
 					var lost []string
@@ -245,6 +255,9 @@ func eraServer(ctx context.Context, t *testing.T, table *eraTable) {
 					}
 					assert.Empty(t, lost, "checks that pass directly against a %s server, not through mcpwrap", version)
 				})
+				if !ran {
+					continue // not selected by -run
+				}
 				table.add(eraRow{
 					client: version + " (server suite)", server: srv.kind.name, path: path.label,
 					direct: direct.summaryShort(), through: got.summaryShort(), verdict: eraVerdict(met, of, "checks"),
@@ -254,6 +267,25 @@ func eraServer(ctx context.Context, t *testing.T, table *eraTable) {
 		front.Stop(t)
 		remote.Stop(t)
 	}
+}
+
+// beyond2026Only are the 2025-11-25 suite's scenarios that no client can pass against the
+// 2026-only server: they call everything-server tools (test_elicitation, test_sampling,
+// test_elicitation_sep1034_defaults, test_elicitation_sep1330_enums) that send a request to the
+// client mid-call, which the server itself refuses to do on 2026-07-28 ("return an InputRequests
+// map instead"), so no translation can bring those requests about.
+var beyond2026Only = []string{"tools-call-elicitation", "tools-call-sampling", "elicitation-sep1034-defaults", "elicitation-sep1330-enums"}
+
+// withoutScenarios returns r without the checks of scenarios.
+func withoutScenarios(r conformanceResult, scenarios []string) conformanceResult {
+	out := conformanceResult{checks: map[string]string{}}
+	for key, status := range r.checks {
+		scenario, _, _ := strings.Cut(key, "/")
+		if !slices.Contains(scenarios, scenario) {
+			out.checks[key] = status
+		}
+	}
+	return out
 }
 
 // eraClient is TestEraMatrix/client: the eleven non-auth client scenarios of 0.2.0-alpha.12 (their
