@@ -5,13 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -273,38 +276,77 @@ func (c *conformance) runClient(ctx context.Context, t *testing.T, scenario stri
 // every scenario it ran.
 func (c *conformance) run(ctx context.Context, t *testing.T, args ...string) conformanceResult {
 	t.Helper()
-	out := t.TempDir()
-	args = append([]string{c.entry}, append(args, "--output-dir", out)...)
-	p := startProcess(ctx, t, processOptions{Env: []string{"HOME=" + c.home}}, c.node, args...)
-	_ = p.Wait(ctx) // non-zero when a check fails; the results say which
-	require.NoError(t, ctx.Err(), "conformance %v did not finish", args[1:])
+	res, output, err := c.collect(ctx, t.TempDir(), args...)
+	require.NoError(t, err, "conformance %v\n%s", args, output)
+	require.NotEmpty(t, res.checks, "conformance %v wrote no results\n%s", args, output)
+	return res
+}
 
-	entries, err := os.ReadDir(out)
-	require.NoError(t, err)
+// collect is run for any goroutine: it runs the suite's CLI with args and the output directory
+// out, and returns the checks of every scenario it ran and the CLI's output (stdout, then
+// stderr).
+func (c *conformance) collect(ctx context.Context, out string, args ...string) (conformanceResult, string, error) {
+	if err := os.MkdirAll(out, 0o700); err != nil {
+		return conformanceResult{}, "", err
+	}
+	cmd := exec.CommandContext(ctx, c.node, append([]string{c.entry}, append(args, "--output-dir", out)...)...)
+	// MCPWRAP_BIN is for e2e/authclient; the group is killed when ctx ends, the suite's clients
+	// and servers with it.
+	cmd.Env = append(os.Environ(), "HOME="+c.home, "MCPWRAP_BIN="+mcpwrapPath)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+	cmd.WaitDelay = waitDelay
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	_ = cmd.Run() // non-zero when a check fails; the results say which
+	output := stdout.String() + stderr.String()
 	res := conformanceResult{checks: map[string]string{}}
-	for _, e := range entries {
-		m := resultDir.FindStringSubmatch(e.Name())
-		if !e.IsDir() || m == nil {
-			continue
+	if err := ctx.Err(); err != nil {
+		return res, output, fmt.Errorf("did not finish: %w", err)
+	}
+	// Each scenario's results are in [server-]<scenario>-<timestamp>/checks.json, under out or,
+	// for a scenario named with a slash (auth/...), under its first part.
+	err := filepath.WalkDir(out, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || e.Name() != "checks.json" {
+			return err
 		}
-		raw, err := os.ReadFile(filepath.Join(out, e.Name(), "checks.json"))
-		require.NoError(t, err, "scenario %s", m[1])
+		rel, err := filepath.Rel(out, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		m := resultDir.FindStringSubmatch(filepath.Base(rel))
+		if m == nil {
+			return nil
+		}
+		scenario := m[1]
+		if parent := filepath.Dir(rel); parent != "." {
+			scenario = filepath.ToSlash(filepath.Join(parent, scenario))
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("scenario %s: %w", scenario, err)
+		}
 		var checks []struct {
 			ID     string `json:"id"`
 			Status string `json:"status"`
 		}
-		require.NoError(t, json.Unmarshal(raw, &checks), "scenario %s", m[1])
+		if err := json.Unmarshal(raw, &checks); err != nil {
+			return fmt.Errorf("scenario %s: %w", scenario, err)
+		}
 		for _, ch := range checks {
 			// A check id may repeat within a scenario (one per message validated, say):
 			// the key keeps the worst status.
-			key := m[1] + "/" + ch.ID
+			key := scenario + "/" + ch.ID
 			if statusRank[ch.Status] >= statusRank[res.checks[key]] {
 				res.checks[key] = ch.Status
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return res, output, err
 	}
-	require.NotEmpty(t, res.checks, "conformance %v wrote no results\nstdout:\n%s\nstderr:\n%s", args[1:], p.Output(), p.Stderr())
-	return res
+	return res, output, nil
 }
 
 // startEverythingHTTP serves the go-sdk everything-server over its own streamable HTTP, stateful
@@ -312,11 +354,18 @@ func (c *conformance) run(ctx context.Context, t *testing.T, args ...string) con
 // free loopback port, and returns its URL once it accepts connections.
 func startEverythingHTTP(ctx context.Context, t *testing.T, stateless bool) string {
 	t.Helper()
+	return startHTTPServer(ctx, t, everythingServerPath, fmt.Sprintf("-stateless=%t", stateless))
+}
+
+// startHTTPServer runs a go-sdk everything-server binary with `-http ADDR args...` on a free
+// loopback port and returns its URL once it accepts connections.
+func startHTTPServer(ctx context.Context, t *testing.T, bin string, args ...string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close()) // the server binds it next; a race with another binder is unlikely
-	p := startProcess(ctx, t, processOptions{}, everythingServerPath, "-http", addr, fmt.Sprintf("-stateless=%t", stateless))
+	p := startProcess(ctx, t, processOptions{}, bin, append([]string{"-http", addr}, args...)...)
 	require.Eventually(t, func() bool {
 		select {
 		case <-p.Done():
@@ -328,7 +377,7 @@ func startEverythingHTTP(ctx context.Context, t *testing.T, stateless bool) stri
 			conn.Close()
 		}
 		return err == nil
-	}, 10*time.Second, 20*time.Millisecond, "the everything-server is not listening on %s", addr)
+	}, 10*time.Second, 20*time.Millisecond, "%s is not listening on %s", filepath.Base(bin), addr)
 	select {
 	case <-p.Done():
 		require.FailNow(t, "the everything-server exited", "%s", p.Stderr())

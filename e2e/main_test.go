@@ -3,7 +3,9 @@
 // (pinned in package.json here), and small Go fixture upstreams run by re-executing the test
 // binary (see fixture_test.go).
 //
-// TestMain builds mcpwrap and the go-sdk everything-server and everything-client once per run. Set MCPWRAP_E2E_BIN to
+// TestMain builds mcpwrap and the go-sdk everything-server and everything-client once per run,
+// and the everything-server of go-sdk v1.4.1 (everythingServer2025Version), which speaks only the
+// session era (2025-11-25 and older), for the era tests (era_test.go). Set MCPWRAP_E2E_BIN to
 // test a prebuilt mcpwrap instead. Tests that need e2e/node_modules skip when it is missing, unless
 // MCPWRAP_E2E_REQUIRE_NPM is set (make check sets it), in which case they fail.
 package e2e
@@ -27,6 +29,10 @@ const (
 
 	everythingServerPkg = "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"
 	everythingClientPkg = "github.com/modelcontextprotocol/go-sdk/conformance/everything-client"
+	// everythingServer2025Version is the go-sdk release whose everything-server predates
+	// 2026-07-28: it refuses server/discover and serves only after initialize. `go install
+	// pkg@version` fetches it through the module proxy when the module cache lacks it.
+	everythingServer2025Version = "v1.4.1"
 )
 
 // Paths filled in by TestMain, read-only afterwards (safe for parallel tests).
@@ -34,7 +40,9 @@ var (
 	mcpwrapPath          string // the mcpwrap binary under test
 	everythingServerPath string // the go-sdk conformance everything-server
 	everythingClientPath string // the go-sdk conformance everything-client
-	nodeModulesDir       string // e2e/node_modules (may not exist)
+	// everythingServer2025Path is everythingServerPkg at everythingServer2025Version.
+	everythingServer2025Path string
+	nodeModulesDir           string // e2e/node_modules (may not exist)
 )
 
 func TestMain(m *testing.M) {
@@ -46,6 +54,10 @@ func TestMain(m *testing.M) {
 			os.Exit(runRawServer())
 		case lineRelayArg:
 			os.Exit(runLineRelay(os.Args[2:]))
+		case only2026Arg:
+			os.Exit(runOnly2026(os.Args[2:]))
+		case stdioClientArg:
+			os.Exit(runStdioClient(os.Args[2:]))
 		}
 	}
 	if len(os.Args) > 1 && os.Args[1] == throughArg {
@@ -98,7 +110,22 @@ func setup(binDir string) error {
 		return err
 	}
 	everythingClientPath = filepath.Join(binDir, "everything-client")
-	return goBuild(repoRoot, everythingClientPath, everythingClientPkg)
+	if err := goBuild(repoRoot, everythingClientPath, everythingClientPkg); err != nil {
+		return err
+	}
+	dir2025 := filepath.Join(binDir, everythingServer2025Version)
+	everythingServer2025Path = filepath.Join(dir2025, "everything-server")
+	return goInstall(dir2025, everythingServerPkg+"@"+everythingServer2025Version)
+}
+
+// goInstall installs pkg@version (outside this module, with its own go.mod) into dir.
+func goInstall(dir, pkgAtVersion string) error {
+	cmd := exec.Command("go", "install", pkgAtVersion)
+	cmd.Env = append(os.Environ(), "GOBIN="+dir)
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go install %s: %w\n%s", pkgAtVersion, err, output)
+	}
+	return nil
 }
 
 // goBuild builds pkg from the module at dir into out.

@@ -1,10 +1,13 @@
 // Command authclient drives `mcpwrap --url` over stdio the way the official
 // conformance suite's client auth scenarios expect of a client: the suite
 // runs it with the scenario server's URL as its last argument, and it signs
-// in through mcpwrap (initialize, wait for the tools to appear, tools/list,
-// call test-tool). It also serves as the headless browser stand-in:
+// in through mcpwrap (open the session, wait for the tools to appear,
+// tools/list, call test-tool). It speaks one protocol era only, and is never
+// told which era the scenario's server speaks, as a user's client is not:
 //
-//	authclient browse URL   follow URL's redirects (to mcpwrap's callback)
+//	authclient [-era 2025-11-25] SERVER_URL   initialize, as desktop clients do
+//	authclient -era 2026-07-28 SERVER_URL     server/discover and per-request _meta
+//	authclient browse URL                     follow URL's redirects (to mcpwrap's callback)
 //
 // Environment: MCPWRAP_BIN (the binary under test), MCP_CONFORMANCE_CONTEXT
 // (client_id and client_secret for pre-registration), AUTHCLIENT_STATE_DIR
@@ -18,6 +21,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -37,11 +41,13 @@ func main() {
 		}
 		return
 	}
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: authclient SERVER_URL | authclient browse URL")
+	era := flag.String("era", eraSession, "the one protocol version this client speaks: "+eraSession+" or "+eraStateless)
+	flag.Parse()
+	if flag.NArg() < 1 || (*era != eraSession && *era != eraStateless) {
+		fmt.Fprintln(os.Stderr, "usage: authclient [-era "+eraSession+"|"+eraStateless+"] SERVER_URL | authclient browse URL")
 		os.Exit(2)
 	}
-	if err := run(os.Args[len(os.Args)-1]); err != nil {
+	if err := run(flag.Arg(flag.NArg()-1), *era); err != nil {
 		fmt.Fprintln(os.Stderr, "authclient:", err)
 		os.Exit(1)
 	}
@@ -72,7 +78,14 @@ func browse(url string) error {
 
 const waitForTools = 15 * time.Second
 
-func run(serverURL string) error {
+// The two eras: a session opened with initialize, and 2026-07-28, where
+// every request carries its version, client info and capabilities in _meta.
+const (
+	eraSession   = "2025-11-25"
+	eraStateless = "2026-07-28"
+)
+
+func run(serverURL, era string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -165,7 +178,7 @@ func run(serverURL string) error {
 	c := &conn{in: stdin, msgs: msgs, failed: failed, signedIn: signedIn}
 
 	meta := ""
-	if stateless[os.Getenv("MCP_CONFORMANCE_SCENARIO")] {
+	if era == eraStateless {
 		if meta, err = c.discover(); err != nil {
 			return err
 		}
@@ -192,21 +205,8 @@ func run(serverURL string) error {
 	return nil
 }
 
-// stateless are the scenarios whose server speaks only the 2026-07-28
-// protocol (it refuses initialize); the others speak 2025-11-25. The
-// go-sdk's reference client finds out by trying server/discover first;
-// through mcpwrap a remote 2025 server's refusal of it (HTTP 400) is
-// still a failed load, so this client is told instead.
-var stateless = map[string]bool{
-	"auth/authorization-server-migration": true, "auth/iss-normalized": true, "auth/iss-not-advertised": true,
-	"auth/iss-supported": true, "auth/iss-supported-missing": true, "auth/iss-unexpected": true,
-	"auth/iss-wrong-issuer": true, "auth/metadata-issuer-mismatch": true, "auth/offline-access-not-supported": true,
-	"auth/offline-access-scope": true, "auth/resource-mismatch": true,
-}
-
-// The 2026-07-28 protocol: every request carries its version, client info
-// and capabilities in _meta.
-const meta2026 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"authclient","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+// meta2026 is the _meta member of every 2026-07-28 request.
+const meta2026 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + eraStateless + `","io.modelcontextprotocol/clientInfo":{"name":"authclient","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
 
 // discover opens a 2026-07-28 session with server/discover. When mcpwrap
 // answers for a server that wants a sign-in, it waits for the sign-in and
@@ -235,7 +235,7 @@ func (c *conn) discover() (string, error) {
 // initialize opens a 2025-11-25 session; when mcpwrap answers for a server
 // that wants a sign-in, it waits for the tools to appear.
 func (c *conn) initialize() error {
-	init, err := c.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"authclient","version":"1"}}`, 30*time.Second)
+	init, err := c.call("initialize", `{"protocolVersion":"`+eraSession+`","capabilities":{},"clientInfo":{"name":"authclient","version":"1"}}`, 30*time.Second)
 	if err != nil {
 		return err
 	}
