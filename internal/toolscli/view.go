@@ -31,7 +31,7 @@ type serverView struct {
 // it. The error about an unknown server does not list the known ones yet
 // (see withKnown): view runs inside store updates, which must not read the
 // store.
-func (c *cli) view(name string, srv *state.Server) (*serverView, error) {
+func (c *Tools) view(name string, srv *state.Server) (*serverView, error) {
 	if !c.config.Has(name) && srv.Empty() {
 		return nil, &unknownServerError{name: name, configPath: c.config.Path, configFound: c.config.Found}
 	}
@@ -48,7 +48,7 @@ func (c *cli) view(name string, srv *state.Server) (*serverView, error) {
 }
 
 // load returns the named server's view over its state in the store.
-func (c *cli) load(ctx context.Context, name string) (*serverView, error) {
+func (c *Tools) load(ctx context.Context, name string) (*serverView, error) {
 	srv, err := c.store.Load(ctx, name)
 	if err != nil {
 		return nil, err
@@ -58,7 +58,7 @@ func (c *cli) load(ctx context.Context, name string) (*serverView, error) {
 }
 
 // knownServers returns the servers the config or the store knows, sorted.
-func (c *cli) knownServers(ctx context.Context) ([]string, error) {
+func (c *Tools) knownServers(ctx context.Context) ([]string, error) {
 	stored, err := c.store.Servers(ctx)
 	if err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func (c *cli) knownServers(ctx context.Context) ([]string, error) {
 
 // withKnown completes an error about an unknown server with the servers
 // that are known, when they can be read.
-func (c *cli) withKnown(ctx context.Context, err error) error {
+func (c *Tools) withKnown(ctx context.Context, err error) error {
 	var unknown *unknownServerError
 	if errors.As(err, &unknown) {
 		unknown.known, _ = c.knownServers(ctx)
