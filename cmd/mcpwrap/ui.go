@@ -91,13 +91,14 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer closer.Close()
 
 	store := state.Open(dir, logger)
+	cache := &toolscli.DefinitionCache{}
 	p := &panel.Panel{
 		Tools: func(context.Context) (*toolscli.Tools, error) {
 			file, err := config.Open(o.configPath, os.Getenv)
 			if err != nil {
 				return nil, err
 			}
-			return toolscli.NewTools(file, store, nil), nil
+			return toolscli.NewTools(file, store, nil).WithCache(cache), nil
 		},
 		Store:     store,
 		StatusDir: runstatus.Dir(dir),

@@ -3,6 +3,7 @@ package toolscli
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/config"
@@ -22,6 +23,54 @@ type Tools struct {
 	config *config.File
 	store  state.Store
 	now    func() time.Time
+	cache  *DefinitionCache
+}
+
+// WithCache returns the same tools reading definitions through cache, so
+// that a caller that lists the same catalogs again and again (the panel's
+// live view) parses and hashes each definition once.
+func (c *Tools) WithCache(cache *DefinitionCache) *Tools {
+	cp := *c
+	cp.cache = cache
+	return &cp
+}
+
+// maxCached bounds the definitions a DefinitionCache keeps; past it the
+// cache starts afresh.
+const maxCached = 50_000
+
+// DefinitionCache keeps definitions as a sidecar reads them (parsed,
+// hashed, or refused), by name and bytes. The zero value is ready; a nil
+// cache parses every time. It is safe for concurrent use.
+type DefinitionCache struct {
+	mu sync.Mutex
+	m  map[cacheKey]toolInfo
+}
+
+type cacheKey struct {
+	name, def string
+	inCatalog bool
+}
+
+func (dc *DefinitionCache) describe(name string, def json.RawMessage, inCatalog bool) toolInfo {
+	if dc == nil || def == nil {
+		return describe(name, def, inCatalog)
+	}
+	k := cacheKey{name: name, def: string(def), inCatalog: inCatalog}
+	dc.mu.Lock()
+	info, ok := dc.m[k]
+	dc.mu.Unlock()
+	if ok {
+		return info
+	}
+	info = describe(name, def, inCatalog)
+	dc.mu.Lock()
+	if dc.m == nil || len(dc.m) >= maxCached {
+		dc.m = make(map[cacheKey]toolInfo)
+	}
+	dc.m[k] = info
+	dc.mu.Unlock()
+	return info
 }
 
 // NewTools returns the tools of the servers file configures and store

@@ -24,6 +24,7 @@ type serverView struct {
 	config config.Server
 	eval   *policy.Evaluator
 	user   *state.Server // never nil; part of the snapshot it came from
+	cache  *DefinitionCache
 }
 
 // view returns the named server's view over its state srv. A server is
@@ -44,7 +45,7 @@ func (c *Tools) view(name string, srv *state.Server) (*serverView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: servers.%s: %w", c.config.Path, name, err)
 	}
-	return &serverView{name: name, config: cfg, eval: eval, user: srv}, nil
+	return &serverView{name: name, config: cfg, eval: eval, user: srv, cache: c.cache}, nil
 }
 
 // load returns the named server's view over its state in the store.
@@ -144,7 +145,7 @@ func (v *serverView) catalogTool(name string) (toolInfo, bool) {
 	if !ok {
 		return toolInfo{}, false
 	}
-	return describe(name, t.Definition, true), true
+	return v.cache.describe(name, t.Definition, true), true
 }
 
 // tool returns what is known about the named tool: its catalog entry, else
@@ -154,7 +155,7 @@ func (v *serverView) tool(name string) toolInfo {
 		return info
 	}
 	if a, ok := v.user.Approval(name); ok {
-		return describe(name, a.Definition, false)
+		return v.cache.describe(name, a.Definition, false)
 	}
 	return describe(name, nil, false)
 }
