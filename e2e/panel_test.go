@@ -33,6 +33,10 @@ import (
 // under the system's temp directory, logged by each test.
 const artifactsEnv = "MCPWRAP_E2E_ARTIFACTS"
 
+// docsShotEnv names the file TestPanelApprovesAChangedDefinition writes the README's picture of
+// the servers page to (docs/panel-servers.png), when set.
+const docsShotEnv = "MCPWRAP_E2E_DOCS_SCREENSHOT"
+
 // chromiumPath returns Debian's chromium, or skips (fails under MCPWRAP_E2E_REQUIRE_NPM).
 func chromiumPath(t *testing.T) string {
 	t.Helper()
@@ -200,7 +204,15 @@ func TestPanelApprovesAChangedDefinition(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, panel.base+"/", loc, "the launch key is gone from the address bar")
 	waitText(t, tab, "notes")
+	waitText(t, tab, "available") // the sidecar's status file, pushed to the open page
 	shoot(t, tab, shots, "servers")
+	if path := os.Getenv(docsShotEnv); path != "" { // the README's picture: make docs-screenshot
+		require.NoError(t, chromedp.Do(tab, chromedp.EmulateViewport(1100, 360)))
+		png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, png, 0o644))
+		require.NoError(t, chromedp.Do(tab, chromedp.EmulateViewport(1280, 800)))
+	}
 
 	require.NoError(t, chromedp.Do(tab, chromedp.Click(chromedp.CSS(`nav a[href="/approvals"]`)), chromedp.WaitVisible(chromedp.CSS("table.diff"))))
 	marked := func(tag string) string {
