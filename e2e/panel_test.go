@@ -160,14 +160,6 @@ func waitText(t *testing.T, tab context.Context, text string) {
 	require.NoError(t, err, "waiting for %q; the page says:\n%s", text, body)
 }
 
-// mainText returns the text of the page's main content.
-func mainText(t *testing.T, tab context.Context) string {
-	t.Helper()
-	s, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS("main")))
-	require.NoError(t, err)
-	return s
-}
-
 // TestPanelApprovesAChangedDefinition: a wrapped sidecar runs with a client attached, its tool's
 // definition changes, the panel shows the diff, a click approves it, and the client is told
 // (tools/list_changed) and its call succeeds.
