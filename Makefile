@@ -11,7 +11,7 @@ export NPM_CONFIG_UPDATE_NOTIFIER = false
 export NPM_CONFIG_FUND = false
 export NPM_CONFIG_AUDIT = false
 
-.PHONY: build install demo test race store-procs e2e e2e-deps lint bench fuzz conformance cross check clean
+.PHONY: build install demo test race store-procs e2e e2e-deps chromium lint bench fuzz conformance cross check clean
 
 build: ## the mcpwrap binary, in bin/
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpwrap
@@ -31,7 +31,11 @@ race: ## unit tests under the race detector
 store-procs: ## the state store's 8 processes x 200 updates in full (under -race that test makes 50 each)
 	$(GO) test -count=1 -run '^TestConcurrentProcesses$$' ./internal/state
 
-e2e-deps: $(NPM_STAMP) ## the pinned npm peers (reference servers, inspector, conformance, node 22)
+e2e-deps: $(NPM_STAMP) chromium ## the pinned npm peers (reference servers, inspector, conformance, node 22) and chromium
+
+chromium: ## Debian's chromium for the control panel's browser tests, installed when missing
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 
 $(NPM_STAMP): e2e/package.json e2e/package-lock.json
 	cd e2e && npm ci --no-audit --no-fund --loglevel=error

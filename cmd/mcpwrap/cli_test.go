@@ -51,7 +51,7 @@ func TestCLI(t *testing.T) {
 		{name: "help of a command", args: []string{"help", "doctor"}, stdout: "Usage: mcpwrap doctor"},
 		{name: "help of tools", args: []string{"help", "tools"}, stdout: "mcpwrap tools"},
 		{name: "help of an unknown command", args: []string{"help", "doctr"}, code: exitUsage,
-			stderr: `mcpwrap help: unknown command "doctr"; the commands are tools, doctor, status, login, logout, install, uninstall, demo, version`},
+			stderr: `mcpwrap help: unknown command "doctr"; the commands are tools, doctor, status, login, logout, install, uninstall, ui, demo, version`},
 		{name: "login without a name", args: []string{"login"}, code: exitUsage, stderr: "mcpwrap login: give the server's name, as in: mcpwrap login linear"},
 		{name: "login bad url", args: []string{"login", "api", "--url", "ws://h/mcp"}, code: exitUsage,
 			stderr: `mcpwrap login: invalid configuration: --url: scheme "ws": want an http or https URL`},

@@ -62,6 +62,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runLogin(ctx, args[0], args[1:], stdout, stderr)
 		case "install", "uninstall":
 			return runInstall(ctx, args[1:], args[0] == "uninstall", stdout, stderr)
+		case "ui":
+			return runUI(ctx, args[1:], stdout, stderr)
 		case "demo-browser": // hidden: the demo's headless stand-in for a browser
 			return demo.Browse(args[1:], stderr)
 		case "demo-server": // hidden: the built-in server the demo and tests wrap
@@ -84,7 +86,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // commands are the subcommands `mcpwrap help COMMAND` knows; each prints
 // its usage when given --help.
-var commands = []string{"tools", "doctor", "status", "login", "logout", "install", "uninstall", "demo", "version"}
+var commands = []string{"tools", "doctor", "status", "login", "logout", "install", "uninstall", "ui", "demo", "version"}
 
 // runHelp is `mcpwrap help [COMMAND]`: the usage of mcpwrap or of one
 // subcommand, on stdout.

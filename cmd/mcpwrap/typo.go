@@ -12,13 +12,15 @@ import (
 // program of that name is found (lookPath fails), it names no path, and it
 // is one edit (an insertion, deletion, substitution, or swap of neighbours)
 // from a subcommand. One edit, not two: a real program missing from a GUI
-// app's minimal PATH, such as docker, is two from doctor.
+// app's minimal PATH, such as docker, is two from doctor. A command of two
+// letters (ui) is one edit from too many program names (uv, vi) that a GUI
+// app's PATH may miss: it is never suggested.
 func misspeltCommand(word string, lookPath func(string) (string, error)) string {
 	if word == "" || strings.HasPrefix(word, "-") || strings.ContainsAny(word, `/\`) {
 		return ""
 	}
 	for _, c := range append(slices.Clone(commands), "help") {
-		if editDistance(strings.ToLower(word), c) == 1 {
+		if len(c) > 2 && editDistance(strings.ToLower(word), c) == 1 {
 			if _, err := lookPath(word); err == nil {
 				return ""
 			}

@@ -27,6 +27,7 @@ func TestMisspeltCommand(t *testing.T) {
 		{name: "a letter more", word: "loginn", want: "login"},
 		{name: "capitals", word: "Instal", want: "install"},
 		{name: "help", word: "hepl", want: "help"},
+		{name: "a two-letter program is not taken for ui", word: "uv", want: ""},
 		{name: "a program that is installed", word: "tool"},
 		{name: "two edits away", word: "docker"},
 		{name: "a real server", word: "npx"},

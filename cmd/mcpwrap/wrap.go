@@ -41,6 +41,7 @@ Usage:
   mcpwrap install|uninstall [--client C]  wrap (or unwrap) the servers of Claude Desktop, Claude Code, Cursor
   mcpwrap doctor [--client C] [SERVER...] load each configured server once; a classified table with fix hints
   mcpwrap status                         what the running sidecars and --listen fronts are doing
+  mcpwrap ui [--no-open]                 the control panel: a local web page to see, approve, toggle, sign in
   mcpwrap demo                           a narrated, self-contained showcase
   mcpwrap help [COMMAND]                 this help, or a command's
   mcpwrap version | --version            the version and the commit it was built from

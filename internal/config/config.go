@@ -14,6 +14,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/erabridge"
@@ -231,6 +232,24 @@ func (f *File) Server(name string) Server {
 	return s
 }
 
+// Line returns the line of the config file on which the setting that
+// applies to the named server is written, the server's entry first, then
+// `defaults`: keys is its path within the entry ("enabled"; "tools",
+// "default"; "tools", "overrides", PATTERN). It returns 0 when neither
+// writes it (a built-in default), and for the operator policy's keys only.
+func (f *File) Line(server string, keys ...string) int {
+	if f == nil {
+		return 0
+	}
+	key := strings.Join(keys, "\x00")
+	if l, ok := f.servers[server]; ok {
+		if n := l.lines[key]; n > 0 {
+			return n
+		}
+	}
+	return f.defaults.lines[key]
+}
+
 // Names returns the names of the servers the file configures, sorted.
 func (f *File) Names() []string {
 	if f == nil {
@@ -269,6 +288,18 @@ type layer struct {
 	maxInFlight   *int
 	maxCatalog    *int
 	oauth         oauthLayer
+	// lines locates the keys of the operator policy (enabled,
+	// tools.default, tools.overrides.<pattern>), by their key path joined
+	// with NUL, for [File.Line].
+	lines map[string]int
+}
+
+// at records that the key path is on line.
+func (l *layer) at(line int, keys ...string) {
+	if l.lines == nil {
+		l.lines = make(map[string]int)
+	}
+	l.lines[strings.Join(keys, "\x00")] = line
 }
 
 type retryLayer struct {

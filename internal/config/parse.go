@@ -72,6 +72,11 @@ func (p *parser) errorAt(off int, key, msg string, cause error) *Error {
 	}
 }
 
+// line returns the 1-based line of byte offset off.
+func (p *parser) line(off int) int {
+	return bytes.Count(p.data[:max(0, min(off, len(p.data)))], []byte{'\n'}) + 1
+}
+
 // valueError returns an *Error about the value n of key.
 func (p *parser) valueError(n *node, key, msg string, cause error) *Error {
 	return p.errorAt(n.off, key, fmt.Sprintf("%q: %s", key, msg), cause)
@@ -210,6 +215,7 @@ func (p *parser) settings(n *node, path string, l *layer) error {
 		switch m.key {
 		case "enabled":
 			l.enabled, err = p.boolean(v, at)
+			l.at(p.line(m.off), "enabled")
 		case "tools":
 			err = p.tools(v, at, l)
 		case "approval":
@@ -255,6 +261,7 @@ func (p *parser) tools(n *node, path string, l *layer) error {
 		switch m.key {
 		case "default":
 			l.toolDefault, err = enum[policy.ToolDefault](p, v, at, policy.DefaultAll, policy.DefaultReadOnly, policy.DefaultNone)
+			l.at(p.line(m.off), "tools", "default")
 		case "overrides":
 			l.overrides = map[string]bool{}
 			err = p.object(v, at, func(m member, at string) error {
@@ -266,6 +273,7 @@ func (p *parser) tools(n *node, path string, l *layer) error {
 					return err
 				}
 				l.overrides[m.key] = *on
+				l.at(p.line(m.off), "tools", "overrides", m.key)
 				return nil
 			})
 		default:

@@ -274,10 +274,7 @@ func (g *Gate) Notice() string {
 	if len(pending) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d tool(s) are locked pending approval, new or changed since the user approved them: %s. "+
-		"Only the user can approve them, outside MCP: 'mcpwrap tools diff %s TOOL' shows what changed, "+
-		"'mcpwrap tools approve %s TOOL' approves it.",
-		len(pending), named(pending), policy.ShellWord(g.server), policy.ShellWord(g.server))
+	return policy.PendingNotice(len(pending), named(pending), g.server)
 }
 
 // CatalogSeen records a full catalog loaded from the upstream as the
@@ -408,7 +405,7 @@ func (g *Gate) refreshPending() {
 	if len(fresh) == 0 {
 		return
 	}
-	g.log.Warn("tools are locked pending approval: new, or changed since they were approved; review and approve them with mcpwrap tools",
+	g.log.Warn("tools are locked pending approval: new, or changed since they were approved; review and approve them with mcpwrap tools or in the panel (mcpwrap ui)",
 		"count", len(pending), "newly_pending", len(fresh), "tools", named(fresh),
 		"review", fmt.Sprintf("mcpwrap tools diff %s %s", policy.ShellWord(g.server), policy.ShellWord(fresh[0])),
 		"approve", fmt.Sprintf("mcpwrap tools approve %s %s", policy.ShellWord(g.server), strings.Join(shellWords(first(fresh)), " ")))

@@ -19,9 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +29,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpwrap/mcpwrap/internal/hostcheck"
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
@@ -243,7 +242,7 @@ func (s *Server) Sessions() []*middleware.Session {
 // ServeHTTP implements [http.Handler].
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.once.Do(s.init)
-	if err := checkHostOrigin(r, s.AllowedOrigins); err != nil {
+	if err := hostcheck.Check(r, s.AllowedOrigins); err != nil {
 		s.log.Warn("request refused", "reason", err.Error(), "remote", r.RemoteAddr)
 		writeError(w, http.StatusForbidden, nil, codeServerError, "Forbidden: "+err.Error())
 		return
@@ -292,48 +291,9 @@ func (s *Server) authorized(r *http.Request) bool {
 	return ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
-// checkHostOrigin guards against DNS rebinding: over a loopback connection
-// the Host must be a loopback name, and any Origin must be a loopback one or
-// an allowed one.
-func checkHostOrigin(r *http.Request, allowed []string) error {
-	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopback(hostOf(local.String())) {
-		if !isLoopback(hostOf(r.Host)) {
-			return fmt.Errorf("the Host %q is not a loopback name", r.Host)
-		}
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" || slices.Contains(allowed, origin) {
-		return nil
-	}
-	if u, err := url.Parse(origin); err == nil && u.Host != "" && isLoopback(u.Hostname()) {
-		return nil
-	}
-	return fmt.Errorf("the Origin %q is not allowed", origin)
-}
-
-// hostOf returns the host part of a host[:port], without IPv6 brackets.
-func hostOf(hostport string) string {
-	if host, _, err := net.SplitHostPort(hostport); err == nil {
-		return host
-	}
-	return strings.Trim(hostport, "[]")
-}
-
-// isLoopback reports whether host is "localhost" or a loopback IP.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // IsLoopbackAddr reports whether a listen address (host:port) binds
 // loopback only. An empty host binds every interface, so it does not.
-func IsLoopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	return err == nil && isLoopback(host)
-}
+func IsLoopbackAddr(addr string) bool { return hostcheck.IsLoopbackAddr(addr) }
 
 // serveGET opens the session's standalone SSE stream.
 func (s *Server) serveGET(w http.ResponseWriter, r *http.Request) {
@@ -494,7 +454,7 @@ func (s *Server) clientOf(r *http.Request) string {
 		sum := sha256.Sum256([]byte(s.Token)) // authorized: the token is Token
 		return "token:" + hex.EncodeToString(sum[:8])
 	}
-	return "addr:" + hostOf(r.RemoteAddr)
+	return "addr:" + hostcheck.HostOf(r.RemoteAddr)
 }
 
 // forget removes an ending session, so that it is no longer found.

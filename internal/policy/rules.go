@@ -84,6 +84,26 @@ func (r *compiledRules) allows(name string, readOnly bool) bool {
 	return false
 }
 
+// Decision returns the override that decides the named tool (the pattern
+// as written, as [Rules.Overrides] applies them), or "" and false when no
+// override names it and the default decides. Rules that do not compile
+// name none.
+func (r Rules) Decision(name string) (pattern string, override bool) {
+	set, err := compilePatterns(r.Overrides)
+	if err != nil {
+		return "", false
+	}
+	if _, ok := set.exact[name]; ok {
+		return name, true
+	}
+	for i := range set.globs {
+		if set.globs[i].match(name) {
+			return set.globs[i].pattern, true
+		}
+	}
+	return "", false
+}
+
 // ValidatePattern reports whether pattern is a usable tool name or glob: not
 // empty and well-formed for path.Match. The error matches ErrInvalid.
 func ValidatePattern(pattern string) error {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -34,11 +35,33 @@ func RemediationFor(s Status, server, tool string) string {
 	case DisabledByConfig:
 		return "Operator policy is not user-overridable: only an operator can change it, by editing mcpwrap's config (servers." + server + ".tools)."
 	case DisabledByUser:
-		return "Ask the user to re-enable it: `mcpwrap tools enable " + server + " " + tool + "`."
+		return "Ask the user to re-enable it: `mcpwrap tools enable " + server + " " + tool + "`; " + PanelCommand("enable") + "."
 	case PendingApproval:
-		return "Ask the user to review and approve it: `mcpwrap tools approve " + server + " " + tool + "`."
+		return "Ask the user to review and approve it: `mcpwrap tools approve " + server + " " + tool + "`; " + PanelCommand("approve") + "."
 	}
 	return "The reason is undetermined; check mcpwrap's log."
+}
+
+// Panel is the command that opens mcpwrap's control panel, where the user
+// (and only the user: nothing reachable over MCP can) approves and enables
+// tools.
+const Panel = "mcpwrap ui"
+
+// PanelCommand says that the user can do verb (approve, enable) to the tool
+// in the control panel, as the agent is told beside the CLI command.
+func PanelCommand(verb string) string {
+	return "the user can " + verb + " it in mcpwrap's panel: `" + Panel + "`"
+}
+
+// PendingNotice is what every discovery answer says while tools are locked
+// pending approval: how many, their names (already shortened by the
+// caller), and how the user reviews and approves them.
+func PendingNotice(count int, names, server string) string {
+	server = shellWord(server, "SERVER")
+	return fmt.Sprintf("%d tool(s) are locked pending approval, new or changed since the user approved them: %s. "+
+		"Only the user can approve them, outside MCP: 'mcpwrap tools diff %s TOOL' shows what changed, "+
+		"'mcpwrap tools approve %s TOOL' approves it, and %s (a side-by-side diff and an approve button).",
+		count, names, server, server, strings.Replace(PanelCommand("approve"), "approve it", "approve them", 1))
 }
 
 // RejectionText returns the text of the isError result mcpwrap answers a

@@ -130,3 +130,32 @@ func TestRejectionTextEdges(t *testing.T) {
 		"an invalid status reads as disabled_unknown")
 	assert.Contains(t, RejectionText(DisabledByUser, "", "", ""), "`mcpwrap tools enable SERVER TOOL`")
 }
+
+// TestTextsNameThePanel: the agent is told of the panel wherever the user
+// can unlock a tool, beside the CLI command, and never for an operator's
+// lock, which the panel cannot lift either.
+func TestTextsNameThePanel(t *testing.T) {
+	for _, tt := range []struct {
+		status Status
+		panel  bool
+	}{
+		{status: DisabledByUser, panel: true},
+		{status: PendingApproval, panel: true},
+		{status: DisabledByConfig},
+		{status: ServerDisabled},
+		{status: DisabledUnknown},
+	} {
+		t.Run(string(tt.status), func(t *testing.T) {
+			text := RejectionText(tt.status, "fs", "write_file", "")
+			if !tt.panel {
+				assert.NotContains(t, text, Panel)
+				return
+			}
+			assert.Contains(t, text, "in mcpwrap's panel: `mcpwrap ui`")
+			assert.Contains(t, text, "`mcpwrap tools ", "the CLI command stays beside it")
+		})
+	}
+	notice := PendingNotice(2, "a, b", "fs")
+	assert.Contains(t, notice, "mcpwrap tools approve fs TOOL")
+	assert.Contains(t, notice, "in mcpwrap's panel: `mcpwrap ui`")
+}

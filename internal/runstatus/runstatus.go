@@ -90,6 +90,8 @@ type Session struct {
 	IncludeDisabledQueries int `json:"include_disabled_queries"`
 	// Error is the last load failure, user-safe, when not available.
 	Error string `json:"error,omitempty"`
+	// Hint says how to fix it, as doctor says it; "" when nothing is known.
+	Hint string `json:"hint,omitempty"`
 }
 
 // Listening is the Status of a --listen front.
@@ -120,7 +122,7 @@ func snapshot(src Source) Status {
 	}}
 	if o.Class != resilience.Available {
 		if o.Err != nil {
-			s.Error = o.Err.Error()
+			s.Error, s.Hint = o.Err.Error(), o.Err.Hint
 		}
 		if o.Server != "" {
 			s.Message = o.Message()

@@ -76,7 +76,7 @@ func TestPublisher(t *testing.T) {
 
 		// A change is published within one interval.
 		src.set(resilience.Outcome{Server: "fs", Class: resilience.Permanent, Attempts: 1,
-			Err: &resilience.Error{Class: resilience.Permanent, Reason: `cannot start "npx": command not found`}},
+			Err: &resilience.Error{Class: resilience.Permanent, Reason: `cannot start "npx": command not found`, Hint: "Install Node.js"}},
 			middleware.Stats{Calls: 3, Rejections: 1, IncludeDisabledQueries: 2, Restarts: 4})
 		time.Sleep(DefaultInterval)
 		synctest.Wait()
@@ -84,6 +84,7 @@ func TestPublisher(t *testing.T) {
 		assert.Equal(t, "permanent", got.Status)
 		assert.Equal(t, 1, got.Attempts)
 		assert.Equal(t, `cannot start "npx": command not found`, got.Error)
+		assert.Equal(t, "Install Node.js", got.Hint, "the fix hint, as doctor gives it, for the panel")
 		assert.Contains(t, got.Message, "Server 'fs' failed to load and needs attention")
 		assert.Equal(t, [4]int{3, 1, 2, 4}, [4]int{got.Calls, got.Rejections, got.IncludeDisabledQueries, got.Restarts})
 		assert.Equal(t, start, got.StartedAt)

@@ -11,45 +11,56 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/state"
 )
 
-// outcome collects what an update has to say. It is printed only once the
-// update is saved, so nothing claims a change that was not written.
-type outcome struct {
-	results  []string // stdout
-	warnings []string // stderr
-	refusals []string // stderr
+// Outcome is what a change has to say. It is made only once the change is
+// saved, so nothing claims a change that was not written.
+type Outcome struct {
+	// Results says what was done to each tool (stdout for the CLI).
+	Results []string
+	// Warnings are what was done anyway, with a doubt (a tool missing from
+	// the last catalog, say).
+	Warnings []string
+	// Refusals are what operator policy forbade; nothing was written for
+	// those tools.
+	Refusals []string
 }
 
-func (o *outcome) resultf(format string, args ...any) {
-	o.results = append(o.results, fmt.Sprintf(format, args...))
+// Refused reports whether some of the work was refused.
+func (o *Outcome) Refused() bool { return len(o.Refusals) > 0 }
+
+func (o *Outcome) resultf(format string, args ...any) {
+	o.Results = append(o.Results, fmt.Sprintf(format, args...))
 }
 
-func (o *outcome) warnf(format string, args ...any) {
-	o.warnings = append(o.warnings, fmt.Sprintf(format, args...))
+func (o *Outcome) warnf(format string, args ...any) {
+	o.Warnings = append(o.Warnings, fmt.Sprintf(format, args...))
 }
 
-// print writes the outcome and returns errRefused if something was refused.
-func (c *cli) print(cmd string, o *outcome) error {
-	for _, w := range o.warnings {
+// print writes the Outcome and returns errRefused if something was refused.
+func (c *cli) print(cmd string, o *Outcome, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, w := range o.Warnings {
 		fmt.Fprintf(c.stderr, "mcpwrap tools %s: warning: %s\n", cmd, w)
 	}
-	for _, r := range o.results {
+	for _, r := range o.Results {
 		fmt.Fprintln(c.stdout, r)
 	}
-	for _, r := range o.refusals {
+	for _, r := range o.Refusals {
 		fmt.Fprintf(c.stderr, "mcpwrap tools %s: %s\n", cmd, r)
 	}
-	if len(o.refusals) > 0 {
+	if o.Refused() {
 		return errRefused
 	}
 	return nil
 }
 
 // update runs fn on the named server's view inside one store update. fn
-// starts from a fresh outcome each time it runs.
-func (c *cli) update(ctx context.Context, server string, fn func(v *serverView, o *outcome) error) (*outcome, error) {
-	var o *outcome
+// starts from a fresh Outcome each time it runs.
+func (c *Tools) update(ctx context.Context, server string, fn func(v *serverView, o *Outcome) error) (*Outcome, error) {
+	var o *Outcome
 	err := c.store.Update(ctx, server, func(srv *state.Server) error {
-		o = &outcome{}
+		o = &Outcome{}
 		v, err := c.view(server, srv)
 		if err != nil {
 			return err
@@ -60,14 +71,19 @@ func (c *cli) update(ctx context.Context, server string, fn func(v *serverView, 
 }
 
 func (c *cli) enable(ctx context.Context, server string, tools []string) error {
-	o, err := c.update(ctx, server, func(v *serverView, o *outcome) error {
+	o, err := c.Tools.Enable(ctx, server, tools)
+	return c.print("enable", o, err)
+}
+
+func (c *Tools) Enable(ctx context.Context, server string, tools []string) (*Outcome, error) {
+	o, err := c.update(ctx, server, func(v *serverView, o *Outcome) error {
 		var enabled []string
 		for _, name := range tools {
 			info := v.tool(name)
 			ref := toolRef(server, name)
 			lock, undecided := v.operatorLock(info)
 			if lock != "" {
-				o.refusals = append(o.refusals, c.refusal(v, lock, name))
+				o.Refusals = append(o.Refusals, c.refusal(v, lock, name))
 				continue // nothing written for this tool
 			}
 			if !info.inCatalog {
@@ -86,14 +102,11 @@ func (c *cli) enable(ctx context.Context, server string, tools []string) error {
 		v.noteStillLocked(o, enabled)
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	return c.print("enable", o)
+	return o, err
 }
 
 // refusal explains why enabling the tool is refused and who can change that.
-func (c *cli) refusal(v *serverView, lock policy.Status, tool string) string {
+func (c *Tools) refusal(v *serverView, lock policy.Status, tool string) string {
 	why := fmt.Sprintf("operator policy in the config file %s turns it off", c.config.Path)
 	if lock == policy.ServerDisabled {
 		why = fmt.Sprintf("the server is disabled in the config file %s", c.config.Path)
@@ -102,7 +115,12 @@ func (c *cli) refusal(v *serverView, lock policy.Status, tool string) string {
 }
 
 func (c *cli) disable(ctx context.Context, server string, tools []string) error {
-	o, err := c.update(ctx, server, func(v *serverView, o *outcome) error {
+	o, err := c.Tools.Disable(ctx, server, tools)
+	return c.print("disable", o, err)
+}
+
+func (c *Tools) Disable(ctx context.Context, server string, tools []string) (*Outcome, error) {
+	o, err := c.update(ctx, server, func(v *serverView, o *Outcome) error {
 		for _, name := range tools {
 			ref := toolRef(server, name)
 			if !v.tool(name).inCatalog {
@@ -116,15 +134,17 @@ func (c *cli) disable(ctx context.Context, server string, tools []string) error 
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	return c.print("disable", o)
+	return o, err
 }
 
 func (c *cli) approve(ctx context.Context, server string, tools []string, all bool) error {
+	o, err := c.Tools.Approve(ctx, server, tools, all)
+	return c.print("approve", o, err)
+}
+
+func (c *Tools) Approve(ctx context.Context, server string, tools []string, all bool) (*Outcome, error) {
 	now := c.now().UTC()
-	o, err := c.update(ctx, server, func(v *serverView, o *outcome) error {
+	o, err := c.update(ctx, server, func(v *serverView, o *Outcome) error {
 		catalog := v.user.Catalog
 		if catalog == nil {
 			return fmt.Errorf("nothing to approve: %s", v.missing())
@@ -180,16 +200,13 @@ func (c *cli) approve(ctx context.Context, server string, tools []string, all bo
 		v.noteStillLocked(o, names)
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	return c.print("approve", o)
+	return o, err
 }
 
 // noteStillLocked tells, for each named tool the command meant to unlock,
 // whether something else still locks it and who can change that. Tools whose
 // definition is unknown are skipped: their status would be a guess.
-func (v *serverView) noteStillLocked(o *outcome, names []string) {
+func (v *serverView) noteStillLocked(o *Outcome, names []string) {
 	for _, name := range names {
 		if v.tool(name).definition == nil {
 			continue

@@ -95,7 +95,7 @@ func TestDisableEnableRoundTrip(t *testing.T) {
 	f.sidecarSees("s", toolDef("a", "A.", true), toolDef("b", "B.", false))
 	status := func(tool string) policy.Status {
 		t.Helper()
-		v, err := (&cli{config: mustConfig(t, f)}).view("s", f.load("s"))
+		v, err := NewTools(mustConfig(t, f), nil, nil).view("s", f.load("s"))
 		require.NoError(t, err)
 		return v.status(tool)
 	}
@@ -307,7 +307,7 @@ func TestApprove(t *testing.T) {
 				assert.JSONEq(t, string(want.Definition), string(got[tool].Definition), tool)
 				assert.True(t, want.ApprovedAt.Equal(got[tool].ApprovedAt), "%s approved at %v", tool, got[tool].ApprovedAt)
 			}
-			v, err := (&cli{config: mustConfig(t, f)}).view("s", srv)
+			v, err := NewTools(mustConfig(t, f), nil, nil).view("s", srv)
 			require.NoError(t, err)
 			for tool, want := range tt.statuses {
 				assert.Equal(t, want, v.status(tool), tool)

@@ -43,23 +43,21 @@ func (c *cli) list(ctx context.Context, operands []string, asJSON bool) error {
 	}
 	rows := []listedTool{}
 	for _, name := range servers {
-		v, err := c.load(ctx, name)
+		tools, err := c.List(ctx, name)
 		if err != nil {
 			return err
 		}
-		tools := v.known()
-		for i, s := range v.statuses(tools) {
-			t := tools[i]
+		for _, t := range tools {
 			rows = append(rows, listedTool{
 				Server:      name,
-				Tool:        t.name,
-				Status:      s,
-				ReadOnly:    t.tool.ReadOnly,
-				Description: t.description,
-				InCatalog:   t.inCatalog,
+				Tool:        t.Name,
+				Status:      t.Status,
+				ReadOnly:    t.ReadOnly,
+				Description: t.Description,
+				InCatalog:   t.InCatalog,
 
-				definitionKnown: t.definition != nil,
-				refused:         t.refused != nil,
+				definitionKnown: t.DefinitionKnown,
+				refused:         t.Refused != "",
 			})
 		}
 	}

@@ -146,12 +146,10 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
-// cli is what a command works with: the loaded config, the state store and
-// the output streams.
+// cli is what a command works with: the tools of the loaded config and the
+// state store, and the output streams.
 type cli struct {
-	config *config.File
-	store  state.Store
-	now    func() time.Time
+	*Tools
 	stdout io.Writer
 	stderr io.Writer
 }
@@ -175,7 +173,7 @@ func open(configFlag, stateDirFlag string, env Env, stdout, stderr io.Writer) (*
 	if err != nil {
 		return nil, fmt.Errorf("state directory: %w (use --state-dir or $%s)", err, config.EnvStateDir)
 	}
-	return &cli{config: file, store: state.Open(dir, nil), now: now, stdout: stdout, stderr: stderr}, nil
+	return &cli{Tools: &Tools{config: file, store: state.Open(dir, nil), now: now}, stdout: stdout, stderr: stderr}, nil
 }
 
 // parseInterspersed parses fs's flags wherever they appear among the

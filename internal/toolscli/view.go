@@ -24,6 +24,7 @@ type serverView struct {
 	config config.Server
 	eval   *policy.Evaluator
 	user   *state.Server // never nil; part of the snapshot it came from
+	cache  *DefinitionCache
 }
 
 // view returns the named server's view over its state srv. A server is
@@ -31,7 +32,7 @@ type serverView struct {
 // it. The error about an unknown server does not list the known ones yet
 // (see withKnown): view runs inside store updates, which must not read the
 // store.
-func (c *cli) view(name string, srv *state.Server) (*serverView, error) {
+func (c *Tools) view(name string, srv *state.Server) (*serverView, error) {
 	if !c.config.Has(name) && srv.Empty() {
 		return nil, &unknownServerError{name: name, configPath: c.config.Path, configFound: c.config.Found}
 	}
@@ -44,11 +45,11 @@ func (c *cli) view(name string, srv *state.Server) (*serverView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: servers.%s: %w", c.config.Path, name, err)
 	}
-	return &serverView{name: name, config: cfg, eval: eval, user: srv}, nil
+	return &serverView{name: name, config: cfg, eval: eval, user: srv, cache: c.cache}, nil
 }
 
 // load returns the named server's view over its state in the store.
-func (c *cli) load(ctx context.Context, name string) (*serverView, error) {
+func (c *Tools) load(ctx context.Context, name string) (*serverView, error) {
 	srv, err := c.store.Load(ctx, name)
 	if err != nil {
 		return nil, err
@@ -58,7 +59,7 @@ func (c *cli) load(ctx context.Context, name string) (*serverView, error) {
 }
 
 // knownServers returns the servers the config or the store knows, sorted.
-func (c *cli) knownServers(ctx context.Context) ([]string, error) {
+func (c *Tools) knownServers(ctx context.Context) ([]string, error) {
 	stored, err := c.store.Servers(ctx)
 	if err != nil {
 		return nil, err
@@ -70,7 +71,7 @@ func (c *cli) knownServers(ctx context.Context) ([]string, error) {
 
 // withKnown completes an error about an unknown server with the servers
 // that are known, when they can be read.
-func (c *cli) withKnown(ctx context.Context, err error) error {
+func (c *Tools) withKnown(ctx context.Context, err error) error {
 	var unknown *unknownServerError
 	if errors.As(err, &unknown) {
 		unknown.known, _ = c.knownServers(ctx)
@@ -144,7 +145,7 @@ func (v *serverView) catalogTool(name string) (toolInfo, bool) {
 	if !ok {
 		return toolInfo{}, false
 	}
-	return describe(name, t.Definition, true), true
+	return v.cache.describe(name, t.Definition, true), true
 }
 
 // tool returns what is known about the named tool: its catalog entry, else
@@ -154,7 +155,7 @@ func (v *serverView) tool(name string) toolInfo {
 		return info
 	}
 	if a, ok := v.user.Approval(name); ok {
-		return describe(name, a.Definition, false)
+		return v.cache.describe(name, a.Definition, false)
 	}
 	return describe(name, nil, false)
 }
