@@ -77,8 +77,8 @@ func (s *Session) supervise(ctx context.Context) {
 		// With the link gone, in one step: a request finds the link, or waits for the restart.
 		s.setRestartingLocked(loop == nil)
 		s.mu.Unlock()
-		l.conn.Close()                                                 // its pipes, its process group, its remote session
-		s.failInflight(l, "upstream restarted; request not completed") // before the news, as they were asked first
+		l.conn.Close()                                                                    // its pipes, its process group, its remote session
+		s.failInflight(l, "upstream restarted; request not completed", crashData(status)) // before the news, as they were asked first
 		s.orphanServerRequests(l)
 		if tell {
 			s.notifyToolsChanged()
@@ -507,7 +507,11 @@ func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
 		s.reply(env.ID, json.RawMessage(`{}`)) // the state is replayed once the upstream is ready
 	case "tools/list":
-		res, _ := json.Marshal(map[string]any{"tools": []json.RawMessage{s.discoveryDefinition(s.cat.lockedTools())}})
+		tools := []json.RawMessage{}
+		if locked := s.cat.lockedTools(); s.showDiscovery(locked) {
+			tools = append(tools, s.discoveryDefinition(locked))
+		}
+		res, _ := json.Marshal(map[string]any{"tools": tools})
 		s.reply(env.ID, res)
 	case "tools/call":
 		p, err := s.parseCall(env)
@@ -523,6 +527,18 @@ func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 		b, _ := json.Marshal(statusMeta(st))
 		s.replyErrorData(env.ID, codeInternalError, st.Message(), b)
 	}
+}
+
+// crashData is the error data of a request the crash that status
+// describes left unanswered: the status as every status answer carries it
+// (see statusMeta), and its cause, which the fixed message does not say.
+func crashData(status resilience.Outcome) json.RawMessage {
+	meta := statusMeta(status)
+	if status.Err != nil {
+		meta["error"] = status.Err.Error()
+	}
+	b, _ := json.Marshal(meta)
+	return b
 }
 
 // statusMeta is the machine-readable status of the upstream sent as _meta.

@@ -247,28 +247,53 @@ func refuseUntrusted(raws []json.RawMessage, tools []policy.Tool) {
 // errRefused stands for the reason a cached tool was refused.
 var errRefused = errors.New("refused tool definition")
 
-// Remediation implements middleware.ToolPolicy.
+// Remediation implements middleware.ToolPolicy. A tool locked
+// disabled_unknown because the config file or the state store cannot be
+// used is told that cause, and who can fix it.
 func (g *Gate) Remediation(status, tool string) string {
-	if err := g.ConfigErr(); err != nil && policy.Status(status) == policy.DisabledUnknown {
-		return policy.ConfigErrorRemediation(err)
+	if policy.Status(status) == policy.DisabledUnknown {
+		if err := g.ConfigErr(); err != nil {
+			return policy.ConfigErrorRemediation(err)
+		}
+		if err := g.StoreErr(); err != nil {
+			return policy.StoreErrorRemediation(err)
+		}
 	}
 	return policy.RemediationFor(policy.Status(status), g.server, tool)
 }
 
-// Rejection implements middleware.ToolPolicy.
+// Rejection implements middleware.ToolPolicy, telling the cause of a
+// disabled_unknown lock as Remediation does.
 func (g *Gate) Rejection(status, tool, discoveryTool string) string {
-	if err := g.ConfigErr(); err != nil && policy.Status(status) == policy.DisabledUnknown {
-		return policy.ConfigErrorRejection(err, discoveryTool)
+	if policy.Status(status) == policy.DisabledUnknown {
+		if err := g.ConfigErr(); err != nil {
+			return policy.ConfigErrorRejection(err, discoveryTool)
+		}
+		if err := g.StoreErr(); err != nil {
+			return policy.StoreErrorRejection(err, discoveryTool)
+		}
 	}
 	return policy.RejectionText(policy.Status(status), g.server, tool, discoveryTool)
 }
 
-// Notice implements middleware.PolicyNotifier: while the config file
-// cannot be used, every discovery answer says so, whatever it matched;
-// while tools are pending approval, every discovery answer names them.
+// StoreErr returns why the state store could not be read at the last
+// reload, if it could not: every tool it would judge is disabled_unknown.
+func (g *Gate) StoreErr() error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.errUse
+}
+
+// Notice implements middleware.PolicyNotifier: while the config file or
+// the state store cannot be used, every discovery answer says so, whatever
+// it matched; while tools are pending approval, every discovery answer
+// names them.
 func (g *Gate) Notice() string {
 	if err := g.ConfigErr(); err != nil {
 		return policy.ConfigErrorRemediation(err)
+	}
+	if err := g.StoreErr(); err != nil {
+		return policy.StoreErrorRemediation(err)
 	}
 	pending := g.Pending()
 	if len(pending) == 0 {

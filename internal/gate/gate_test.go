@@ -535,3 +535,29 @@ func TestGateUnapprovedOnlyForUnapprovedDefinitions(t *testing.T) {
 		assert.Equal(t, tc.unapproved, unapproved)
 	}
 }
+
+// TestGateStoreError: while the state store cannot be read, a tool it locks
+// (disabled_unknown) is told the store's error, which names the file and
+// the fix, and that the user fixes it; every discovery answer says so; once
+// the store reads again, the texts are the usual ones. A tool locked by
+// config keeps its own text.
+func TestGateStoreError(t *testing.T) {
+	ctx := context.Background()
+	corrupt := &state.CorruptError{Path: "/s/servers/fs.json", Server: "fs", Err: errors.New("invalid JSON: unexpected end of JSON input")}
+	store := &memStore{err: corrupt}
+	g := newGate(t, policy.Options{Rules: policy.Rules{Overrides: map[string]bool{"write": false}}}, store)
+
+	want := policy.StoreErrorRemediation(corrupt)
+	for _, text := range []string{g.Remediation("disabled_unknown", "read"), g.Rejection("disabled_unknown", "read", "find"), g.Notice()} {
+		assert.Contains(t, text, want)
+		assert.Contains(t, text, "/s/servers/fs.json is unreadable", "the cause")
+		assert.Contains(t, text, "Only the user can fix this", "who can fix it")
+		assert.NotContains(t, text, "check mcpwrap's log")
+	}
+	assert.NotContains(t, g.Rejection("disabled_by_config", "write", "find"), "state store")
+
+	store.setErr(nil)
+	g.Reload(ctx)
+	assert.Empty(t, g.Notice())
+	assert.Equal(t, policy.RemediationFor(policy.DisabledUnknown, "fs", "read"), g.Remediation("disabled_unknown", "read"))
+}
