@@ -122,7 +122,7 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 		s.closeLink(ctx)
 		return err
 	}
-	if err := s.firstCatalog(ctx); err != nil {
+	if err := s.firstCatalog(ctx, attempt); err != nil {
 		// Published before the link goes, so that a call in between is
 		// told this failure, never "available" (nor the tool unknown).
 		c := s.retrier.Classifier.Classify(err)
@@ -138,11 +138,13 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 // whose tools/list fails, or whose upstream goes away during it, fails as a
 // whole, classified (see catalogError) and retried like any other. Without
 // a ToolPolicy no catalog is loaded.
-func (s *Session) firstCatalog(ctx context.Context) error {
+func (s *Session) firstCatalog(ctx context.Context, attempt int) error {
 	if s.Tools == nil {
 		return nil
 	}
 	end, result := s.cat.refreshEnd() // the handshake's refreshLater
+	stop := s.waitProgress("tool list", attempt)
+	defer stop()
 	select {
 	case <-end:
 	case <-ctx.Done():
@@ -255,7 +257,9 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 			}
 		}
 		sent = ver
+		stop := s.waitProgress("handshake", attempt)
 		r := s.request(ctx, l, hs.Method, hs.Params)
+		stop()
 		var rpcErr *RPCError
 		switch {
 		case errors.As(r.Err, &rpcErr):
