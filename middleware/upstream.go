@@ -130,6 +130,7 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 		s.closeLink(ctx)
 		return c
 	}
+	s.rememberUpstream()
 	return nil
 }
 
@@ -491,10 +492,11 @@ func (s *Session) answerDegraded(w *hsWaiter) {
 		if p.ProtocolVersion == "" {
 			p.ProtocolVersion = "2025-11-25"
 		}
+		caps, info := s.degradedSelf()
 		res, _ := json.Marshal(map[string]any{
 			"protocolVersion": p.ProtocolVersion,
-			"capabilities":    map[string]any{"tools": map[string]any{"listChanged": true}},
-			"serverInfo":      map[string]any{"name": s.Name, "version": "mcpwrap-degraded"},
+			"capabilities":    caps,
+			"serverInfo":      info,
 			"instructions":    st.Message(),
 		})
 		s.reply(w.id, res)
@@ -510,6 +512,11 @@ func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 	switch env.Method {
 	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
 		s.reply(env.ID, json.RawMessage(`{}`)) // the state is replayed once the upstream is ready
+	case "resources/list", "resources/templates/list", "prompts/list":
+		// Empty until the upstream is ready, when the client is told the
+		// list changed (see notifyListsChanged), as a degraded handshake
+		// that remembered these capabilities promised.
+		s.reply(env.ID, json.RawMessage(emptyLists[env.Method]))
 	case "tools/list":
 		tools := []json.RawMessage{}
 		if locked := s.cat.lockedTools(); s.showDiscovery(locked) {
@@ -577,12 +584,25 @@ const (
 	viewUnavailable        // the sidecar answered it (degraded), or the upstream went away since
 )
 
+// emptyLists are the answers to the list requests of resources and prompts
+// while no upstream is ready.
+var emptyLists = map[string]string{
+	"resources/list":           `{"resources":[]}`,
+	"resources/templates/list": `{"resourceTemplates":[]}`,
+	"prompts/list":             `{"prompts":[]}`,
+}
+
 // setStatus publishes the upstream's load status. When availability changes
 // from what the client last saw, the client's tool list changed (the real
-// tools and the discovery tool swap places), so it is told.
+// tools and the discovery tool swap places), so it is told; when the
+// upstream became available, so did its lists of resources and prompts
+// (empty while it was not).
 func (s *Session) setStatus(o resilience.Outcome) {
 	if s.publishStatus(o) {
 		s.notifyToolsChanged()
+		if o.Class == resilience.Available {
+			s.notifyListsChanged()
+		}
 	}
 }
 
@@ -638,16 +658,15 @@ func (s *Session) degradedDiscover(params json.RawMessage, instructions string) 
 	if version == "" {
 		version = "2026-07-28"
 	}
+	caps, info := s.degradedSelf()
 	res, _ := json.Marshal(map[string]any{
 		"resultType":        "complete",
 		"supportedVersions": []string{version},
-		"capabilities":      map[string]any{"tools": map[string]any{"listChanged": true}},
+		"capabilities":      caps,
 		"instructions":      instructions,
 		"ttlMs":             0,
 		"cacheScope":        "private",
-		"_meta": map[string]any{
-			"io.modelcontextprotocol/serverInfo": map[string]any{"name": s.Name, "version": "mcpwrap-degraded"},
-		},
+		"_meta":             map[string]any{metaServerInfo: info},
 	})
 	return res
 }

@@ -561,3 +561,29 @@ func TestGateStoreError(t *testing.T) {
 	assert.Empty(t, g.Notice())
 	assert.Equal(t, policy.RemediationFor(policy.DisabledUnknown, "fs", "read"), g.Remediation("disabled_unknown", "read"))
 }
+
+// TestGateRemembersTheUpstream: what the server said of itself in a load
+// is recorded once (again only when it changed), advertised at once, and
+// read by another sidecar of the server from the store.
+func TestGateRemembersTheUpstream(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	g := newGate(t, policy.Options{}, store)
+	_, ok := g.RememberedUpstream()
+	assert.False(t, ok, "never loaded")
+
+	seen := middleware.UpstreamInfo{Capabilities: json.RawMessage(`{"tools":{},"resources":{"subscribe":true}}`), ServerInfo: json.RawMessage(`{"name":"fs","version":"2"}`)}
+	g.UpstreamSeen(ctx, seen)
+	assert.Equal(t, 1, store.writes)
+	got, ok := g.RememberedUpstream()
+	require.True(t, ok)
+	assert.Equal(t, seen, got)
+	g.UpstreamSeen(ctx, seen)
+	assert.Equal(t, 1, store.writes, "the same again writes nothing")
+
+	other := newGate(t, policy.Options{}, store) // another sidecar of the server
+	got, ok = other.RememberedUpstream()
+	require.True(t, ok)
+	assert.JSONEq(t, string(seen.Capabilities), string(got.Capabilities))
+	assert.JSONEq(t, string(seen.ServerInfo), string(got.ServerInfo))
+}
