@@ -68,6 +68,9 @@ func runFixture(args []string) int {
 	if mode == fixtureSlowRestart {
 		return runSlowRestart(fs.Args()[1:])
 	}
+	if mode == fixtureSlowCaps {
+		return runSlowCaps(fs.Args()[1:])
+	}
 	if fs.NArg() != 1 {
 		fmt.Fprintf(os.Stderr, "%s %s takes no arguments\n", fixtureArg, mode)
 		return 2

@@ -223,6 +223,11 @@ func TestCorruptStore(t *testing.T) {
 	meta, _ := json.Marshal(res.Meta)
 	assert.Contains(t, string(meta), `"status":"disabled_unknown"`)
 	assert.Contains(t, text, "Tool is disabled and not callable.")
+	// The agent is told the cause and who can fix it, not "check mcpwrap's log".
+	assert.Contains(t, text, "state file "+path+" is unreadable")
+	assert.Contains(t, text, "move it aside to start over")
+	assert.Contains(t, text, "Only the user can fix this")
+	assert.NotContains(t, text, "check mcpwrap's log")
 
 	out, code := p.cli(t, "tools", "disable", "notes", "echo")
 	assert.NotEqual(t, 0, code)

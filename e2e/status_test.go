@@ -73,7 +73,7 @@ func TestStatus(t *testing.T) {
 
 	p := startProcess(ctx, t, processOptions{Env: env}, mcpwrapPath, "status")
 	require.NoError(t, p.Wait(ctx), "stderr: %s", p.Stderr())
-	assert.Regexp(t, `(?m)^beta\s+mcpwrap-e2e-no-such-command\s+\d+\s+\S+\s+permanent\s+1\s+0\s+0\s+0\s+0\s+cannot start`, p.Output())
+	assert.Regexp(t, `(?m)^beta\s+mcpwrap-e2e-no-such-command\s+\d+\s+\S+\s+permanent\s+1\s+0\s+0\s+0\s+0\s+0\s+cannot start`, p.Output())
 	assert.NotContains(t, p.Output(), "alpha")
 }
 

@@ -50,7 +50,8 @@ type ToolPolicy interface {
 	// Remediation says who can unlock a tool locked with status, and how.
 	Remediation(status, tool string) string
 	// Rejection is the text a call to a tool locked with status is answered
-	// with; it names the discovery tool discoveryTool.
+	// with; it points to the discovery tool discoveryTool, or to none when
+	// discoveryTool is "" (it is not listed: see [DiscoveryNever]).
 	Rejection(status, tool, discoveryTool string) string
 }
 

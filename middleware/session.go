@@ -321,7 +321,7 @@ func (s *Session) Run(ctx context.Context) error {
 	s.awaitWriters(supervised)
 	// The upstream is closed and its reader gone: what is still in flight
 	// will never be answered by it.
-	s.failInflight(nil, "the session ended before the request was answered")
+	s.failInflight(nil, "the session ended before the request was answered", nil)
 	s.mu.Lock()
 	s.stopping = true
 	gating := s.gatingIdle
@@ -1086,9 +1086,9 @@ func (s *Session) inflight() int {
 // link when l is nil) with an error, but for subscriptions/listen requests
 // on l, which the next upstream is sent again. No request is tracked on l
 // afterwards (on any link when l is nil).
-func (s *Session) failInflight(l *link, reason string) {
+func (s *Session) failInflight(l *link, reason string, data json.RawMessage) {
 	for _, id := range s.tracker.fail(l) {
-		s.replyError(id, codeInternalError, reason)
+		s.replyErrorData(id, codeInternalError, reason, data)
 	}
 }
 

@@ -466,7 +466,8 @@ func TestCrashRecoveryReopensListens(t *testing.T) {
 	up1.next()
 
 	up1.closeSend() // the upstream crashes
-	assert.JSONEq(t, `{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"upstream restarted; request not completed"}}`, next(),
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"upstream restarted; request not completed",`+
+		`"data":{"status":"transient","class":"transient","attempts":1,"retryable":true,"restart":1,"error":"connection reset or closed mid-stream"}}}`, next(),
 		"the call is answered; the listen request is not")
 
 	answerDiscover(up2)

@@ -492,7 +492,16 @@ func (s *Session) rejectUntrusted(id []byte, tool string) {
 func (s *Session) reject(id []byte, tool, status string) {
 	s.counts.rejections.Add(1)
 	s.log.Info("call to a locked tool rejected", "tool", tool, "status", status)
-	s.reply(id, toolError(s.policy().Rejection(status, tool, s.discoveryName()), rejectionMeta(status)))
+	s.reply(id, toolError(s.policy().Rejection(status, tool, s.listedDiscoveryName()), rejectionMeta(status)))
+}
+
+// listedDiscoveryName is the discovery tool a text may send the agent to:
+// "" when it is never listed, since the agent cannot see it.
+func (s *Session) listedDiscoveryName() string {
+	if s.Discovery == DiscoveryNever {
+		return ""
+	}
+	return s.discoveryName()
 }
 
 // rejectionMeta is the _meta of a call rejected for a lock with status: the

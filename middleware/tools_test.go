@@ -153,6 +153,13 @@ func startTools(t *testing.T, pages [][]string, locked map[string]string, scope 
 // VersionedPolicy.
 func startToolsWith(t *testing.T, versioned bool, pages [][]string, locked map[string]string, scope ...string) *toolsHarness {
 	t.Helper()
+	return startToolsConfigured(t, versioned, pages, locked, nil, scope...)
+}
+
+// startToolsConfigured is startToolsWith, with configure (when not nil)
+// applied to the Session before it runs.
+func startToolsConfigured(t *testing.T, versioned bool, pages [][]string, locked map[string]string, configure func(*Session), scope ...string) *toolsHarness {
+	t.Helper()
 	client, clientConn := newPeer(t, 0)
 	upPeer, upConn := newPeer(t, 0)
 	if locked == nil {
@@ -172,6 +179,9 @@ func startToolsWith(t *testing.T, versioned bool, pages [][]string, locked map[s
 		tools = versionedFake{h.policy}
 	}
 	h.session = &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn), Tools: tools}
+	if configure != nil {
+		configure(h.session)
+	}
 	go h.up.serve()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -77,8 +77,8 @@ func (s *Session) supervise(ctx context.Context) {
 		// With the link gone, in one step: a request finds the link, or waits for the restart.
 		s.setRestartingLocked(loop == nil)
 		s.mu.Unlock()
-		l.conn.Close()                                                 // its pipes, its process group, its remote session
-		s.failInflight(l, "upstream restarted; request not completed") // before the news, as they were asked first
+		l.conn.Close()                                                                    // its pipes, its process group, its remote session
+		s.failInflight(l, "upstream restarted; request not completed", crashData(status)) // before the news, as they were asked first
 		s.orphanServerRequests(l)
 		if tell {
 			s.notifyToolsChanged()
@@ -124,7 +124,7 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 		s.closeLink(ctx)
 		return err
 	}
-	if err := s.firstCatalog(ctx); err != nil {
+	if err := s.firstCatalog(ctx, attempt); err != nil {
 		// Published before the link goes, so that a call in between is
 		// told this failure, never "available" (nor the tool unknown).
 		c := s.retrier.Classifier.Classify(err)
@@ -132,6 +132,7 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 		s.closeLink(ctx)
 		return c
 	}
+	s.rememberUpstream()
 	return nil
 }
 
@@ -140,11 +141,13 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 // whose tools/list fails, or whose upstream goes away during it, fails as a
 // whole, classified (see catalogError) and retried like any other. Without
 // a ToolPolicy no catalog is loaded.
-func (s *Session) firstCatalog(ctx context.Context) error {
+func (s *Session) firstCatalog(ctx context.Context, attempt int) error {
 	if s.Tools == nil {
 		return nil
 	}
 	end, result := s.cat.refreshEnd() // the handshake's refreshLater
+	stop := s.waitProgress("tool list", attempt)
+	defer stop()
 	select {
 	case <-end:
 	case <-ctx.Done():
@@ -257,7 +260,9 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 			}
 		}
 		sent = ver
+		stop := s.waitProgress("handshake", attempt)
 		r := s.request(ctx, l, hs.Method, hs.Params)
+		stop()
 		var rpcErr *RPCError
 		switch {
 		case errors.As(r.Err, &rpcErr):
@@ -489,10 +494,11 @@ func (s *Session) answerDegraded(w *hsWaiter) {
 		if p.ProtocolVersion == "" {
 			p.ProtocolVersion = "2025-11-25"
 		}
+		caps, info := s.degradedSelf()
 		res, _ := json.Marshal(map[string]any{
 			"protocolVersion": p.ProtocolVersion,
-			"capabilities":    map[string]any{"tools": map[string]any{"listChanged": true}},
-			"serverInfo":      map[string]any{"name": s.Name, "version": "mcpwrap-degraded"},
+			"capabilities":    caps,
+			"serverInfo":      info,
 			"instructions":    st.Message(),
 		})
 		s.reply(w.id, res)
@@ -508,8 +514,17 @@ func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 	switch env.Method {
 	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
 		s.reply(env.ID, json.RawMessage(`{}`)) // the state is replayed once the upstream is ready
+	case "resources/list", "resources/templates/list", "prompts/list":
+		// Empty until the upstream is ready, when the client is told the
+		// list changed (see notifyListsChanged), as a degraded handshake
+		// that remembered these capabilities promised.
+		s.reply(env.ID, json.RawMessage(emptyLists[env.Method]))
 	case "tools/list":
-		res, _ := json.Marshal(map[string]any{"tools": []json.RawMessage{s.discoveryDefinition(s.cat.lockedTools())}})
+		tools := []json.RawMessage{}
+		if locked := s.cat.lockedTools(); s.showDiscovery(locked) {
+			tools = append(tools, s.discoveryDefinition(locked))
+		}
+		res, _ := json.Marshal(map[string]any{"tools": tools})
 		s.reply(env.ID, res)
 	case "tools/call":
 		p, err := s.parseCall(env)
@@ -525,6 +540,18 @@ func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 		b, _ := json.Marshal(statusMeta(st))
 		s.replyErrorData(env.ID, codeInternalError, st.Message(), b)
 	}
+}
+
+// crashData is the error data of a request the crash that status
+// describes left unanswered: the status as every status answer carries it
+// (see statusMeta), and its cause, which the fixed message does not say.
+func crashData(status resilience.Outcome) json.RawMessage {
+	meta := statusMeta(status)
+	if status.Err != nil {
+		meta["error"] = status.Err.Error()
+	}
+	b, _ := json.Marshal(meta)
+	return b
 }
 
 // statusMeta is the machine-readable status of the upstream sent as _meta.
@@ -565,12 +592,25 @@ const (
 	viewUnavailable        // the sidecar answered it (degraded), or the upstream went away since
 )
 
+// emptyLists are the answers to the list requests of resources and prompts
+// while no upstream is ready.
+var emptyLists = map[string]string{
+	"resources/list":           `{"resources":[]}`,
+	"resources/templates/list": `{"resourceTemplates":[]}`,
+	"prompts/list":             `{"prompts":[]}`,
+}
+
 // setStatus publishes the upstream's load status. When availability changes
 // from what the client last saw, the client's tool list changed (the real
-// tools and the discovery tool swap places), so it is told.
+// tools and the discovery tool swap places), so it is told; when the
+// upstream became available, so did its lists of resources and prompts
+// (empty while it was not).
 func (s *Session) setStatus(o resilience.Outcome) {
 	if s.publishStatus(o) {
 		s.notifyToolsChanged()
+		if o.Class == resilience.Available {
+			s.notifyListsChanged()
+		}
 	}
 }
 
@@ -626,16 +666,15 @@ func (s *Session) degradedDiscover(params json.RawMessage, instructions string) 
 	if version == "" {
 		version = "2026-07-28"
 	}
+	caps, info := s.degradedSelf()
 	res, _ := json.Marshal(map[string]any{
 		"resultType":        "complete",
 		"supportedVersions": []string{version},
-		"capabilities":      map[string]any{"tools": map[string]any{"listChanged": true}},
+		"capabilities":      caps,
 		"instructions":      instructions,
 		"ttlMs":             0,
 		"cacheScope":        "private",
-		"_meta": map[string]any{
-			"io.modelcontextprotocol/serverInfo": map[string]any{"name": s.Name, "version": "mcpwrap-degraded"},
-		},
+		"_meta":             map[string]any{metaServerInfo: info},
 	})
 	return res
 }

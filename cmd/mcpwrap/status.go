@@ -18,6 +18,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/httpfront"
 	"github.com/mcpwrap/mcpwrap/internal/runstatus"
 	"github.com/mcpwrap/mcpwrap/internal/servername"
+	"github.com/mcpwrap/mcpwrap/internal/upstream"
 )
 
 const statusUsage = `Usage: mcpwrap status [--json] [--state-dir DIR]
@@ -153,8 +154,7 @@ func publishFront(ctx context.Context, o wrapOptions, url string, front *httpfro
 // each one's catalog would look like a rug pull to the other.
 func startPublisher(ctx context.Context, o wrapOptions, p *runstatus.Publisher, logger *slog.Logger) (stop func()) {
 	p.Dir, p.Server, p.Logger = runstatus.Dir(stateDir(o)), o.name, logger
-	p.Upstream = servername.Identify(o.command, o.url).Describe()
-	p.UpstreamDigest = servername.Digest(o.command, o.url)
+	p.Upstream, p.UpstreamDigest = describeUpstream(o)
 	if list, err := runstatus.List(p.Dir, nil); err == nil {
 		for _, other := range runstatus.NameClashes(list, o.name, p.UpstreamDigest) {
 			logger.Warn("another running sidecar uses this --name for a different server; they share tool approvals and toggles, so give each its own --name",
@@ -162,4 +162,17 @@ func startPublisher(ctx context.Context, o wrapOptions, p *runstatus.Publisher, 
 		}
 	}
 	return runstatus.StartPublisher(ctx, p)
+}
+
+// describeUpstream returns the secret-free description of o's upstream
+// and its digest, for the status file. A --url naming environment
+// variables (--url '${LINEAR_URL}', as mcpwrap install writes it) is
+// described by the URL it expands to at run time, as redacted as any
+// (its origin only), not by the reference.
+func describeUpstream(o wrapOptions) (desc, digest string) {
+	rawURL := o.url
+	if expanded, err := upstream.ExpandURL(o.url, o.getenv()); err == nil && o.url != "" {
+		rawURL = expanded
+	}
+	return servername.Identify(o.command, rawURL).Describe(), servername.Digest(o.command, rawURL)
 }

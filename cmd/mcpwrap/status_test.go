@@ -61,3 +61,31 @@ func TestPublishStatusWarnsOfNameClash(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusDescribesTheExpandedURL: a --url that names an environment
+// variable (as mcpwrap install writes it) is described by the URL it
+// expands to, redacted to its origin, not as the "remote:" of a URL it cannot parse.
+func TestStatusDescribesTheExpandedURL(t *testing.T) {
+	const secretURL = "https://mcp.example.com/sk-SECRET/mcp?api_key=SECRET"
+	tests := []struct {
+		name string
+		o    wrapOptions
+		want string
+	}{
+		{name: "from the entry's env", o: wrapOptions{url: "${MCPWRAP_TEST_URL}", env: map[string]string{"MCPWRAP_TEST_URL": secretURL}}, want: "https://mcp.example.com"},
+		{name: "part of the URL", o: wrapOptions{url: "https://${MCPWRAP_TEST_HOST}:8443/mcp", env: map[string]string{"MCPWRAP_TEST_HOST": "mcp.example.com"}}, want: "https://mcp.example.com"},
+		{name: "literal", o: wrapOptions{url: secretURL}, want: "https://mcp.example.com"},
+		{name: "unset variable", o: wrapOptions{url: "${MCPWRAP_TEST_UNSET}"}, want: "remote"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			desc, digest := describeUpstream(tt.o)
+			assert.Equal(t, tt.want, desc)
+			assert.NotContains(t, desc, "SECRET")
+			assert.NotContains(t, digest, "SECRET")
+		})
+	}
+	a, _ := describeUpstream(wrapOptions{url: "${U}", env: map[string]string{"U": "https://a.example.com/mcp"}})
+	b, _ := describeUpstream(wrapOptions{url: "${U}", env: map[string]string{"U": "https://b.example.com/mcp"}})
+	assert.NotEqual(t, a, b, "two servers behind one variable name are told apart")
+}

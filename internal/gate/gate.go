@@ -47,11 +47,15 @@ type Gate struct {
 	mu sync.RWMutex
 	// eval is the operator policy, replaced by SetEvaluator (under mu) when
 	// the config file changes; read without mu where only it is needed.
-	eval    atomic.Pointer[policy.Evaluator]
-	user    userState // the server's state as last read
-	errUse  error     // why the store could not be read, if it could not
-	applied uint64    // the number of the read user and errUse came from
-	tools   map[string]policy.Tool
+	eval atomic.Pointer[policy.Evaluator]
+	user userState // the server's state as last read
+	// upstream is what the server said of itself in its last successful
+	// load, as last read from the store (nil if never); see
+	// RememberedUpstream.
+	upstream *state.Upstream
+	errUse   error  // why the store could not be read, if it could not
+	applied  uint64 // the number of the read user and errUse came from
+	tools    map[string]policy.Tool
 	// cacheBytes is the size of tools (its keys, names and hashes); past
 	// cacheLimit it starts afresh.
 	cacheBytes, cacheLimit int
@@ -95,8 +99,9 @@ func (g *Gate) Reload(ctx context.Context) bool {
 	read := g.reads.Add(1)
 	srv, err := g.store.Load(ctx, g.server)
 	var user userState
+	var upstream *state.Upstream
 	if err == nil {
-		user = snapshot(srv)
+		user, upstream = snapshot(srv), srv.Upstream
 	} else {
 		g.log.Error("cannot read the state store; tools are disabled_unknown until it is fixed", "error", err)
 	}
@@ -107,6 +112,9 @@ func (g *Gate) Reload(ctx context.Context) bool {
 	}
 	changed := !reflect.DeepEqual(user, g.user) || (err == nil) != (g.errUse == nil)
 	g.user, g.errUse, g.applied = user, err, read
+	if err == nil { // an unreadable store forgets nothing remembered
+		g.upstream = upstream
+	}
 	if changed {
 		g.version.Add(1) // under g.mu: no Evaluate reads the new state before it
 	}
@@ -247,28 +255,53 @@ func refuseUntrusted(raws []json.RawMessage, tools []policy.Tool) {
 // errRefused stands for the reason a cached tool was refused.
 var errRefused = errors.New("refused tool definition")
 
-// Remediation implements middleware.ToolPolicy.
+// Remediation implements middleware.ToolPolicy. A tool locked
+// disabled_unknown because the config file or the state store cannot be
+// used is told that cause, and who can fix it.
 func (g *Gate) Remediation(status, tool string) string {
-	if err := g.ConfigErr(); err != nil && policy.Status(status) == policy.DisabledUnknown {
-		return policy.ConfigErrorRemediation(err)
+	if policy.Status(status) == policy.DisabledUnknown {
+		if err := g.ConfigErr(); err != nil {
+			return policy.ConfigErrorRemediation(err)
+		}
+		if err := g.StoreErr(); err != nil {
+			return policy.StoreErrorRemediation(err)
+		}
 	}
 	return policy.RemediationFor(policy.Status(status), g.server, tool)
 }
 
-// Rejection implements middleware.ToolPolicy.
+// Rejection implements middleware.ToolPolicy, telling the cause of a
+// disabled_unknown lock as Remediation does.
 func (g *Gate) Rejection(status, tool, discoveryTool string) string {
-	if err := g.ConfigErr(); err != nil && policy.Status(status) == policy.DisabledUnknown {
-		return policy.ConfigErrorRejection(err, discoveryTool)
+	if policy.Status(status) == policy.DisabledUnknown {
+		if err := g.ConfigErr(); err != nil {
+			return policy.ConfigErrorRejection(err, discoveryTool)
+		}
+		if err := g.StoreErr(); err != nil {
+			return policy.StoreErrorRejection(err, discoveryTool)
+		}
 	}
 	return policy.RejectionText(policy.Status(status), g.server, tool, discoveryTool)
 }
 
-// Notice implements middleware.PolicyNotifier: while the config file
-// cannot be used, every discovery answer says so, whatever it matched;
-// while tools are pending approval, every discovery answer names them.
+// StoreErr returns why the state store could not be read at the last
+// reload, if it could not: every tool it would judge is disabled_unknown.
+func (g *Gate) StoreErr() error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.errUse
+}
+
+// Notice implements middleware.PolicyNotifier: while the config file or
+// the state store cannot be used, every discovery answer says so, whatever
+// it matched; while tools are pending approval, every discovery answer
+// names them.
 func (g *Gate) Notice() string {
 	if err := g.ConfigErr(); err != nil {
 		return policy.ConfigErrorRemediation(err)
+	}
+	if err := g.StoreErr(); err != nil {
+		return policy.StoreErrorRemediation(err)
 	}
 	pending := g.Pending()
 	if len(pending) == 0 {
@@ -488,3 +521,40 @@ func snapshot(srv *state.Server) userState {
 func (u userState) Disabled(tool string) bool       { return u.disabled[tool] }
 func (u userState) ApprovedHash(tool string) string { return u.approved[tool] }
 func (u userState) Baseline() bool                  { return len(u.approved) > 0 }
+
+// RememberedUpstream implements middleware.UpstreamMemory: what the server
+// said of itself in its last successful load, as the store last read says
+// (by any sidecar of the server).
+func (g *Gate) RememberedUpstream() (middleware.UpstreamInfo, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.upstream == nil {
+		return middleware.UpstreamInfo{}, false
+	}
+	return middleware.UpstreamInfo{Capabilities: g.upstream.Capabilities, ServerInfo: g.upstream.ServerInfo}, true
+}
+
+// UpstreamSeen implements middleware.UpstreamMemory: it records what the
+// server said of itself in a successful load, writing only when that
+// differs from what the store holds.
+func (g *Gate) UpstreamSeen(ctx context.Context, u middleware.UpstreamInfo) {
+	seen := &state.Upstream{SeenAt: g.now().UTC(), Capabilities: u.Capabilities, ServerInfo: u.ServerInfo}
+	g.mu.Lock()
+	g.upstream = seen // this process advertises it at once, written or not
+	g.mu.Unlock()
+	err := g.store.Update(ctx, g.server, func(srv *state.Server) error {
+		if srv.Upstream.Same(seen) {
+			return errUnchanged
+		}
+		srv.Upstream = seen
+		return nil
+	})
+	if err != nil && !errors.Is(err, errUnchanged) {
+		g.log.Warn("cannot remember the server's capabilities in the state store", "error", err)
+	}
+}
+
+// errUnchanged ends a store update that has nothing to write.
+var errUnchanged = errors.New("unchanged")
+
+var _ middleware.UpstreamMemory = (*Gate)(nil)

@@ -535,3 +535,55 @@ func TestGateUnapprovedOnlyForUnapprovedDefinitions(t *testing.T) {
 		assert.Equal(t, tc.unapproved, unapproved)
 	}
 }
+
+// TestGateStoreError: while the state store cannot be read, a tool it locks
+// (disabled_unknown) is told the store's error, which names the file and
+// the fix, and that the user fixes it; every discovery answer says so; once
+// the store reads again, the texts are the usual ones. A tool locked by
+// config keeps its own text.
+func TestGateStoreError(t *testing.T) {
+	ctx := context.Background()
+	corrupt := &state.CorruptError{Path: "/s/servers/fs.json", Server: "fs", Err: errors.New("invalid JSON: unexpected end of JSON input")}
+	store := &memStore{err: corrupt}
+	g := newGate(t, policy.Options{Rules: policy.Rules{Overrides: map[string]bool{"write": false}}}, store)
+
+	want := policy.StoreErrorRemediation(corrupt)
+	for _, text := range []string{g.Remediation("disabled_unknown", "read"), g.Rejection("disabled_unknown", "read", "find"), g.Notice()} {
+		assert.Contains(t, text, want)
+		assert.Contains(t, text, "/s/servers/fs.json is unreadable", "the cause")
+		assert.Contains(t, text, "Only the user can fix this", "who can fix it")
+		assert.NotContains(t, text, "check mcpwrap's log")
+	}
+	assert.NotContains(t, g.Rejection("disabled_by_config", "write", "find"), "state store")
+
+	store.setErr(nil)
+	g.Reload(ctx)
+	assert.Empty(t, g.Notice())
+	assert.Equal(t, policy.RemediationFor(policy.DisabledUnknown, "fs", "read"), g.Remediation("disabled_unknown", "read"))
+}
+
+// TestGateRemembersTheUpstream: what the server said of itself in a load
+// is recorded once (again only when it changed), advertised at once, and
+// read by another sidecar of the server from the store.
+func TestGateRemembersTheUpstream(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	g := newGate(t, policy.Options{}, store)
+	_, ok := g.RememberedUpstream()
+	assert.False(t, ok, "never loaded")
+
+	seen := middleware.UpstreamInfo{Capabilities: json.RawMessage(`{"tools":{},"resources":{"subscribe":true}}`), ServerInfo: json.RawMessage(`{"name":"fs","version":"2"}`)}
+	g.UpstreamSeen(ctx, seen)
+	assert.Equal(t, 1, store.writes)
+	got, ok := g.RememberedUpstream()
+	require.True(t, ok)
+	assert.Equal(t, seen, got)
+	g.UpstreamSeen(ctx, seen)
+	assert.Equal(t, 1, store.writes, "the same again writes nothing")
+
+	other := newGate(t, policy.Options{}, store) // another sidecar of the server
+	got, ok = other.RememberedUpstream()
+	require.True(t, ok)
+	assert.JSONEq(t, string(seen.Capabilities), string(got.Capabilities))
+	assert.JSONEq(t, string(seen.ServerInfo), string(got.ServerInfo))
+}

@@ -4,13 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-
-	"github.com/mcpwrap/mcpwrap/middleware"
 )
-
-// DefaultDiscoveryTool is the name of the discovery tool when none is
-// configured: the one the Session serves.
-const DefaultDiscoveryTool = middleware.DefaultDiscoveryTool
 
 // NotCallable is the sentence every non-config rejection carries, kept
 // verbatim because agents and tests already look for it.
@@ -66,16 +60,14 @@ func PendingNotice(count int, names, server string) string {
 
 // RejectionText returns the text of the isError result mcpwrap answers a
 // tools/call of a locked tool with: the status-specific reason,
-// the remediation, then a pointer to the discovery tool (discoveryTool, or
-// DefaultDiscoveryTool when empty). Every wording but the operator-policy one
-// starts with NotCallable. It returns "" for Callable; an invalid status gets
-// the disabled_unknown wording.
+// the remediation, then a pointer to the discovery tool discoveryTool, or
+// none when discoveryTool is "" (the discovery tool is not listed: a text
+// must not send the agent to a tool it cannot see). Every wording but the
+// operator-policy one starts with NotCallable. It returns "" for Callable;
+// an invalid status gets the disabled_unknown wording.
 func RejectionText(s Status, server, tool, discoveryTool string) string {
 	if s == Callable {
 		return ""
-	}
-	if discoveryTool == "" {
-		discoveryTool = DefaultDiscoveryTool
 	}
 	var b strings.Builder
 	if s != DisabledByConfig {
@@ -84,8 +76,17 @@ func RejectionText(s Status, server, tool, discoveryTool string) string {
 	b.WriteString(reason(s, quoteName(server), quoteName(tool)))
 	b.WriteString(" ")
 	b.WriteString(RemediationFor(s, server, tool))
-	b.WriteString(" Call " + discoveryTool + " with include_disabled:true to see locked tools and remediation.")
+	b.WriteString(pointer(discoveryTool))
 	return b.String()
+}
+
+// pointer is the sentence that ends a rejection, sending the agent to the
+// discovery tool discoveryTool; "" when there is none to send it to.
+func pointer(discoveryTool string) string {
+	if discoveryTool == "" {
+		return ""
+	}
+	return " Call " + discoveryTool + " with include_disabled:true to see locked tools and remediation."
 }
 
 // reason states why a tool is locked, without saying who can fix it.
@@ -137,12 +138,26 @@ func ConfigErrorRemediation(err error) string {
 	return "mcpwrap's config file has an error: " + err.Error() + "; fix it and the tools will appear."
 }
 
+// StoreErrorRemediation is the remediation of every tool the unreadable
+// state store locks (disabled_unknown): err, which names the file and what
+// is wrong with it, and that only the user can fix it, outside MCP. The
+// user's toggles and approvals are unknown until then, so nothing is
+// unlocked on a guess; fixing the store brings the tools back without a
+// restart.
+func StoreErrorRemediation(err error) string {
+	return "mcpwrap cannot read the user's tool toggles and approvals (its state store): " + strings.TrimSuffix(err.Error(), ".") +
+		". Only the user can fix this, outside MCP; once the store can be read, the tools come back without a restart."
+}
+
+// StoreErrorRejection is the text a tools/call of a tool the unreadable
+// state store locks is answered with (see StoreErrorRemediation).
+func StoreErrorRejection(err error, discoveryTool string) string {
+	return NotCallable + " " + StoreErrorRemediation(err) + pointer(discoveryTool)
+}
+
 // ConfigErrorRejection is the text a tools/call is answered with while the
-// operator's config cannot be used (see ConfigErrorRemediation).
+// operator's config cannot be used (see ConfigErrorRemediation), pointing
+// to the discovery tool as RejectionText does.
 func ConfigErrorRejection(err error, discoveryTool string) string {
-	if discoveryTool == "" {
-		discoveryTool = DefaultDiscoveryTool
-	}
-	return NotCallable + " " + ConfigErrorRemediation(err) +
-		" Call " + discoveryTool + " with include_disabled:true to see locked tools and remediation."
+	return NotCallable + " " + ConfigErrorRemediation(err) + pointer(discoveryTool)
 }

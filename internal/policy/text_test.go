@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -98,7 +100,7 @@ func TestRejectionText(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(string(tt.status), func(t *testing.T) {
 			t.Parallel()
-			got := RejectionText(tt.status, "fs", "write_file", "")
+			got := RejectionText(tt.status, "fs", "write_file", "discover_tools")
 			assert.Truef(t, len(got) > len(pointer) && got[len(got)-len(pointer):] == pointer, "ends with the pointer: %s", got)
 			for _, s := range tt.want {
 				assert.Contains(t, got, s)
@@ -158,4 +160,34 @@ func TestTextsNameThePanel(t *testing.T) {
 	notice := PendingNotice(2, "a, b", "fs")
 	assert.Contains(t, notice, "mcpwrap tools approve fs TOOL")
 	assert.Contains(t, notice, "in mcpwrap's panel: `mcpwrap ui`")
+}
+
+// TestRejectionWithoutDiscoveryTool: with the discovery tool not listed
+// (--discovery never, discoveryTool ""), no rejection points to it.
+func TestRejectionWithoutDiscoveryTool(t *testing.T) {
+	t.Parallel()
+	texts := []string{ConfigErrorRejection(errors.New("bad"), ""), StoreErrorRejection(errors.New("bad"), "")}
+	for _, s := range lockedStatuses {
+		texts = append(texts, RejectionText(s, "fs", "t", ""))
+	}
+	for _, text := range texts {
+		assert.NotContains(t, text, "include_disabled")
+		assert.NotContains(t, text, "discover_tools")
+		assert.NotContains(t, text, "Call ")
+	}
+}
+
+// TestStoreErrorTextsNameTheCauseAndWhoFixesIt: a tool the unreadable
+// state store locks is explained by the store's error (which names the
+// file and the fix), and as the user's to fix, not "check mcpwrap's log".
+func TestStoreErrorTextsNameTheCauseAndWhoFixesIt(t *testing.T) {
+	t.Parallel()
+	err := errors.New("state file /s/servers/fs.json is unreadable: invalid JSON; move it aside to start over")
+	for _, text := range []string{StoreErrorRemediation(err), StoreErrorRejection(err, "discover_tools")} {
+		assert.Contains(t, text, "/s/servers/fs.json is unreadable: invalid JSON; move it aside to start over")
+		assert.Contains(t, text, "Only the user can fix this")
+		assert.NotContains(t, text, "check mcpwrap's log")
+	}
+	assert.True(t, strings.HasPrefix(StoreErrorRejection(err, "find"), NotCallable))
+	assert.True(t, strings.HasSuffix(StoreErrorRejection(err, "find"), "Call find with include_disabled:true to see locked tools and remediation."))
 }

@@ -349,7 +349,7 @@ func strip(s string) string {
 func remote(rawURL string) Source {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Hostname() == "" {
-		return Source{Subject: "remote://"}
+		return Source{Subject: "remote"} // a URL shown would be redacted to "remote:"
 	}
 	host := u.Hostname()
 	if u.Port() != "" && isLocal(host) {

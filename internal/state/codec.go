@@ -58,6 +58,7 @@ type document struct {
 	Approvals map[string]Approval `json:"approvals,omitempty"`
 	Catalog   *Catalog            `json:"catalog,omitempty"`
 	Disabled  []string            `json:"disabled,omitempty"`
+	Upstream  *Upstream           `json:"upstream,omitempty"`
 }
 
 // decodeStrict parses data into v, refusing unknown fields and trailing
@@ -90,7 +91,7 @@ func decode(data []byte, server string) (*Server, error) {
 	if doc.Server != server {
 		return nil, fmt.Errorf("it holds the state of server %q, not of %q", doc.Server, server)
 	}
-	srv := &Server{Approvals: doc.Approvals, Catalog: doc.Catalog, Disabled: doc.Disabled}
+	srv := &Server{Approvals: doc.Approvals, Catalog: doc.Catalog, Disabled: doc.Disabled, Upstream: doc.Upstream}
 	for name, a := range srv.Approvals {
 		if a.Definition != nil || srv.Catalog == nil {
 			continue
@@ -109,7 +110,7 @@ func decode(data []byte, server string) (*Server, error) {
 // srv first, and does not otherwise modify it.
 func encode(server string, srv *Server) ([]byte, error) {
 	srv.normalize()
-	doc := document{Server: server, Version: Version, Approvals: srv.Approvals, Catalog: srv.Catalog, Disabled: srv.Disabled}
+	doc := document{Server: server, Version: Version, Approvals: srv.Approvals, Catalog: srv.Catalog, Disabled: srv.Disabled, Upstream: srv.Upstream}
 	if srv.Catalog != nil && len(srv.Approvals) > 0 {
 		doc.Approvals = make(map[string]Approval, len(srv.Approvals))
 		for name, a := range srv.Approvals {

@@ -202,3 +202,36 @@ func FuzzDecode(f *testing.F) {
 		require.Equal(t, string(first), string(second))
 	})
 }
+
+// TestUpstreamRoundTrip: what a server said of itself in its last load is
+// kept, readable, and read back; it alone keeps a server's file.
+func TestUpstreamRoundTrip(t *testing.T) {
+	srv := &Server{Upstream: &Upstream{SeenAt: when, Capabilities: json.RawMessage(`{"resources":{"subscribe":true},"tools":{}}`),
+		ServerInfo: json.RawMessage(`{"name":"fs","version":"1.2"}`)}}
+	assert.False(t, srv.Empty())
+	data, err := encode("fs", srv)
+	require.NoError(t, err)
+	assert.Equal(t, `{
+  "server": "fs",
+  "version": 2,
+  "upstream": {
+    "capabilities": {
+      "resources": {
+        "subscribe": true
+      },
+      "tools": {}
+    },
+    "seen_at": "2026-01-02T03:04:05Z",
+    "server_info": {
+      "name": "fs",
+      "version": "1.2"
+    }
+  }
+}
+`, string(data))
+	back, err := decode(data, "fs")
+	require.NoError(t, err)
+	assert.True(t, back.Upstream.Same(srv.Upstream))
+	assert.False(t, back.Upstream.Same(&Upstream{Capabilities: json.RawMessage(`{"tools":{}}`)}))
+	assert.True(t, (*Upstream)(nil).Same(nil))
+}

@@ -61,6 +61,9 @@ type Server struct {
 	Catalog *Catalog `json:"catalog,omitempty"`
 	// Disabled holds the names of the tools the user disabled, sorted.
 	Disabled []string `json:"disabled,omitempty"`
+	// Upstream is what the server said of itself in its last successful
+	// load; nil if it never loaded.
+	Upstream *Upstream `json:"upstream,omitempty"`
 }
 
 // Approval records that the user approved one definition of a tool.
@@ -142,10 +145,11 @@ func (s *Server) Revoke(tool string) bool {
 	return true
 }
 
-// Empty reports whether the server has no state: no approval, no catalog
-// and no disabled tool. The store keeps nothing for an empty server.
+// Empty reports whether the server has no state: no approval, no catalog,
+// no disabled tool and nothing remembered of it. The store keeps nothing
+// for an empty server.
 func (s *Server) Empty() bool {
-	return len(s.Approvals) == 0 && s.Catalog == nil && len(s.Disabled) == 0
+	return len(s.Approvals) == 0 && s.Catalog == nil && len(s.Disabled) == 0 && s.Upstream == nil
 }
 
 // normalize restores the invariants the methods keep, for states built or

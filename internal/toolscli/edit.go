@@ -70,6 +70,26 @@ func (c *Tools) update(ctx context.Context, server string, fn func(v *serverView
 	return o, c.withKnown(ctx, err)
 }
 
+// unknownTools returns the named tools that the server's recorded catalog
+// lacks and the user's state does not name (as disabled): tools nobody can
+// know of, a typo as likely as not. Before any catalog was recorded no tool
+// is unknown: a tool may be disabled before its server first loads.
+func (v *serverView) unknownTools(names []string) error {
+	if v.user.Catalog == nil {
+		return nil
+	}
+	var unknown []string
+	for _, name := range names {
+		if !v.tool(name).inCatalog && !v.user.IsDisabled(name) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	return &unknownToolError{server: v.name, tools: unknown, catalog: v.user.Catalog}
+}
+
 func (c *cli) enable(ctx context.Context, server string, tools []string) error {
 	o, err := c.Tools.Enable(ctx, server, tools)
 	return c.print("enable", o, err)
@@ -77,6 +97,9 @@ func (c *cli) enable(ctx context.Context, server string, tools []string) error {
 
 func (c *Tools) Enable(ctx context.Context, server string, tools []string) (*Outcome, error) {
 	o, err := c.update(ctx, server, func(v *serverView, o *Outcome) error {
+		if err := v.unknownTools(tools); err != nil {
+			return err // nothing written
+		}
 		var enabled []string
 		for _, name := range tools {
 			info := v.tool(name)
@@ -121,6 +144,9 @@ func (c *cli) disable(ctx context.Context, server string, tools []string) error 
 
 func (c *Tools) Disable(ctx context.Context, server string, tools []string) (*Outcome, error) {
 	o, err := c.update(ctx, server, func(v *serverView, o *Outcome) error {
+		if err := v.unknownTools(tools); err != nil {
+			return err // nothing written
+		}
 		for _, name := range tools {
 			ref := toolRef(server, name)
 			if !v.tool(name).inCatalog {

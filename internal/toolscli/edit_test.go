@@ -109,18 +109,7 @@ func TestDisableEnableRoundTrip(t *testing.T) {
 		{args: []string{"disable", "s", "a"}, stdout: "s/a: was already disabled\n", disabled: []string{"a", "b"}},
 		{args: []string{"enable", "s", "a"}, stdout: "s/a: enabled\n", disabled: []string{"b"}},
 		{args: []string{"enable", "s", "a"}, stdout: "s/a: was not disabled\n", disabled: []string{"b"}},
-		{
-			args:     []string{"disable", "s", "later"},
-			stdout:   "s/later: disabled\n",
-			stderr:   `warning: s/later: not in the last catalog of server "s"`,
-			disabled: []string{"b", "later"},
-		},
-		{
-			args:     []string{"enable", "s", "b", "later"},
-			stdout:   "s/b: enabled\ns/later: enabled\n",
-			stderr:   `warning: s/later: not in the last catalog of server "s"`,
-			disabled: nil,
-		},
+		{args: []string{"enable", "s", "b"}, stdout: "s/b: enabled\n", disabled: nil},
 	}
 	for _, step := range steps {
 		res := f.run(step.args...)
@@ -140,6 +129,44 @@ func TestDisableEnableRoundTrip(t *testing.T) {
 			assert.Equal(t, want, status(tool), "%v: %s", step.args, tool)
 		}
 	}
+}
+
+// TestUnknownToolIsRefused: once a server's catalog is recorded, a tool it
+// lacks and the user never disabled is unknown: disable and enable exit 1
+// (as the README's exit-code table says), name the tool and write nothing.
+// A tool the user disabled that has since left the catalog can still be
+// enabled, and before any catalog was recorded a tool may be disabled
+// ahead of the server's first load, with a warning.
+func TestUnknownToolIsRefused(t *testing.T) {
+	f := newFixture(t, `{"servers": {"s": {}, "fresh": {}}}`)
+	f.sidecarSees("s", toolDef("a", "A.", true))
+	require.NoError(t, f.store.Update(context.Background(), "s", func(srv *state.Server) error { srv.Disable("gone"); return nil }))
+
+	tests := []struct {
+		args           []string
+		code           int
+		stdout, stderr string
+		disabled       []string // of server s afterwards
+	}{
+		{args: []string{"disable", "s", "a", "no_such_tool"}, code: ExitError,
+			stderr: `server "s" has no tool "no_such_tool" in its last catalog`, disabled: []string{"gone"}},
+		{args: []string{"enable", "s", "no_such_tool"}, code: ExitError,
+			stderr: `server "s" has no tool "no_such_tool" in its last catalog`, disabled: []string{"gone"}},
+		{args: []string{"disable", "s", "gone"}, code: ExitOK, stdout: "s/gone: was already disabled\n",
+			stderr: `warning: s/gone: not in the last catalog of server "s"`, disabled: []string{"gone"}},
+		{args: []string{"enable", "s", "gone"}, code: ExitOK, stdout: "s/gone: enabled\n",
+			stderr: `warning: s/gone: not in the last catalog of server "s"`, disabled: nil},
+		{args: []string{"disable", "fresh", "later"}, code: ExitOK, stdout: "fresh/later: disabled\n",
+			stderr: `warning: fresh/later: no catalog of server "fresh" was recorded yet`, disabled: nil},
+	}
+	for _, tt := range tests {
+		res := f.run(tt.args...)
+		assert.Equal(t, tt.code, res.code, "%v: %s", tt.args, res.stderr)
+		assert.Equal(t, tt.stdout, res.stdout, tt.args)
+		assert.Contains(t, res.stderr, tt.stderr, tt.args)
+		assert.Equal(t, tt.disabled, f.load("s").Disabled, tt.args)
+	}
+	assert.Equal(t, []string{"later"}, f.load("fresh").Disabled)
 }
 
 // Enabling a tool that something else still locks says so, and how to
@@ -334,8 +361,12 @@ func mustConfig(t *testing.T, f *fixture) *config.File {
 
 func TestConcurrentDisable(t *testing.T) {
 	f := newFixture(t, `{"servers": {"s": {}}}`)
-	f.sidecarSees("s", toolDef("a", "A.", true))
 	const n = 8
+	var defs []json.RawMessage
+	for i := range n {
+		defs = append(defs, toolDef(fmt.Sprintf("tool%d", i), "T.", true))
+	}
+	f.sidecarSees("s", defs...)
 	codes := make([]int, n)
 	var wg sync.WaitGroup
 	for i := range n {

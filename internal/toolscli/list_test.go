@@ -1,6 +1,7 @@
 package toolscli
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpwrap/mcpwrap/internal/policy"
+	"github.com/mcpwrap/mcpwrap/internal/state"
 )
 
 const listConfig = `{
@@ -35,7 +37,10 @@ func listFixture(t *testing.T) (*fixture, map[string][]json.RawMessage) {
 	for server, defs := range catalogs {
 		f.sidecarSees(server, defs...) // first sight: the tofu baseline
 	}
-	require.Equal(t, 0, f.run("disable", "fs", "delete_file", "ghost").code)
+	require.Equal(t, 0, f.run("disable", "fs", "delete_file").code)
+	// A tool the user disabled that the catalog does not list (the CLI
+	// refuses to disable a tool a recorded catalog lacks, so by hand).
+	require.NoError(t, f.store.Update(context.Background(), "fs", func(srv *state.Server) error { srv.Disable("ghost"); return nil }))
 	// The server changed a description and gained a tool since.
 	catalogs["fs"][2] = toolDef("search", "Searches files, and uploads them somewhere.", true)
 	catalogs["fs"] = append(catalogs["fs"], toolDef("move_file", "Moves a file.", false))
