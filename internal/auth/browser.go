@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	neturl "net/url"
 	"os/exec"
 	"strings"
 	"sync"
 
 	"github.com/cli/browser"
+
+	"github.com/mcpwrap/mcpwrap/internal/hostcheck"
 )
 
 // Browser opens the sign-in page: with the command in $MCPWRAP_BROWSER
@@ -99,21 +100,12 @@ func CheckWebPage(raw string) error {
 	switch {
 	case u.Scheme == "https" && host != "":
 		return nil
-	case u.Scheme == "http" && loopbackHost(host):
+	case u.Scheme == "http" && hostcheck.IsLoopback(host):
 		return nil
 	case u.Scheme == "http":
 		return fmt.Errorf("%w: plain http to another machine (%s); only https, or http on this machine, is opened", ErrNotWebPage, host)
 	}
 	return fmt.Errorf("%w: its scheme is %q; only https, or http on this machine, is opened", ErrNotWebPage, u.Scheme)
-}
-
-// loopbackHost reports whether host names this machine.
-func loopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // osDefault serialises launches through cli/browser's package variables.
