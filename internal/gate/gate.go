@@ -5,11 +5,15 @@
 // The store is read once at start and again whenever it changes on disk;
 // evaluations use the in-memory snapshot, so the hot path never touches the
 // file system. A store that cannot be read makes every tool that operator
-// policy allows disabled_unknown: the gate fails closed.
+// policy allows disabled_unknown: the gate fails closed. One that is only
+// out of reach for now (state.ErrUnavailable: a database that is down)
+// after the gate read it leaves the gate judging by the state it read last,
+// until the store's Watch calls back with it reachable (StoreErr says so).
 package gate
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,9 +57,13 @@ type Gate struct {
 	// load, as last read from the store (nil if never); see
 	// RememberedUpstream.
 	upstream *state.Upstream
-	errUse   error  // why the store could not be read, if it could not
-	applied  uint64 // the number of the read user and errUse came from
-	tools    map[string]policy.Tool
+	errUse   error // why the store could not be read, if it could not
+	// stale is why the store is unavailable for now while the gate judges
+	// by user, the state loaded last (loaded); nil otherwise.
+	stale   error
+	loaded  bool   // some Reload read the store
+	applied uint64 // the number of the read user and errUse came from
+	tools   map[string]policy.Tool
 	// cacheBytes is the size of tools (its keys, names and hashes); past
 	// cacheLimit it starts afresh.
 	cacheBytes, cacheLimit int
@@ -102,13 +110,29 @@ func (g *Gate) Reload(ctx context.Context) bool {
 	var upstream *state.Upstream
 	if err == nil {
 		user, upstream = snapshot(srv), srv.Upstream
-	} else {
-		g.log.Error("cannot read the state store; tools are disabled_unknown until it is fixed", "error", err)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if read < g.applied {
 		return false
+	}
+	if err != nil && errors.Is(err, state.ErrUnavailable) && g.loaded {
+		// A store out of reach for now (a database that is down): judge by
+		// the state loaded last until Watch calls back with it reachable.
+		if g.stale == nil {
+			g.log.Warn("the state store is unavailable; judging tools by the state loaded last until it is back", "error", err)
+		}
+		g.stale, g.applied = err, read
+		return false
+	}
+	if g.stale != nil && err == nil {
+		g.log.Info("the state store is available again")
+	}
+	g.stale = nil
+	if err != nil {
+		g.log.Error("cannot read the state store; tools are disabled_unknown until it is fixed", "error", err)
+	} else {
+		g.loaded = true
 	}
 	changed := !reflect.DeepEqual(user, g.user) || (err == nil) != (g.errUse == nil)
 	g.user, g.errUse, g.applied = user, err, read
@@ -119,6 +143,15 @@ func (g *Gate) Reload(ctx context.Context) bool {
 		g.version.Add(1) // under g.mu: no Evaluate reads the new state before it
 	}
 	return changed
+}
+
+// StoreErr returns why the state store cannot be used, if it cannot: an
+// error matching state.ErrUnavailable while the gate judges by the state
+// it loaded last, any other when tools are locked disabled_unknown for it.
+func (g *Gate) StoreErr() error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return cmp.Or(g.errUse, g.stale)
 }
 
 // Watch reloads the store whenever it changes on disk and calls onChange
@@ -282,14 +315,6 @@ func (g *Gate) Rejection(status, tool, discoveryTool string) string {
 		}
 	}
 	return policy.RejectionText(policy.Status(status), g.server, tool, discoveryTool)
-}
-
-// StoreErr returns why the state store could not be read at the last
-// reload, if it could not: every tool it would judge is disabled_unknown.
-func (g *Gate) StoreErr() error {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return g.errUse
 }
 
 // Notice implements middleware.PolicyNotifier: while the config file or
