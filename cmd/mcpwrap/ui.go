@@ -20,7 +20,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/panel"
 	"github.com/mcpwrap/mcpwrap/internal/redact"
 	"github.com/mcpwrap/mcpwrap/internal/runstatus"
-	"github.com/mcpwrap/mcpwrap/internal/state"
+	"github.com/mcpwrap/mcpwrap/internal/stores"
 	"github.com/mcpwrap/mcpwrap/internal/toolscli"
 )
 
@@ -50,6 +50,7 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o wrapOptions
 	fs.StringVar(&o.configPath, "config", "", "config file (default: $MCPWRAP_CONFIG, else <user config dir>/mcpwrap/config.json)")
 	fs.StringVar(&o.stateDir, "state-dir", "", "user state directory (default: $MCPWRAP_STATE_DIR, else the OS per-user state dir)")
+	fs.StringVar(&o.store, "store", "", "the state store: file or a postgres:// URL (default: $MCPWRAP_STORE, else the config file's store, else file)")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return exitOK
@@ -90,7 +91,17 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer closer.Close()
 
-	store := state.Open(dir, logger)
+	// The panel edits the store the sidecars read: the same choice as
+	// theirs and mcpwrap tools' (--store, $MCPWRAP_STORE, the config file).
+	file, _ := config.Open(o.configPath, os.Getenv) // a config error is the page's to show
+	location, from := config.StoreLocation(o.store, os.Getenv, file)
+	var opened stores.Set
+	defer opened.Close()
+	store, err := opened.Open(location, from, dir, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpwrap ui: %v\n", err)
+		return exitUsage
+	}
 	cache := &toolscli.DefinitionCache{}
 	p := &panel.Panel{
 		Tools: func(context.Context) (*toolscli.Tools, error) {
