@@ -387,9 +387,12 @@ func TestEveryFailureIsAToolResult(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 			defer cancel()
 			session := sidecar{
-				Name:         "flaky",
-				Config:       fastRetryConfig("flaky", tt.retryRefused, false),
-				ReadyTimeout: shortReadyTimeout,
+				Name:   "flaky",
+				Config: fastRetryConfig("flaky", tt.retryRefused, false),
+				// As for the handshake's classes: a permanent failure's
+				// reason may take the login shell's answer ("not installed"),
+				// which a loaded machine gives after the short timeout.
+				ReadyTimeout: readyTimeoutFor(tt.class),
 				Upstream:     tt.upstream(t),
 			}.connect(ctx, t, newClient(nil))
 

@@ -117,3 +117,63 @@ func TestCrashRestartIsSpaced(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "initialize", env.Method, "then the new upstream is initialised")
 }
+
+// TestCrashDuringTheFirstCatalogIsACrash: an upstream that crashes after a
+// good handshake, while its first catalog loads, crashed after it was ready:
+// each such crash counts towards the crash budget, as one after the catalog
+// does, so that a server dying right after every start is a crash loop
+// (permanent), whichever side of its first tools/list it dies on. Before,
+// such crashes counted as load attempts only, so a server dying on either
+// side by turns never reached either bound and was retried forever.
+func TestCrashDuringTheFirstCatalogIsACrash(t *testing.T) {
+	client, clientConn := newPeer(t, 0)
+	dials := make(chan *peer, 16)
+	s := &Session{Name: "fx", Client: clientConn, Tools: lockedSecret,
+		Dial: func(context.Context) (Conn, error) {
+			up, conn := newPeer(t, 0)
+			dials <- up
+			return conn, nil
+		},
+		CrashBudget: &resilience.CrashBudget{Restarts: 2, Window: time.Hour},
+		Retrier: &resilience.Retrier{
+			Policy:   resilience.Policy{Initial: time.Millisecond, MaxAttempts: 100, Jitter: -1},
+			NewTimer: newInstantTimer,
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	client.send(clientInitialize + "\n")
+	go func() { // the client reads what it is sent
+		for range client.recv {
+		}
+	}()
+	permanent := func() bool { return s.Status().Class == resilience.Permanent }
+	for crashes := 0; !permanent(); crashes++ {
+		var up *peer
+		select {
+		case up = <-dials:
+		case <-time.After(timeout):
+			require.FailNow(t, "no crash loop after crashes during the first catalog", "crashes: %d, status: %+v", crashes, s.Status())
+		}
+		require.Less(t, crashes, 3, "the budget of 2 restarts is spent by the third crash")
+		env, err := framing.Peek(up.next())
+		require.NoError(t, err)
+		require.Equal(t, "initialize", env.Method)
+		up.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + initializeResult + "}\n")
+		for {
+			env, err = framing.Peek(up.next())
+			require.NoError(t, err)
+			if env.Method == "tools/list" {
+				break
+			}
+		}
+		up.closeSend() // dies during its first catalog
+		require.Eventually(t, func() bool { return permanent() || len(dials) > 0 }, timeout, tick, "neither restarted nor given up")
+	}
+	st := s.Status()
+	require.Equal(t, resilience.Permanent, st.Class)
+	assert.ErrorIs(t, st.Err, resilience.ErrCrashLoop)
+	cancel()
+	<-done
+}

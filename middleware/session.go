@@ -227,6 +227,16 @@ type link struct {
 	calls linkCalls     // what the Session's tracker keeps of it (guarded by the tracker's lock)
 }
 
+// gone reports whether the link's reader has ended: the upstream is gone.
+func (l *link) gone() bool {
+	select {
+	case <-l.dead:
+		return true
+	default:
+		return false
+	}
+}
+
 // Handshake returns a copy of the handshake captured so far.
 func (s *Session) Handshake() Handshake {
 	return s.hs.handshake()

@@ -41,6 +41,7 @@ func (s *Session) supervise(ctx context.Context) {
 				return
 			case <-s.kick:
 				s.log.Info("reconnecting on use")
+				s.crashes.Reset() // a crash loop in the load (see loadOnce) is tried afresh, as in a restart's
 				continue
 			}
 		}
@@ -125,6 +126,15 @@ func (s *Session) loadOnce(ctx context.Context, attempt int) error {
 		return err
 	}
 	if err := s.firstCatalog(ctx, attempt); err != nil {
+		if l.gone() {
+			// It died after a good handshake: a ready upstream crashed, as
+			// in supervise, and counts towards the crash budget, so that one
+			// dying right after every start is a crash loop whichever side
+			// of its first catalog it dies on.
+			if loop := s.crashes.Crash(s.linkError(l, true)); loop != nil {
+				err = loop // not wrapped in err's *resilience.Error, which Classify would take instead
+			}
+		}
 		// Published before the link goes, so that a call in between is
 		// told this failure, never "available" (nor the tool unknown).
 		c := s.retrier.Classifier.Classify(err)
