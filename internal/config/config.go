@@ -162,6 +162,11 @@ type File struct {
 	// Found is false when there was no file at Path (all defaults).
 	Found bool
 
+	// AuditLog is the file every sidecar and `mcpwrap tools` append their
+	// decisions to (top-level `audit_log`, a path; "" keeps none). A
+	// relative path is relative to the config file's directory.
+	AuditLog string
+
 	defaults layer
 	servers  map[string]*layer
 }

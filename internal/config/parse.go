@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -188,6 +189,16 @@ func (p *parser) root(root *node, f *File) error {
 		switch m.key {
 		case "defaults":
 			return p.settings(m.value, at, &f.defaults)
+		case "audit_log":
+			s, err := p.str(m.value, at)
+			if err == nil && s == "" {
+				err = p.errorAt(m.off, at, "audit_log must name a file", nil)
+			}
+			if err == nil && !filepath.IsAbs(s) {
+				s = filepath.Join(filepath.Dir(f.Path), s)
+			}
+			f.AuditLog = s
+			return err
 		case "servers":
 			return p.object(m.value, at, func(m member, at string) error {
 				if m.key == "" {
