@@ -75,6 +75,7 @@ type wrapOptions struct {
 	command       []string
 	listen        listenOptions // --listen and its companions: serve HTTP instead of stdio
 	oauth         oauthFlags    // --oauth-*: how a --url server is signed in to
+	observe       observeFlags  // --audit-log and the metrics and traces flags
 	signIn        *auth.Client  // the --url server's OAuth client; nil: none
 	// env is what the client adds to mcpwrap's environment for this server
 	// (its config entry's env), shadowing mcpwrap's own. The wrap command
@@ -120,6 +121,7 @@ func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr; the server's stderr lines go to it too (tagged stream=stderr), as well as to stderr")
 	o.listen.addFlags(fs)
 	o.oauth.add(fs)
+	o.observe.add(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return o, err
 	}
@@ -175,8 +177,10 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return exitUsage
 	}
 	childStderr := serverStderr(o.log, stderr, logger)
+	ob := openObservability(o.observe, srv, logger)
+	defer ob.Close()
 	if o.listen.addr != "" {
-		return runListen(ctx, o, srv, tools, childStderr, logger, base)
+		return runListen(ctx, o, srv, tools, ob, childStderr, logger, base)
 	}
 	if o.url != "" {
 		if o.signIn, err = signIn(o, srv, stderr, logger, true); err != nil {
@@ -203,6 +207,7 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	clientIn, closeClientIn := closableStdin(stdin)
 	session.Client = middleware.NewStreamConn(clientIn, stdout, closeClientIn, srv.MaxLineBytes)
 	session.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
+	ob.observe(session, "pipe")
 	defer goUntilStopped(ctx, func(ctx context.Context) { tools.Watch(ctx, session.ReevaluateTools) })()
 	defer watchConfig(ctx, o, tools, func() {
 		session.ReevaluateTools()

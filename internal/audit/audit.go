@@ -60,7 +60,8 @@ const (
 // Verdicts of a call.
 const (
 	VerdictAllowed  = "allowed"  // relayed to the server
-	VerdictRejected = "rejected" // answered by mcpwrap: a locked tool, or the server not available
+	VerdictRejected = "rejected" // answered by mcpwrap with a status: a locked tool, or the server not available
+	VerdictAnswered = "answered" // answered by mcpwrap itself without a status (the discovery tool)
 )
 
 // A Record is one line. Members that do not apply are left out.

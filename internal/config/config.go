@@ -130,6 +130,8 @@ type Server struct {
 	MaxCatalogBytes int
 	// OAuth is how mcpwrap signs in to a remote server (`oauth`).
 	OAuth OAuth
+	// AuditLog is the file's top-level `audit_log` (see [File.AuditLog]).
+	AuditLog string
 }
 
 // Default returns the built-in configuration of a server the file does not
@@ -221,6 +223,7 @@ func (f *File) Server(name string) Server {
 	if f == nil {
 		return s
 	}
+	s.AuditLog = f.AuditLog
 	f.defaults.applyTo(&s)
 	if l, ok := f.servers[name]; ok {
 		l.applyTo(&s)
