@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/mcpwrap/mcpwrap/internal/audit"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
 	"github.com/mcpwrap/mcpwrap/internal/state"
@@ -17,6 +18,12 @@ type outcome struct {
 	results  []string // stdout
 	warnings []string // stderr
 	refusals []string // stderr
+	audit    []audit.Record
+}
+
+// decided records a decision for the audit log, written once the update is.
+func (o *outcome) decided(event, server, tool, action string) {
+	o.audit = append(o.audit, audit.Record{Event: event, Server: server, Tool: tool, Action: action})
 }
 
 func (o *outcome) resultf(format string, args ...any) {
@@ -56,6 +63,13 @@ func (c *cli) update(ctx context.Context, server string, fn func(v *serverView, 
 		}
 		return fn(v, o)
 	})
+	if err == nil {
+		for _, r := range o.audit {
+			if err := c.audit.Write(r); err != nil {
+				o.warnf("cannot write the audit log: %v", err)
+			}
+		}
+	}
 	return o, c.withKnown(ctx, err)
 }
 
@@ -78,6 +92,7 @@ func (c *cli) enable(ctx context.Context, server string, tools []string) error {
 			}
 			if v.user.Enable(name) {
 				o.resultf("%s: enabled", ref)
+				o.decided(audit.EventToggle, server, name, "enable")
 			} else {
 				o.resultf("%s: was not disabled", ref)
 			}
@@ -110,6 +125,7 @@ func (c *cli) disable(ctx context.Context, server string, tools []string) error 
 			}
 			if v.user.Disable(name) {
 				o.resultf("%s: disabled", ref)
+				o.decided(audit.EventToggle, server, name, "disable")
 			} else {
 				o.resultf("%s: was already disabled", ref)
 			}
@@ -176,6 +192,7 @@ func (c *cli) approve(ctx context.Context, server string, tools []string, all bo
 			}
 			v.user.Approve(name, state.Approval{ApprovedAt: now, Definition: def, Hash: info.tool.Hash})
 			o.resultf("%s: approved", ref)
+			o.decided(audit.EventApprove, server, name, "approve")
 		}
 		v.noteStillLocked(o, names)
 		return nil

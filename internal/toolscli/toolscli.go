@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mcpwrap/mcpwrap/internal/audit"
 	"io"
 	"strings"
 	"time"
@@ -117,6 +118,7 @@ func Run(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) 
 	c, err := open(configFlag, stateDirFlag, env, stdout, stderr)
 	if err == nil {
 		err = act(ctx, c, operands)
+		c.audit.Close()
 	}
 	return report(stderr, prefix, err)
 }
@@ -151,6 +153,7 @@ func (e *usageError) Error() string { return e.msg }
 type cli struct {
 	config *config.File
 	store  state.Store
+	audit  *audit.Log // config audit_log; nil: none
 	now    func() time.Time
 	stdout io.Writer
 	stderr io.Writer
@@ -175,7 +178,15 @@ func open(configFlag, stateDirFlag string, env Env, stdout, stderr io.Writer) (*
 	if err != nil {
 		return nil, fmt.Errorf("state directory: %w (use --state-dir or $%s)", err, config.EnvStateDir)
 	}
-	return &cli{config: file, store: state.Open(dir, nil), now: now, stdout: stdout, stderr: stderr}, nil
+	c := &cli{config: file, store: state.Open(dir, nil), now: now, stdout: stdout, stderr: stderr}
+	if file.AuditLog != "" {
+		if c.audit, err = audit.Open(file.AuditLog, "mcpwrap tools"); err != nil {
+			fmt.Fprintf(stderr, "mcpwrap tools: warning: %v; the change is not audited\n", err)
+		} else {
+			c.audit.Now = now
+		}
+	}
+	return c, nil
 }
 
 // parseInterspersed parses fs's flags wherever they appear among the
