@@ -111,6 +111,7 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 			return exitUsage
 		}
 		defer o.signIn.Close()
+		o.signIn.SignedIn = ob.signedIn(o.name)
 	}
 	if _, err := dialer(o, srv, stderr, logger); err != nil {
 		logger.Error("bad configuration", "error", err)

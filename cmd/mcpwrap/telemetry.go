@@ -55,6 +55,21 @@ func (ob *observability) observe(s *middleware.Session, transport string) {
 	s.Dial = o.Dial(s.Dial)
 }
 
+// signedIn returns the hook that audits the sign-ins to server; nil when
+// there is no audit log.
+func (ob *observability) signedIn(server string) func(error) {
+	if ob.audit == nil {
+		return nil
+	}
+	return func(err error) {
+		r := audit.Record{Event: audit.EventSignIn, Server: server, Action: "ok"}
+		if err != nil {
+			r.Action, r.Detail = "failed", err.Error() // redacted by Write
+		}
+		_ = ob.audit.Write(r)
+	}
+}
+
 // Close flushes and closes what is open.
 func (ob *observability) Close() error {
 	return ob.audit.Close()

@@ -188,6 +188,7 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return exitUsage
 		}
 		defer o.signIn.Close()
+		o.signIn.SignedIn = ob.signedIn(o.name)
 	}
 	dial, err := dialer(o, srv, childStderr, logger)
 	if err != nil {
