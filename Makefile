@@ -11,7 +11,7 @@ export NPM_CONFIG_UPDATE_NOTIFIER = false
 export NPM_CONFIG_FUND = false
 export NPM_CONFIG_AUDIT = false
 
-.PHONY: build install demo test race store-procs e2e e2e-deps lint bench fuzz conformance cross check clean
+.PHONY: build install demo test race store-procs e2e e2e-deps prometheus lint bench fuzz conformance cross check clean
 
 build: ## the mcpwrap binary, in bin/
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpwrap
@@ -31,7 +31,10 @@ race: ## unit tests under the race detector
 store-procs: ## the state store's 8 processes x 200 updates in full (under -race that test makes 50 each)
 	$(GO) test -count=1 -run '^TestConcurrentProcesses$$' ./internal/state
 
-e2e-deps: $(NPM_STAMP) ## the pinned npm peers (reference servers, inspector, conformance, node 22)
+e2e-deps: $(NPM_STAMP) prometheus ## the pinned npm peers (reference servers, inspector, conformance, node 22) and Debian's prometheus
+
+prometheus: ## Debian's prometheus, which TestMetricsScrapedByPrometheus runs, installed when missing
+	@command -v prometheus >/dev/null || apt-get install -y prometheus || (apt-get update && apt-get install -y prometheus)
 
 $(NPM_STAMP): e2e/package.json e2e/package-lock.json
 	cd e2e && npm ci --no-audit --no-fund --loglevel=error

@@ -139,6 +139,9 @@ func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 	if err := o.listen.validate(); err != nil {
 		return o, err
 	}
+	if err := o.observe.validate(); err != nil {
+		return o, err
+	}
 	if err := checkURL(o.url); err != nil {
 		return o, err
 	}
@@ -177,7 +180,11 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return exitUsage
 	}
 	childStderr := serverStderr(o.log, stderr, logger)
-	ob := openObservability(o.observe, srv, logger)
+	ob, err := openObservability(ctx, o.observe, srv, logger)
+	if err != nil {
+		logger.Error("bad configuration", "error", err)
+		return exitUsage
+	}
 	defer ob.Close()
 	if o.listen.addr != "" {
 		return runListen(ctx, o, srv, tools, ob, childStderr, logger, base)

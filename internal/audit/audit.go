@@ -129,8 +129,8 @@ type Log struct {
 	path  string
 	actor Actor
 
-	mu  sync.Mutex
-	f   *os.File
+	mu sync.Mutex
+	f  *os.File
 }
 
 // Open opens (creating it, 0600) the file at path for appending records

@@ -70,7 +70,12 @@ func (c *conn) WriteMessage(ctx context.Context, msg []byte) error {
 	return c.delegate.WriteMessage(ctx, msg)
 }
 
-func (c *conn) Close() error { return c.delegate.Close() }
+func (c *conn) Close() error {
+	if c.s.client {
+		c.s.o.closed()
+	}
+	return c.delegate.Close()
+}
 
 func (c *streamConn) Buffered() bool { return c.streaming.Buffered() }
 func (c *streamConn) Flush() error   { return c.streaming.Flush() }

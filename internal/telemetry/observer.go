@@ -85,6 +85,10 @@ type Observer struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
+	opened    time.Time
+	closeOnce sync.Once
+	untrack   func()
+
 	mu    sync.Mutex
 	calls map[string]*call // by the client's request id
 }
@@ -96,9 +100,20 @@ func (o *Observer) now() time.Time {
 	return time.Now()
 }
 
-// Client decorates the Session's client side.
-func (o *Observer) Client(c middleware.Conn) middleware.Conn {
+// Client decorates the Session's client side, and s's gauges are read
+// until its Run closes the client's side.
+func (o *Observer) Client(s *middleware.Session, c middleware.Conn) middleware.Conn {
+	o.opened = o.now()
+	o.untrack = o.Metrics.Track(o.Server, s)
 	return decorate(c, &side{o: o, client: true})
+}
+
+// closed sees the client's side closed: the session has ended.
+func (o *Observer) closed() {
+	o.closeOnce.Do(func() {
+		o.untrack()
+		o.Metrics.SessionEnded(o.Transport, o.now().Sub(o.opened).Seconds())
+	})
 }
 
 // Dial decorates every upstream Conn that d makes.
@@ -163,6 +178,7 @@ func (o *Observer) started(env framing.Envelope) {
 	}
 	if len(o.calls) < maxCalls {
 		o.calls[c.id] = c
+		o.Metrics.started()
 	}
 }
 
