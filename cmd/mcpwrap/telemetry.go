@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/mcpwrap/mcpwrap/internal/audit"
@@ -63,6 +64,7 @@ func otelEnvSet(signal string) bool {
 type observability struct {
 	audit    *audit.Log
 	metrics  *telemetry.Metrics
+	traces   *telemetry.Traces
 	shutdown []func(context.Context) error // in order
 	logger   *slog.Logger
 }
@@ -81,11 +83,33 @@ func openObservability(ctx context.Context, f observeFlags, srv config.Server, l
 			ob.audit = l
 		}
 	}
+	ob.openTraces(ctx, logger)
 	if err := ob.openMetrics(ctx, f, logger); err != nil {
 		ob.Close()
 		return nil, err
 	}
 	return ob, nil
+}
+
+// openTraces starts the tracer provider when the OTEL_* environment asks
+// for an exporter (autoexport reads which, where and how; the SDK reads
+// OTEL_TRACES_SAMPLER).
+func (ob *observability) openTraces(ctx context.Context, logger *slog.Logger) {
+	if !otelEnvSet("TRACES") {
+		return
+	}
+	exp, err := autoexport.NewSpanExporter(ctx)
+	if err != nil {
+		logger.Error("no trace export", "error", err)
+		return
+	}
+	res, err := newResource(ctx)
+	if err != nil {
+		logger.Warn("telemetry resource", "error", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	ob.shutdown = append(ob.shutdown, tp.Shutdown)
+	ob.traces = telemetry.NewTraces(tp)
 }
 
 // openMetrics starts the meter provider when metrics are asked for: a
@@ -162,7 +186,7 @@ func newResource(ctx context.Context) (*resource.Resource, error) {
 }
 
 // on reports whether anything is reported.
-func (ob *observability) on() bool { return ob.audit != nil || ob.metrics != nil }
+func (ob *observability) on() bool { return ob.audit != nil || ob.metrics != nil || ob.traces != nil }
 
 // observe decorates s's client and dialer when anything is on; transport
 // is the client side's network.transport. Set s.Client and s.Dial first.
@@ -170,7 +194,7 @@ func (ob *observability) observe(s *middleware.Session, transport string) {
 	if !ob.on() {
 		return // nothing added to the relay's path
 	}
-	o := &telemetry.Observer{Server: s.Name, Transport: transport, Audit: ob.audit, Metrics: ob.metrics}
+	o := &telemetry.Observer{Server: s.Name, Transport: transport, Audit: ob.audit, Metrics: ob.metrics, Traces: ob.traces}
 	s.Client = o.Client(s, s.Client)
 	s.Dial = o.Dial(s.Dial)
 }

@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/audit"
@@ -85,12 +86,21 @@ type Observer struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
+	version   atomic.Pointer[string] // the protocol version of the client's initialize
 	opened    time.Time
 	closeOnce sync.Once
 	untrack   func()
 
 	mu    sync.Mutex
 	calls map[string]*call // by the client's request id
+}
+
+// protocolVersion is the version the client asked for in its initialize.
+func (o *Observer) protocolVersion() string {
+	if v := o.version.Load(); v != nil {
+		return *v
+	}
+	return ""
 }
 
 func (o *Observer) now() time.Time {
@@ -157,6 +167,11 @@ func (o *Observer) read(s *side, msg []byte, whole bool) {
 func (o *Observer) started(env framing.Envelope) {
 	c := &call{method: env.Method, id: string(env.ID), start: o.now()}
 	switch env.Method {
+	case "initialize":
+		if v, found, _ := framing.LookupMember(env.Params, "protocolVersion"); found {
+			version := unquote(v)
+			o.version.Store(&version)
+		}
 	case "tools/call", "prompts/get":
 		c.target = unquote(env.Name)
 		if env.Method == "tools/call" && o.Audit != nil {
@@ -202,7 +217,11 @@ func (o *Observer) forwarding(ctx context.Context, msg []byte) (context.Context,
 	if c == nil || o.Traces == nil {
 		return ctx, msg
 	}
-	return o.Traces.clientStart(ctx, o, c, env, msg)
+	ctx, msg, end := o.Traces.clientStart(ctx, o, c, env, msg)
+	o.mu.Lock()
+	c.up = end
+	o.mu.Unlock()
+	return ctx, msg
 }
 
 // forwardingHead sees the head of a request the Session writes to the
