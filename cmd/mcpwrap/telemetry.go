@@ -54,7 +54,7 @@ func (f *observeFlags) validate() error {
 // and no exporter runs (the SDK's own default would be OTLP).
 func otelEnvSet(signal string) bool {
 	if v, ok := os.LookupEnv("OTEL_" + signal + "_EXPORTER"); ok {
-		return v != "none"
+		return v != "none" && v != "console" // console writes to stdout, the protocol channel
 	}
 	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT") != ""
 }
