@@ -1,8 +1,10 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 
@@ -185,31 +187,54 @@ func traceMeta(params []byte) map[string]string {
 }
 
 // withMeta returns msg with the members of kv set in its params._meta
-// (params, a subslice of msg), replacing the trace context the client sent.
-// It reports false, and msg is to be sent as it is, when params is no
-// object.
+// (params, a subslice of msg), in place of the trace context the client
+// sent; the rest of the message is copied as it is, never decoded. It
+// reports false, and msg is to be sent as it is, when params or its
+// _meta is no object.
 func withMeta(msg, params []byte, kv map[string]string) ([]byte, bool) {
-	if len(kv) == 0 || len(params) == 0 {
+	if len(kv) == 0 || len(params) < 2 || params[0] != '{' {
 		return msg, false
 	}
-	var p map[string]json.RawMessage
-	if json.Unmarshal(params, &p) != nil || p == nil {
+	meta, found, err := framing.LookupMember(params, "_meta")
+	if err != nil || found && (len(meta) == 0 || meta[0] != '{') {
 		return msg, false
 	}
-	meta := map[string]json.RawMessage{}
-	if raw, ok := p["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
-		return msg, false
-	}
+	b := []byte{'{'}
 	for _, k := range traceKeys {
-		delete(meta, k)
+		if v, ok := kv[k]; ok {
+			if len(b) > 1 {
+				b = append(b, ',')
+			}
+			b = appendString(append(appendString(b, k), ':'), v)
+		}
 	}
-	for k, v := range kv {
-		meta[k], _ = json.Marshal(v)
+	if !found {
+		b = append(b, '}')
+		rest := bytes.TrimLeft(params[1:], " \t\r\n")
+		repl := append([]byte(`{"_meta":`), b...)
+		if len(rest) > 0 && rest[0] != '}' {
+			repl = append(repl, ',')
+		}
+		return framing.Splice(msg, params[:1], repl), true
 	}
-	p["_meta"], _ = json.Marshal(meta)
-	out, err := json.Marshal(p)
+	members, err := framing.Members(meta)
 	if err != nil {
 		return msg, false
 	}
-	return framing.Splice(msg, params, out), true
+	for _, m := range members {
+		if key, err := m.Key(); err != nil || slices.Contains(traceKeys, key) {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, m.Name...), ':'), m.Value...)
+	}
+	return framing.Splice(msg, meta, append(b, '}')), true
+}
+
+// appendString appends s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
 }
