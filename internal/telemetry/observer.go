@@ -42,6 +42,7 @@ type call struct {
 	target   string // the tool's or prompt's name, or the resource's URI
 	argsHash string
 	meta     map[string]string // the trace context in params._meta
+	version  string            // the protocol version in params._meta (2026-07-28 requests)
 	start    time.Time
 
 	// Written to the upstream: when, and the span then started (traces).
@@ -183,7 +184,7 @@ func (o *Observer) started(env framing.Envelope) {
 		}
 	}
 	if o.Traces != nil {
-		c.meta = traceMeta(env.Params)
+		c.meta, c.version = traceMeta(env.Params)
 		o.Traces.serverStart(o, c)
 	}
 	o.mu.Lock()

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"slices"
@@ -54,7 +55,7 @@ func requestAttrs(o *Observer, c *call) []attribute.KeyValue {
 		attribute.String("jsonrpc.request.id", requestID(c.id)),
 		attribute.String("mcpwrap.server", o.Server),
 	}
-	if v := o.protocolVersion(); v != "" {
+	if v := cmp.Or(c.version, o.protocolVersion()); v != "" {
 		attrs = append(attrs, attribute.String("mcp.protocol.version", v))
 	}
 	switch c.method {
@@ -166,13 +167,20 @@ func (t *Traces) dialed(ctx context.Context, server string, start, end time.Time
 	span.End(trace.WithTimestamp(end))
 }
 
-// traceMeta returns the trace context members of params._meta.
-func traceMeta(params []byte) map[string]string {
+// metaProtocolVersion is the _meta member of a 2026-07-28 request's
+// protocol version.
+const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
+// traceMeta returns the trace context members of params._meta, and the
+// protocol version a 2026-07-28 request carries there.
+func traceMeta(params []byte) (out map[string]string, version string) {
 	meta, found, _ := framing.LookupMember(params, "_meta")
 	if !found {
-		return nil
+		return nil, ""
 	}
-	var out map[string]string
+	if v, found, _ := framing.LookupMember(meta, metaProtocolVersion); found {
+		version = unquote(v)
+	}
 	for _, k := range traceKeys {
 		if v, found, _ := framing.LookupMember(meta, k); found {
 			if s := unquote(v); s != "" {
@@ -183,7 +191,7 @@ func traceMeta(params []byte) map[string]string {
 			}
 		}
 	}
-	return out
+	return out, version
 }
 
 // withMeta returns msg with the members of kv set in its params._meta
