@@ -11,7 +11,7 @@ export NPM_CONFIG_UPDATE_NOTIFIER = false
 export NPM_CONFIG_FUND = false
 export NPM_CONFIG_AUDIT = false
 
-.PHONY: build install demo test race store-procs pg-deps e2e e2e-deps chromium lint bench fuzz conformance cross check clean
+.PHONY: build install demo test race store-procs pg-deps e2e e2e-deps chromium prometheus lint bench fuzz conformance cross check clean
 
 build: ## the mcpwrap binary, in bin/
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpwrap
@@ -40,11 +40,15 @@ pg-deps: ## Debian's PostgreSQL, installed when missing (as root)
 store-procs: ## the state store's 8 processes x 200 updates in full (under -race that test makes 50 each)
 	$(GO) test -count=1 -run '^TestConcurrentProcesses$$' ./internal/state
 
-e2e-deps: $(NPM_STAMP) chromium ## the pinned npm peers (reference servers, inspector, conformance, node 22) and chromium
+e2e-deps: $(NPM_STAMP) chromium prometheus ## the pinned npm peers (reference servers, inspector, conformance, node 22), Debian's chromium and prometheus
 
 chromium: ## Debian's chromium for the control panel's browser tests, installed when missing
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
+
+prometheus: ## Debian's prometheus, which TestMetricsScrapedByPrometheus runs, installed when missing
+	@command -v prometheus >/dev/null 2>&1 || \
+	  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y prometheus; }
 
 $(NPM_STAMP): e2e/package.json e2e/package-lock.json
 	cd e2e && npm ci --no-audit --no-fund --loglevel=error

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
@@ -40,7 +43,7 @@ import (
 // prints the medians as a table with the wrapped/direct and mcpwrap/floor
 // ratios (e2e/benchtable).
 func BenchmarkRelay(b *testing.B) {
-	modes := []string{benchDirect, benchFloor, benchWrapped}
+	modes := []string{benchDirect, benchFloor, benchWrapped, benchTraced}
 	clients := make(map[string]*rawClient, len(modes))
 	for _, mode := range modes {
 		clients[mode] = startRawClient(b, benchArgv(b, mode))
@@ -127,6 +130,9 @@ const (
 	benchDirect  = "direct"
 	benchFloor   = "floor"
 	benchWrapped = "wrapped"
+	// benchTraced is mcpwrap with tracing on: every span sampled and
+	// exported over OTLP/HTTP to a local sink that accepts it.
+	benchTraced = "traced"
 )
 
 // benchArgv is the command line the client starts in mode.
@@ -140,8 +146,24 @@ func benchArgv(b *testing.B, mode string) []string {
 	case benchWrapped:
 		return append([]string{mcpwrapPath, "--name", "bench", "--log-level", "warn",
 			"--state-dir", b.TempDir(), "--config", writeBenchConfig(b), "--"}, server...)
+	case benchTraced:
+		env := []string{"env", "OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+			"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlpSink(b), "OTEL_TRACES_SAMPLER=always_on"}
+		return append(env, benchArgv(b, benchWrapped)...)
 	}
 	return server
+}
+
+// otlpSink serves an OTLP/HTTP endpoint that accepts every export (an empty
+// ExportTraceServiceResponse) and returns its URL.
+func otlpSink(b testing.TB) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	b.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // writeBenchConfig writes an empty config file, so that the user's own

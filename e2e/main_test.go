@@ -58,6 +58,8 @@ func TestMain(m *testing.M) {
 			os.Exit(runOnly2026(os.Args[2:]))
 		case stdioClientArg:
 			os.Exit(runStdioClient(os.Args[2:]))
+		case tracedServerArg:
+			os.Exit(runTracedServer())
 		}
 	}
 	if len(os.Args) > 1 && os.Args[1] == throughArg {

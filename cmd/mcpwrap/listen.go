@@ -97,7 +97,7 @@ const listenShutdownGrace = 10 * time.Second
 // session gets its own Session, which dials its own upstream: a child per
 // session for a command, a connection per session for --url. The tool gate
 // is shared, so a policy change reaches every session.
-func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gate.Gate, stderr io.Writer, logger, base *slog.Logger) int {
+func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gate.Gate, ob *observability, stderr io.Writer, logger, base *slog.Logger) int {
 	token, err := o.listen.token(os.Getenv)
 	if err != nil {
 		logger.Error("bad configuration", "error", err)
@@ -109,6 +109,7 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 		// sidecar's would.
 		if o.signIn, setupErr = signIn(o, srv, stderr, logger, true); setupErr == nil {
 			defer o.signIn.Close()
+			o.signIn.SignedIn = ob.signedIn(o.name)
 		}
 	}
 	front := &httpfront.Server{
@@ -116,6 +117,7 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 			s := newSession(o, srv, tools, dialer(o, srv, setupErr, stderr, log), base)
 			s.Client, s.Logger = client, log
 			s.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
+			ob.observe(s, "tcp")
 			return s
 		},
 		Token:          token,

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/audit"
 	"github.com/mcpwrap/mcpwrap/internal/auth"
 	"github.com/mcpwrap/mcpwrap/internal/clientconfig"
 	"github.com/mcpwrap/mcpwrap/internal/config"
@@ -103,13 +104,23 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cache := &toolscli.DefinitionCache{}
+	// Approvals and toggles made on the page are audited as mcpwrap tools'
+	// are, in the config file's audit_log as the panel started.
+	var auditLog *audit.Log
+	if file != nil && file.AuditLog != "" {
+		path := file.AuditLog
+		if auditLog, err = audit.Open(path, "mcpwrap ui"); err != nil {
+			logger.Warn("cannot open the audit log; the panel's changes are not audited", "error", err)
+		}
+		defer auditLog.Close()
+	}
 	p := &panel.Panel{
 		Tools: func(context.Context) (*toolscli.Tools, error) {
 			file, err := config.Open(o.configPath, os.Getenv)
 			if err != nil {
 				return nil, err
 			}
-			return toolscli.NewTools(file, store, nil).WithCache(cache), nil
+			return toolscli.NewTools(file, store, nil).WithCache(cache).WithAudit(auditLog), nil
 		},
 		Store:     store,
 		StatusDir: runstatus.Dir(dir),

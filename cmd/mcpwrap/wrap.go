@@ -80,6 +80,7 @@ type wrapOptions struct {
 	command       []string
 	listen        listenOptions // --listen and its companions: serve HTTP instead of stdio
 	oauth         oauthFlags    // --oauth-*: how a --url server is signed in to
+	observe       observeFlags  // --audit-log and the metrics and traces flags
 	signIn        *auth.Client  // the --url server's OAuth client; nil: none
 	// env is what the client adds to mcpwrap's environment for this server
 	// (its config entry's env), shadowing mcpwrap's own. The wrap command
@@ -127,6 +128,7 @@ func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr; the server's stderr lines go to it too (tagged stream=stderr), as well as to stderr")
 	o.listen.addFlags(fs)
 	o.oauth.add(fs)
+	o.observe.add(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return o, err
 	}
@@ -146,6 +148,9 @@ func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 	}
 	// A malformed --url is not refused here: the sidecar serves, and the
 	// agent is told (see remoteDialer).
+	if err := o.observe.validate(); err != nil {
+		return o, err
+	}
 	if o.name == "" {
 		o.name = servername.Derive(o.command, o.url)
 	}
@@ -183,13 +188,20 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return exitUsage
 	}
 	childStderr := serverStderr(o.log, stderr, logger)
+	ob, err := openObservability(ctx, o.observe, srv, logger)
+	if err != nil {
+		logger.Error("bad configuration", "error", err)
+		return exitUsage
+	}
+	defer ob.Close()
 	if o.listen.addr != "" {
-		return runListen(ctx, o, srv, tools, childStderr, logger, base)
+		return runListen(ctx, o, srv, tools, ob, childStderr, logger, base)
 	}
 	var setupErr error // why the --url server cannot be reached as configured
 	if o.url != "" {
 		if o.signIn, setupErr = signIn(o, srv, stderr, logger, true); setupErr == nil {
 			defer o.signIn.Close()
+			o.signIn.SignedIn = ob.signedIn(o.name)
 		}
 	}
 	session := newSession(o, srv, tools, dialer(o, srv, setupErr, childStderr, logger), base)
@@ -205,6 +217,7 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	clientIn, closeClientIn := closableStdin(stdin)
 	session.Client = middleware.NewStreamConn(clientIn, stdout, closeClientIn, srv.MaxLineBytes)
 	session.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
+	ob.observe(session, "pipe")
 	defer goUntilStopped(ctx, func(ctx context.Context) { tools.Watch(ctx, session.ReevaluateTools) })()
 	defer watchConfig(ctx, o, tools, func() {
 		session.ReevaluateTools()

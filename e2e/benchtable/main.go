@@ -29,7 +29,7 @@ var line = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
 var round = regexp.MustCompile(`#\d+$`)
 
 // modes are the path elements of a benchmark name that name a mode.
-var modes = []string{"direct", "floor", "wrapped", "mcp-remote", "mcpwrap"}
+var modes = []string{"direct", "floor", "wrapped", "traced", "mcp-remote", "mcpwrap"}
 
 // latency reports whether a unit is a time, for which "added" makes sense.
 func latency(unit string) bool { return unit == "ns/op" || strings.HasSuffix(unit, "-µs") }
@@ -117,6 +117,20 @@ func run(in io.Reader, out io.Writer) error {
 				ratio(w, d, hasD), ratio(w, f, hasF), added)
 		}
 	}
+	if hasMode(s, "traced") {
+		fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t")
+		fmt.Fprintln(tw, "tracing (medians)\tmetric\tmcpwrap\ttraced\ttraced/mcpwrap\t\t\t\t")
+		for _, b := range benches {
+			for _, unit := range units(s[b]["traced"]) {
+				w, ok := s.median(b, "wrapped", unit)
+				if !ok {
+					continue
+				}
+				tr, _ := s.median(b, "traced", unit)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\t\t\t\n", b, unit, num(w, true), num(tr, true), ratio(tr, w, true))
+			}
+		}
+	}
 	fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t")
 	fmt.Fprintln(tw, "bridge (medians)\tmetric\tmcp-remote\tmcpwrap\tmcpwrap/mcp-remote\t\t\t\t")
 	for _, b := range benches {
@@ -130,6 +144,16 @@ func run(in io.Reader, out io.Writer) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// hasMode reports whether some benchmark ran in mode.
+func hasMode(s samples, mode string) bool {
+	for _, m := range s {
+		if _, ok := m[mode]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // units returns the units measured for one mode, sorted.

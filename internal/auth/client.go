@@ -47,6 +47,10 @@ type Client struct {
 	Transport http.RoundTripper
 	// Logger receives diagnostics (never a token); nil discards them.
 	Logger *slog.Logger
+	// SignedIn, when set, is called after every sign-in this Client ran
+	// (in the background or through Login) with how it ended: nil, or
+	// the error (which may quote URLs: redact it before it leaves).
+	SignedIn func(err error)
 	// LoginTimeout bounds a background sign-in; 0 means
 	// [DefaultLoginTimeout].
 	LoginTimeout time.Duration

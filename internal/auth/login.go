@@ -88,7 +88,10 @@ func (ch challenge) stepUp() bool {
 // taken (a sidecar's sign-in waiting on it): the user who runs mcpwrap
 // login should not have to hunt down an abandoned tab. The redirect then
 // differs from the registered one, so a dynamic registration is made for it.
-func (c *Client) authorize(ctx context.Context, ch challenge, open func(ctx context.Context, url string) error, anyPort bool) error {
+func (c *Client) authorize(ctx context.Context, ch challenge, open func(ctx context.Context, url string) error, anyPort bool) (err error) {
+	if c.SignedIn != nil {
+		defer func() { c.SignedIn(err) }()
+	}
 	port := c.Config.RedirectPort
 	if port == 0 {
 		port = RedirectPort(c.Name)

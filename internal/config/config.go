@@ -137,6 +137,8 @@ type Server struct {
 	// UpstreamProtocol is the protocol era the server is taken to speak,
 	// or auto to find it out on every connection (`upstream_protocol`).
 	UpstreamProtocol erabridge.Pin
+	// AuditLog is the file's top-level `audit_log` (see [File.AuditLog]).
+	AuditLog string
 }
 
 // Default returns the built-in configuration of a server the file does not
@@ -170,6 +172,11 @@ type File struct {
 	Path string
 	// Found is false when there was no file at Path (all defaults).
 	Found bool
+
+	// AuditLog is the file every sidecar and `mcpwrap tools` append their
+	// decisions to (top-level `audit_log`, a path; "" keeps none). A
+	// relative path is relative to the config file's directory.
+	AuditLog string
 
 	defaults layer
 	servers  map[string]*layer
@@ -236,6 +243,7 @@ func (f *File) Server(name string) Server {
 	if f == nil {
 		return s
 	}
+	s.AuditLog = f.AuditLog
 	f.defaults.applyTo(&s)
 	if l, ok := f.servers[name]; ok {
 		l.applyTo(&s)

@@ -236,3 +236,29 @@ func TestCallTimeout(t *testing.T) {
 		})
 	}
 }
+
+func TestAuditLog(t *testing.T) {
+	tests := []struct {
+		name    string
+		doc     string
+		want    string
+		wantErr string
+	}{
+		{name: "absent", doc: `{}`, want: ""},
+		{name: "absolute", doc: `{"audit_log": "/var/log/mcpwrap/audit.jsonl"}`, want: "/var/log/mcpwrap/audit.jsonl"},
+		{name: "relative to the file", doc: `{"audit_log": "audit.jsonl"}`, want: "/etc/mcpwrap/audit.jsonl"},
+		{name: "empty", doc: `{"audit_log": ""}`, wantErr: "audit_log must name a file"},
+		{name: "not a string", doc: `{"audit_log": 1}`, wantErr: "a string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse("/etc/mcpwrap/config.json", []byte(tt.doc))
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, f.AuditLog)
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/erabridge"
 	"math"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -197,6 +198,16 @@ func (p *parser) root(root *node, f *File) error {
 			return p.settings(m.value, at, &f.defaults)
 		case "store":
 			return p.store(m.value, at, f)
+		case "audit_log":
+			s, err := p.str(m.value, at)
+			if err == nil && s == "" {
+				err = p.errorAt(m.off, at, "audit_log must name a file", nil)
+			}
+			if err == nil && !filepath.IsAbs(s) {
+				s = filepath.Join(filepath.Dir(f.Path), s)
+			}
+			f.AuditLog = s
+			return err
 		case "servers":
 			return p.object(m.value, at, func(m member, at string) error {
 				if m.key == "" {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/mcpwrap/mcpwrap/internal/audit"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
 	"github.com/mcpwrap/mcpwrap/internal/state"
@@ -22,6 +23,13 @@ type Outcome struct {
 	// Refusals are what operator policy forbade; nothing was written for
 	// those tools.
 	Refusals []string
+
+	audit []audit.Record // the decisions made, written to the audit log once saved
+}
+
+// decided records a decision for the audit log, written once the update is.
+func (o *Outcome) decided(event, server, tool, action string) {
+	o.audit = append(o.audit, audit.Record{Event: event, Server: server, Tool: tool, Action: action})
 }
 
 // Refused reports whether some of the work was refused.
@@ -67,6 +75,13 @@ func (c *Tools) update(ctx context.Context, server string, fn func(v *serverView
 		}
 		return fn(v, o)
 	})
+	if err == nil {
+		for _, r := range o.audit {
+			if err := c.audit.Write(r); err != nil {
+				o.warnf("cannot write the audit log: %v", err)
+			}
+		}
+	}
 	return o, c.withKnown(ctx, err)
 }
 
@@ -117,6 +132,7 @@ func (c *Tools) Enable(ctx context.Context, server string, tools []string) (*Out
 			}
 			if v.user.Enable(name) {
 				o.resultf("%s: enabled", ref)
+				o.decided(audit.EventToggle, server, name, "enable")
 			} else {
 				o.resultf("%s: was not disabled", ref)
 			}
@@ -154,6 +170,7 @@ func (c *Tools) Disable(ctx context.Context, server string, tools []string) (*Ou
 			}
 			if v.user.Disable(name) {
 				o.resultf("%s: disabled", ref)
+				o.decided(audit.EventToggle, server, name, "disable")
 			} else {
 				o.resultf("%s: was already disabled", ref)
 			}
@@ -222,6 +239,7 @@ func (c *Tools) Approve(ctx context.Context, server string, tools []string, all 
 			}
 			v.user.Approve(name, state.Approval{ApprovedAt: now, Definition: def, Hash: info.tool.Hash})
 			o.resultf("%s: approved", ref)
+			o.decided(audit.EventApprove, server, name, "approve")
 		}
 		v.noteStillLocked(o, names)
 		return nil

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpwrap/mcpwrap/internal/audit"
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
 	"github.com/mcpwrap/mcpwrap/internal/state"
@@ -382,4 +386,29 @@ func TestConcurrentDisable(t *testing.T) {
 		want[i] = fmt.Sprintf("tool%d", i)
 	}
 	assert.Equal(t, want, f.load("s").Disabled)
+}
+
+// Every change the commands write is audited, with who made it; what
+// changes nothing is not.
+func TestChangesAreAudited(t *testing.T) {
+	f := newFixture(t, `{"audit_log": "audit.jsonl", "servers": {"s": {"approval": "manual"}}}`)
+	f.sidecarSees("s", toolDef("a", "A.", true), toolDef("b", "B.", false))
+	for _, args := range [][]string{
+		{"disable", "s", "a"}, {"disable", "s", "a"}, {"enable", "s", "a"}, {"approve", "s", "b"},
+	} {
+		res := f.run(args...)
+		require.Equal(t, 0, res.code, "%v: %s", args, res.stderr)
+	}
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(f.configPath), "audit.jsonl"))
+	require.NoError(t, err)
+	var got []string
+	for line := range strings.Lines(string(raw)) {
+		var r audit.Record
+		require.NoError(t, json.Unmarshal([]byte(line), &r))
+		assert.Equal(t, "mcpwrap tools", r.By.Program)
+		assert.Equal(t, os.Getpid(), r.By.PID)
+		assert.Equal(t, now, r.Time.UTC())
+		got = append(got, r.Event+" "+r.Server+"/"+r.Tool+" "+r.Action)
+	}
+	assert.Equal(t, []string{"toggle s/a disable", "toggle s/a enable", "approve s/b approve"}, got)
 }

@@ -3,6 +3,7 @@ package toolscli
 import (
 	"context"
 	"encoding/json"
+	"github.com/mcpwrap/mcpwrap/internal/audit"
 	"sync"
 	"time"
 
@@ -24,6 +25,15 @@ type Tools struct {
 	store  state.Store
 	now    func() time.Time
 	cache  *DefinitionCache
+	audit  *audit.Log // where the changes are audited; nil: nowhere
+}
+
+// WithAudit returns the same tools recording every change they save (a
+// toggle, an approval) in log, nil for none.
+func (c *Tools) WithAudit(log *audit.Log) *Tools {
+	cp := *c
+	cp.audit = log
+	return &cp
 }
 
 // WithCache returns the same tools reading definitions through cache, so

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/audit"
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/stores"
 )
@@ -120,6 +121,7 @@ func Run(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) 
 	c, err := open(configFlag, stateDirFlag, storeFlag, env, stdout, stderr)
 	if err == nil {
 		defer c.stores.Close()
+		defer c.audit.Close()
 		err = act(ctx, c, operands)
 	}
 	return report(stderr, prefix, err)
@@ -182,6 +184,13 @@ func open(configFlag, stateDirFlag, storeFlag string, env Env, stdout, stderr io
 	location, from := config.StoreLocation(storeFlag, getenv, file)
 	if c.store, err = c.stores.Open(location, from, dir, nil); err != nil {
 		return nil, err
+	}
+	if file.AuditLog != "" {
+		if c.audit, err = audit.Open(file.AuditLog, "mcpwrap tools"); err != nil {
+			fmt.Fprintf(stderr, "mcpwrap tools: warning: %v; the change is not audited\n", err)
+		} else {
+			c.audit.Now = now
+		}
 	}
 	return c, nil
 }
