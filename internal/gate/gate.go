@@ -224,6 +224,41 @@ func (g *Gate) ServerDisabled() bool { return g.eval.Load().ServerDisabled() }
 // (the evaluator's ConfigErr).
 func (g *Gate) ConfigErr() error { return g.eval.Load().ConfigErr() }
 
+// Why Ready finds the gate not ready. Their texts name no path and quote no
+// error: a readiness probe answers whoever asks; the log has the detail.
+var (
+	// ErrNotLoaded: the store has not been read yet (Reload never ran).
+	ErrNotLoaded = errors.New("the state store has not been read yet")
+	// ErrStoreUnreadable: the last read of the store failed, so every tool
+	// is locked (disabled_unknown) until it can be read.
+	ErrStoreUnreadable = errors.New("the state store cannot be read (see the log)")
+	// ErrConfigUnusable: the operator's config has an error, so every tool
+	// is locked until it is fixed.
+	ErrConfigUnusable = errors.New("mcpwrap's config file has an error (see the log)")
+)
+
+// Ready reports whether the gate judges calls by a policy it has loaded:
+// nil once the operator's config is usable and the last read of the store
+// succeeded, else [ErrConfigUnusable], [ErrNotLoaded] or
+// [ErrStoreUnreadable]. It reads memory only (ctx is for stores that will
+// be asked), so a readiness probe costs no store read. Safe for concurrent
+// use.
+func (g *Gate) Ready(ctx context.Context) error {
+	if g.ConfigErr() != nil {
+		return ErrConfigUnusable
+	}
+	g.mu.RLock()
+	applied, errUse := g.applied, g.errUse
+	g.mu.RUnlock()
+	switch {
+	case applied == 0:
+		return ErrNotLoaded
+	case errUse != nil:
+		return ErrStoreUnreadable
+	}
+	return nil
+}
+
 // refuseUntrusted marks refused each tool of a catalog that has no name
 // anyone can trust because another definition claims its name too (see
 // tooldef.Index), as the sidecar's catalog index does.

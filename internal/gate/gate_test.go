@@ -535,3 +535,58 @@ func TestGateUnapprovedOnlyForUnapprovedDefinitions(t *testing.T) {
 		assert.Equal(t, tc.unapproved, unapproved)
 	}
 }
+
+// TestGateReady: the gate is ready once it has read the store and while
+// the config is usable; an unreadable store or a config error makes it
+// unready, and repairing either makes it ready again. No reason quotes the
+// underlying error, which may name paths.
+func TestGateReady(t *testing.T) {
+	errDisk := errors.New("open /home/alice/.local/state/mcpwrap/servers/fs.json: permission denied")
+	errConfig := errors.New("/etc/mcpwrap.json:3:25: unknown key")
+	tests := []struct {
+		name      string
+		reload    bool  // Reload once before asking
+		storeErr  error // the store fails with it
+		configErr error // the evaluator is built with it
+		want      error
+	}{
+		{name: "never read", want: ErrNotLoaded},
+		{name: "read", reload: true},
+		{name: "store unreadable", reload: true, storeErr: errDisk, want: ErrStoreUnreadable},
+		{name: "config unusable", reload: true, configErr: errConfig, want: ErrConfigUnusable},
+		{name: "config unusable, never read", configErr: errConfig, want: ErrConfigUnusable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &memStore{err: tt.storeErr}
+			eval, err := policy.NewEvaluator(policy.Options{ConfigErr: tt.configErr})
+			require.NoError(t, err)
+			g := New("fs", eval, store, nil)
+			if tt.reload {
+				g.Reload(t.Context())
+			}
+			err = g.Ready(t.Context())
+			assert.ErrorIs(t, err, tt.want)
+			if err != nil {
+				assert.NotContains(t, err.Error(), "/", "the reason names no path")
+			}
+		})
+	}
+
+	t.Run("repaired", func(t *testing.T) {
+		store := &memStore{err: errDisk}
+		g := newGate(t, policy.Options{}, store)
+		require.ErrorIs(t, g.Ready(t.Context()), ErrStoreUnreadable)
+		store.setErr(nil)
+		g.Reload(t.Context())
+		assert.NoError(t, g.Ready(t.Context()))
+		broken, err := policy.NewEvaluator(policy.Options{ConfigErr: errConfig})
+		require.NoError(t, err)
+		g.SetEvaluator(broken)
+		assert.ErrorIs(t, g.Ready(t.Context()), ErrConfigUnusable)
+		fixed, err := policy.NewEvaluator(policy.Options{})
+		require.NoError(t, err)
+		g.SetEvaluator(fixed)
+		assert.NoError(t, g.Ready(t.Context()))
+	})
+}
