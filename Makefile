@@ -11,7 +11,7 @@ export NPM_CONFIG_UPDATE_NOTIFIER = false
 export NPM_CONFIG_FUND = false
 export NPM_CONFIG_AUDIT = false
 
-.PHONY: build install demo test race store-procs e2e e2e-deps lint bench fuzz conformance cross check clean
+.PHONY: build install demo test race store-procs e2e e2e-deps balancer-deps lint bench fuzz conformance cross check clean
 
 build: ## the mcpwrap binary, in bin/
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpwrap
@@ -37,8 +37,11 @@ $(NPM_STAMP): e2e/package.json e2e/package-lock.json
 	cd e2e && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-e2e: e2e-deps ## end-to-end tests: the real binary against real clients and servers (conformance aside)
-	MCPWRAP_E2E_REQUIRE_NPM=1 $(GO) test -count=1 -timeout 20m -skip '^TestConformance$$' ./e2e/...
+balancer-deps: ## Debian's HAProxy, for the replicas e2e (installed when missing: needs root and apt)
+	@command -v haproxy >/dev/null || { apt-get update -qq && apt-get install -y -qq haproxy; }
+
+e2e: e2e-deps balancer-deps ## end-to-end tests: the real binary against real clients and servers (conformance aside)
+	MCPWRAP_E2E_REQUIRE_NPM=1 MCPWRAP_E2E_REQUIRE_HAPROXY=1 $(GO) test -count=1 -timeout 20m -skip '^TestConformance$$' ./e2e/...
 
 conformance: e2e-deps ## the official MCP conformance suite, directly and through mcpwrap --listen
 	MCPWRAP_E2E_REQUIRE_NPM=1 $(GO) test -count=1 -timeout 10m -run '^TestConformance$$' -v ./e2e/...
