@@ -11,7 +11,7 @@ export NPM_CONFIG_UPDATE_NOTIFIER = false
 export NPM_CONFIG_FUND = false
 export NPM_CONFIG_AUDIT = false
 
-.PHONY: build install demo image test race store-procs e2e e2e-deps balancer-deps container-deps lint bench fuzz conformance cross check clean
+.PHONY: build install demo image test race store-procs pg-deps e2e e2e-deps balancer-deps container-deps lint bench fuzz conformance cross check clean
 
 build: ## the mcpwrap binary, in bin/
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpwrap
@@ -28,11 +28,20 @@ image: ## the container image FROM scratch (IMAGE=mcpwrap:dev) from a static bin
 	cp /etc/ssl/certs/ca-certificates.crt bin/image/
 	$${ENGINE:-$$(command -v podman || command -v docker)} build --build-arg BINARY=prebuilt -f Dockerfile -t $${IMAGE:-mcpwrap:dev} bin/image
 
-test: ## unit tests
-	$(GO) test -count=1 $(UNIT_PKGS)
+test: pg-deps ## unit tests
+	MCPWRAP_REQUIRE_PG=1 $(GO) test -count=1 $(UNIT_PKGS)
 
-race: ## unit tests under the race detector
-	$(GO) test -race -count=1 $(UNIT_PKGS)
+race: pg-deps ## unit tests under the race detector
+	MCPWRAP_REQUIRE_PG=1 $(GO) test -race -count=1 $(UNIT_PKGS)
+
+# The PostgreSQL store's tests run Debian's PostgreSQL in throwaway clusters
+# (internal/pgtest: initdb in a temp dir, as nobody when root); only the
+# binaries are needed, no running server.
+pg-deps: ## Debian's PostgreSQL, installed when missing (as root)
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then \
+	  echo "installing postgresql"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql >/dev/null 2>&1 || { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql; }; \
+	fi
 
 store-procs: ## the state store's 8 processes x 200 updates in full (under -race that test makes 50 each)
 	$(GO) test -count=1 -run '^TestConcurrentProcesses$$' ./internal/state

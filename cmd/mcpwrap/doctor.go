@@ -18,6 +18,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/doctor"
 	"github.com/mcpwrap/mcpwrap/internal/servername"
+	"github.com/mcpwrap/mcpwrap/internal/stores"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -47,6 +48,7 @@ type doctorOptions struct {
 	asJSON     bool
 	mcpwrapCfg string // mcpwrap's own --config
 	stateDir   string
+	store      string
 	timeout    time.Duration
 	logLevel   string
 	servers    []string
@@ -64,6 +66,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.BoolVar(&d.asJSON, "json", false, "print a JSON array of objects (name, status, attempts, load_ms, tools, locked, error, hint...)")
 	fs.StringVar(&d.mcpwrapCfg, "config", "", "mcpwrap's config file, as for the wrap command (default: the entry's, else $MCPWRAP_CONFIG, else the user's)")
 	fs.StringVar(&d.stateDir, "state-dir", "", "user state directory, as for the wrap command (default: the entry's, else $MCPWRAP_STATE_DIR, else the user's)")
+	fs.StringVar(&d.store, "store", "", "the state store, as for the wrap command (default: the entry's, else $MCPWRAP_STORE, else the config file's, else file)")
 	fs.DurationVar(&d.timeout, "timeout", 0, "bound on each server's check (default: its ready_timeout or retry budget, whichever is longer, plus 10s)")
 	fs.StringVar(&d.logLevel, "log-level", "", "log the loads on stderr at this level: debug, info, warn or error (default: no log)")
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -93,6 +96,8 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "mcpwrap doctor:", err)
 		return exitUsage
 	}
+	var opened stores.Set
+	defer opened.Close()
 	cwd, _ := os.Getwd()
 	var targets []doctor.Target
 	var uses []serverUse
@@ -115,7 +120,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				targets = append(targets, skippedTarget(e, f))
 				continue
 			}
-			targets = append(targets, doctorTarget(ctx, d, e, f.label(), childStderr, logger))
+			targets = append(targets, doctorTarget(ctx, d, e, f.label(), &opened, childStderr, logger))
 			if o, err := entryOptions(e); err == nil {
 				uses = append(uses, serverUse{name: o.name, client: f.label(), command: o.command, url: o.url})
 			}
@@ -137,6 +142,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	} else {
 		err = doctor.WriteTable(stdout, results)
 		if dir, derr := config.StateDir(d.stateDir, os.Getenv); derr == nil {
+			writeStore(ctx, stdout, d.mcpwrapCfg, d.store, dir, &opened)
 			writeSignIns(stdout, dir, time.Now())
 		}
 	}
@@ -173,7 +179,7 @@ func skippedTarget(e doctor.Entry, f clientFile) doctor.Target {
 // doctorTarget builds the check of one client config entry: the Session
 // the sidecar would run for it. A problem with the entry or mcpwrap's
 // config becomes the target's Err, reported like a failed load.
-func doctorTarget(ctx context.Context, d doctorOptions, e doctor.Entry, client string, childStderr io.Writer, base *slog.Logger) doctor.Target {
+func doctorTarget(ctx context.Context, d doctorOptions, e doctor.Entry, client string, opened *stores.Set, childStderr io.Writer, base *slog.Logger) doctor.Target {
 	t := doctor.Target{Name: e.Name, Client: client, Transport: doctor.TransportStdio}
 	o, err := entryOptions(e)
 	if err != nil {
@@ -188,9 +194,10 @@ func doctorTarget(ctx context.Context, d doctorOptions, e doctor.Entry, client s
 	// then the entry's env, then mcpwrap's; doctor's own flags win.
 	o.configPath = cmp.Or(d.mcpwrapCfg, o.configPath, e.Env[config.EnvConfig])
 	o.stateDir = cmp.Or(d.stateDir, o.stateDir, e.Env[config.EnvStateDir])
+	o.store = cmp.Or(d.store, o.store, e.Env[config.EnvStore])
 
 	logger := base.With("server", o.name)
-	srv, tools, err := loadPolicy(ctx, o, logger)
+	srv, tools, err := loadPolicy(ctx, o, opened, logger)
 	if err == nil {
 		err = tools.ConfigErr() // the sidecar would lock every tool
 	}

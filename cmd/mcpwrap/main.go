@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		case "doctor":
 			return runDoctor(ctx, args[1:], stdout, stderr)
 		case "status":
-			return runStatus(args[1:], stdout, stderr)
+			return runStatus(ctx, args[1:], stdout, stderr)
 		case "login", "logout":
 			return runLogin(ctx, args[0], args[1:], stdout, stderr)
 		case "install", "uninstall":

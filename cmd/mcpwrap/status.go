@@ -16,17 +16,21 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/httpfront"
+	"github.com/mcpwrap/mcpwrap/internal/redact"
 	"github.com/mcpwrap/mcpwrap/internal/runstatus"
 	"github.com/mcpwrap/mcpwrap/internal/servername"
+	"github.com/mcpwrap/mcpwrap/internal/stores"
 )
 
-const statusUsage = `Usage: mcpwrap status [--json] [--state-dir DIR]
+const statusUsage = `Usage: mcpwrap status [--json] [--state-dir DIR] [--store LOCATION]
 
 Lists the mcpwrap sidecars of this user that are running now, with their
 upstream's status (available, transient, permanent, denied), load attempts,
 restarts and counters, and the --listen fronts with their URL and one line
 per HTTP session. Sidecars that were killed are left out (and their
-status files removed).
+status files removed). With a shared state store (--store, $MCPWRAP_STORE
+or the config file's store: PostgreSQL), it says whether the store can be
+used now.
 
 Exit codes: 0 listed, 1 the status directory cannot be read, 2 bad flags.
 
@@ -34,7 +38,7 @@ Flags:
 `
 
 // runStatus is `mcpwrap status`.
-func runStatus(args []string, stdout, stderr io.Writer) int {
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcpwrap status", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), statusUsage)
@@ -42,6 +46,8 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	}
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	dir := fs.String("state-dir", "", "user state directory (default: $MCPWRAP_STATE_DIR, else the OS per-user state dir)")
+	configPath := fs.String("config", "", "config file, for its store (default: $MCPWRAP_CONFIG, else <user config dir>/mcpwrap/config.json)")
+	store := fs.String("store", "", "the state store: file or a postgres:// URL (default: $MCPWRAP_STORE, else the config file's store, else file)")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return exitOK
@@ -65,6 +71,9 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		err = writeStatusJSON(stdout, list)
 	} else {
 		err = writeStatusTable(stdout, list, time.Now())
+		var opened stores.Set
+		writeStore(ctx, stdout, *configPath, *store, state, &opened)
+		opened.Close()
 		writeSignIns(stdout, state, time.Now())
 	}
 	if err != nil {
@@ -102,7 +111,42 @@ func writeStatusTable(w io.Writer, list []runstatus.Status, now time.Time) error
 			now.Sub(s.StartedAt).Round(time.Second), s.Status, s.Attempts, s.Restarts,
 			s.Calls, s.Rejections, s.IncludeDisabledQueries, s.Pending, s.Error)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range list {
+		if s.Store != "" {
+			fmt.Fprintf(w, "%s (pid %d): state store: %s\n", s.Server, s.PID, s.Store)
+		}
+	}
+	return nil
+}
+
+// storeCheckTimeout bounds status's and doctor's look at the state store.
+const storeCheckTimeout = 10 * time.Second
+
+// writeStore prints, for status and doctor, the shared state store that
+// configPath's file, $MCPWRAP_STORE or storeFlag selects, and whether it
+// can be used now; nothing for the file store, the default, whose problems
+// each server's line shows.
+func writeStore(ctx context.Context, w io.Writer, configPath, storeFlag, stateDir string, opened *stores.Set) {
+	file, _ := config.Open(configPath, os.Getenv) // a broken file names no store: the others still do
+	location, from := config.StoreLocation(storeFlag, os.Getenv, file)
+	if location == config.StoreFile {
+		return
+	}
+	st, err := opened.Open(location, from, stateDir, nil)
+	if err != nil {
+		fmt.Fprintf(w, "\nState store: %s\n", redact.Text(err.Error()))
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
+	defer cancel()
+	verdict := "available"
+	if err := stores.Check(ctx, st); err != nil {
+		verdict = "cannot be used: " + redact.Text(err.Error())
+	}
+	fmt.Fprintf(w, "\nState store (%s): %s: %s\n", from, stores.Describe(st), verdict)
 }
 
 // stateDir is the state directory of the wrap command o. loadPolicy has
@@ -122,7 +166,7 @@ func writeJSON(w io.Writer, v any) error {
 // publishStatus publishes the wrap command's status for `mcpwrap status`
 // until the returned stop is called (see startPublisher).
 func publishStatus(ctx context.Context, o wrapOptions, src runstatus.Source, tools *gate.Gate, logger *slog.Logger) (stop func()) {
-	return startPublisher(ctx, o, &runstatus.Publisher{Source: src, Pending: pendingCount(tools)}, logger)
+	return startPublisher(ctx, o, &runstatus.Publisher{Source: src, Pending: pendingCount(tools), StoreErr: storeErr(tools)}, logger)
 }
 
 // pendingCount counts the tools the gate holds pending approval; nil
@@ -134,10 +178,19 @@ func pendingCount(tools *gate.Gate) func() int {
 	return func() int { return len(tools.Pending()) }
 }
 
+// storeErr says why the gate's state store cannot be used; nil without a
+// gate.
+func storeErr(tools *gate.Gate) func() error {
+	if tools == nil {
+		return nil
+	}
+	return tools.StoreErr
+}
+
 // publishFront publishes the status of a --listen front serving at url and
 // of its sessions, until the returned stop is called.
 func publishFront(ctx context.Context, o wrapOptions, url string, front *httpfront.Server, tools *gate.Gate, logger *slog.Logger) (stop func()) {
-	return startPublisher(ctx, o, &runstatus.Publisher{Listen: url, Pending: pendingCount(tools), Sessions: func() []runstatus.Source {
+	return startPublisher(ctx, o, &runstatus.Publisher{Listen: url, Pending: pendingCount(tools), StoreErr: storeErr(tools), Sessions: func() []runstatus.Source {
 		sessions := front.Sessions()
 		out := make([]runstatus.Source, len(sessions))
 		for i, s := range sessions {

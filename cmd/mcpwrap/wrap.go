@@ -22,7 +22,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
 	"github.com/mcpwrap/mcpwrap/internal/servername"
-	"github.com/mcpwrap/mcpwrap/internal/state"
+	"github.com/mcpwrap/mcpwrap/internal/stores"
 	"github.com/mcpwrap/mcpwrap/internal/upstream"
 	"github.com/mcpwrap/mcpwrap/middleware"
 	"github.com/mcpwrap/mcpwrap/resilience"
@@ -63,6 +63,7 @@ type wrapOptions struct {
 	name          string
 	configPath    string
 	stateDir      string
+	store         string // --store: "" for $MCPWRAP_STORE, the config file's, or the default
 	allowTools    string
 	discoveryTool string
 	discovery     string
@@ -96,6 +97,7 @@ func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 	fs.StringVar(&o.name, "name", "", "the server's name in logs, messages and config (default: derived from the command)")
 	fs.StringVar(&o.configPath, "config", "", "config file (default: $MCPWRAP_CONFIG, else <user config dir>/mcpwrap/config.json)")
 	fs.StringVar(&o.stateDir, "state-dir", "", "user state directory (default: $MCPWRAP_STATE_DIR, else the OS per-user state dir)")
+	fs.StringVar(&o.store, "store", "", "the state store (toggles, approvals, catalogs): file (the state directory) or a postgres:// URL shared by many mcpwrap processes, its password in $PGPASSWORD or $PGPASSFILE (default: $MCPWRAP_STORE, else the config file's store, else file)")
 	fs.StringVar(&o.allowTools, "allow-tools", "", "comma-separated tool names or globs this run may use; narrows, never widens")
 	fs.StringVar(&o.discoveryTool, "discovery-tool", "", fmt.Sprintf("name of the discovery tool (default from config, else %s)", config.DefaultDiscoveryTool))
 	fs.StringVar(&o.discovery, "discovery", "", fmt.Sprintf("when to list the discovery tool: auto, always or never (default from config, else %s)", config.DefaultDiscovery))
@@ -169,7 +171,9 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	// read) made the collector run without pause through every large
 	// message and, with the buffers it kept, after it.
 
-	srv, tools, err := loadPolicy(ctx, o, logger)
+	var opened stores.Set
+	defer opened.Close() // after every user of the store below has stopped
+	srv, tools, err := loadPolicy(ctx, o, &opened, logger)
 	if err != nil {
 		logger.Error("bad configuration", "error", err)
 		return exitUsage
@@ -263,11 +267,11 @@ func enabledOnly(name string, tools *gate.Gate, dial middleware.Dialer) middlewa
 	}
 }
 
-// loadPolicy reads the config and the state store and returns the server's
-// effective settings (flags applied) and its tool gate. A config file that
+// loadPolicy reads the config and the state store (opened in opened) and
+// returns the server's effective settings (flags applied) and its tool gate. A config file that
 // cannot be used is not an error here: the gate then locks every tool and
 // says why (see policyFor), and the server runs with the built-in settings.
-func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config.Server, *gate.Gate, error) {
+func loadPolicy(ctx context.Context, o wrapOptions, opened *stores.Set, logger *slog.Logger) (config.Server, *gate.Gate, error) {
 	allow, err := policy.ParseAllowList(o.allowTools)
 	if err != nil {
 		return config.Server{}, nil, fmt.Errorf("--allow-tools: %w", err)
@@ -298,7 +302,12 @@ func loadPolicy(ctx context.Context, o wrapOptions, logger *slog.Logger) (config
 	if err != nil {
 		return srv, nil, err
 	}
-	g := gate.New(o.name, policyFor(file, fileErr, o.name, allow, logger), state.Open(dir, logger), logger)
+	location, from := config.StoreLocation(o.store, os.Getenv, file)
+	store, err := opened.Open(location, from, dir, logger)
+	if err != nil {
+		return srv, nil, err
+	}
+	g := gate.New(o.name, policyFor(file, fileErr, o.name, allow, logger), store, logger)
 	g.Reload(ctx)
 	return srv, g, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpwrap/mcpwrap/internal/config"
+	"github.com/mcpwrap/mcpwrap/internal/stores"
 	"github.com/mcpwrap/mcpwrap/internal/upstream"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -132,7 +133,7 @@ func TestCallTimeoutFlagOverridesConfig(t *testing.T) {
 			o, err := parseWrapFlags(append(args, "--", "srv"), io.Discard)
 			require.NoError(t, err)
 			logger := slog.New(slog.DiscardHandler)
-			srv, tools, err := loadPolicy(t.Context(), o, logger)
+			srv, tools, err := loadPolicy(t.Context(), o, new(stores.Set), logger)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, srv.CallTimeout)
 			assert.Equal(t, tt.want, newSession(o, srv, tools, nil, logger).CallTimeout)

@@ -164,6 +164,17 @@ type File struct {
 
 	defaults layer
 	servers  map[string]*layer
+	store    string // `store`, "" when the file sets none
+}
+
+// Store returns the file's `store`: the state store every mcpwrap process
+// reading the file shares ([StoreFile] or a postgres:// URL without a
+// password), or "" when the file names none (see [StoreLocation]).
+func (f *File) Store() string {
+	if f == nil {
+		return ""
+	}
+	return f.store
 }
 
 // Load reads and validates the config file at path. A missing file is not

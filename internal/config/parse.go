@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -188,6 +189,8 @@ func (p *parser) root(root *node, f *File) error {
 		switch m.key {
 		case "defaults":
 			return p.settings(m.value, at, &f.defaults)
+		case "store":
+			return p.store(m.value, at, f)
 		case "servers":
 			return p.object(m.value, at, func(m member, at string) error {
 				if m.key == "" {
@@ -200,6 +203,29 @@ func (p *parser) root(root *node, f *File) error {
 		}
 		return errUnknownKey
 	})
+}
+
+// store reads `store`: "file", or a postgres:// URL without a password,
+// which the file, often shared or checked in, must not hold.
+func (p *parser) store(n *node, key string, f *File) error {
+	s, err := p.str(n, key)
+	if err != nil {
+		return err
+	}
+	if s == StoreFile {
+		f.store = s
+		return nil
+	}
+	if !strings.HasPrefix(s, "postgres://") && !strings.HasPrefix(s, "postgresql://") {
+		return p.valueError(n, key, `want "file" (the state directory, the default) or a postgres:// URL`, nil)
+	}
+	if u, err := url.Parse(s); err != nil {
+		return p.valueError(n, key, "the URL does not parse", nil)
+	} else if _, ok := u.User.Password(); ok || u.Query().Has("password") {
+		return p.valueError(n, key, "the URL must not carry the password: put it in $PGPASSWORD or a password file ($PGPASSFILE, else ~/.pgpass)", nil)
+	}
+	f.store = s
+	return nil
 }
 
 // settings reads the keys a server entry and `defaults` share.

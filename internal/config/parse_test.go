@@ -39,6 +39,15 @@ func TestParseErrors(t *testing.T) {
 		{name: "no servers in defaults", input: `{"defaults": {"servers": {}}}`, want: `config.json:1:15: unknown key "defaults.servers"`, wantKey: "defaults.servers"},
 		{name: "duplicate key", input: `{"servers": {"a": {}, "a": {}}}`, want: `config.json:1:23: duplicate key "servers.a"`, wantKey: "servers.a"},
 
+		{name: "store not a location", input: `{"store": "/var/lib/mcpwrap"}`, want: `config.json:1:11: "store": want "file" (the state directory, the default) or a postgres:// URL`, wantKey: "store"},
+		{
+			name: "store with a password", input: `{"store": "postgres://gw:s3cret@db/mcpwrap"}`,
+			want: `config.json:1:11: "store": the URL must not carry the password: put it in $PGPASSWORD or a password file ($PGPASSFILE, else ~/.pgpass)`, wantKey: "store",
+		},
+		{
+			name: "store with a password parameter", input: `{"store": "postgres://db/mcpwrap?password=s3cret"}`,
+			want: `config.json:1:11: "store": the URL must not carry the password: put it in $PGPASSWORD or a password file ($PGPASSFILE, else ~/.pgpass)`, wantKey: "store",
+		},
 		{name: "top level not an object", input: `[]`, want: `config.json:1:1: the top level must be an object, got an array`},
 		{name: "servers not an object", input: `{"servers": []}`, want: `config.json:1:13: "servers": expected an object, got an array`, wantKey: "servers"},
 		{name: "server not an object", input: `{"servers": {"a": true}}`, want: `config.json:1:19: "servers.a": expected an object, got a boolean`, wantKey: "servers.a"},

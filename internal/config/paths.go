@@ -11,7 +11,34 @@ import (
 const (
 	EnvConfig   = "MCPWRAP_CONFIG"
 	EnvStateDir = "MCPWRAP_STATE_DIR"
+	EnvStore    = "MCPWRAP_STORE"
 )
+
+// StoreFile is the store location of the file store in the state
+// directory, the default store.
+const StoreFile = "file"
+
+// DefaultStore is the state store used when neither --store,
+// $MCPWRAP_STORE nor the config file's `store` names one.
+const DefaultStore = StoreFile
+
+// StoreLocation resolves which state store to use: flag (--store) if set,
+// else $MCPWRAP_STORE, else the config file's `store` (f may be nil), else
+// [DefaultStore]. It returns the location, [StoreFile] or a postgres://
+// URL (not checked here: the store's package parses it), and where it came
+// from, for messages that must not repeat it ("--store", "$MCPWRAP_STORE",
+// "the config file's store", "the default").
+func StoreLocation(flag string, env func(string) string, f *File) (location, from string) {
+	switch {
+	case flag != "":
+		return flag, "--store"
+	case env(EnvStore) != "":
+		return env(EnvStore), "$" + EnvStore
+	case f.Store() != "":
+		return f.Store(), "the config file's store"
+	}
+	return DefaultStore, "the default"
+}
 
 // ErrNoHome is returned when no location can be derived because the
 // environment names no home or per-user directory.

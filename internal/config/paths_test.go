@@ -132,3 +132,36 @@ func TestOpen(t *testing.T) {
 		})
 	}
 }
+
+func TestStoreLocation(t *testing.T) {
+	file, err := Parse("config.json", []byte(`{"store": "postgres://db/from-file"}`))
+	require.NoError(t, err)
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == EnvStore {
+				return v
+			}
+			return ""
+		}
+	}
+	tests := []struct {
+		name     string
+		flag     string
+		env      string
+		file     *File
+		want     string
+		wantFrom string
+	}{
+		{name: "default", want: DefaultStore, wantFrom: "the default"},
+		{name: "file", file: file, want: "postgres://db/from-file", wantFrom: "the config file's store"},
+		{name: "env over file", env: "postgres://db/from-env", file: file, want: "postgres://db/from-env", wantFrom: "$MCPWRAP_STORE"},
+		{name: "flag over all", flag: StoreFile, env: "postgres://db/from-env", file: file, want: StoreFile, wantFrom: "--store"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, from := StoreLocation(tt.flag, env(tt.env), tt.file)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.wantFrom, from)
+		})
+	}
+}

@@ -5,11 +5,15 @@
 // The store is read once at start and again whenever it changes on disk;
 // evaluations use the in-memory snapshot, so the hot path never touches the
 // file system. A store that cannot be read makes every tool that operator
-// policy allows disabled_unknown: the gate fails closed.
+// policy allows disabled_unknown: the gate fails closed. One that is only
+// out of reach for now (state.ErrUnavailable: a database that is down)
+// after the gate read it leaves the gate judging by the state it read last,
+// until the store's Watch calls back with it reachable (StoreErr says so).
 package gate
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,10 +51,14 @@ type Gate struct {
 	mu sync.RWMutex
 	// eval is the operator policy, replaced by SetEvaluator (under mu) when
 	// the config file changes; read without mu where only it is needed.
-	eval    atomic.Pointer[policy.Evaluator]
-	user    userState // the server's state as last read
-	errUse  error     // why the store could not be read, if it could not
-	applied uint64    // the number of the read user and errUse came from
+	eval   atomic.Pointer[policy.Evaluator]
+	user   userState // the server's state as last read
+	errUse error     // why the store could not be read, if it could not
+	// stale is why the store is unavailable for now while the gate judges
+	// by user, the state loaded last (loaded); nil otherwise.
+	stale   error
+	loaded  bool   // some Reload read the store
+	applied uint64 // the number of the read user and errUse came from
 	tools   map[string]policy.Tool
 	// cacheBytes is the size of tools (its keys, names and hashes); past
 	// cacheLimit it starts afresh.
@@ -97,13 +105,29 @@ func (g *Gate) Reload(ctx context.Context) bool {
 	var user userState
 	if err == nil {
 		user = snapshot(srv)
-	} else {
-		g.log.Error("cannot read the state store; tools are disabled_unknown until it is fixed", "error", err)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if read < g.applied {
 		return false
+	}
+	if err != nil && errors.Is(err, state.ErrUnavailable) && g.loaded {
+		// A store out of reach for now (a database that is down): judge by
+		// the state loaded last until Watch calls back with it reachable.
+		if g.stale == nil {
+			g.log.Warn("the state store is unavailable; judging tools by the state loaded last until it is back", "error", err)
+		}
+		g.stale, g.applied = err, read
+		return false
+	}
+	if g.stale != nil && err == nil {
+		g.log.Info("the state store is available again")
+	}
+	g.stale = nil
+	if err != nil {
+		g.log.Error("cannot read the state store; tools are disabled_unknown until it is fixed", "error", err)
+	} else {
+		g.loaded = true
 	}
 	changed := !reflect.DeepEqual(user, g.user) || (err == nil) != (g.errUse == nil)
 	g.user, g.errUse, g.applied = user, err, read
@@ -111,6 +135,15 @@ func (g *Gate) Reload(ctx context.Context) bool {
 		g.version.Add(1) // under g.mu: no Evaluate reads the new state before it
 	}
 	return changed
+}
+
+// StoreErr returns why the state store cannot be used, if it cannot: an
+// error matching state.ErrUnavailable while the gate judges by the state
+// it loaded last, any other when tools are locked disabled_unknown for it.
+func (g *Gate) StoreErr() error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return cmp.Or(g.errUse, g.stale)
 }
 
 // Watch reloads the store whenever it changes on disk and calls onChange
@@ -230,34 +263,51 @@ var (
 	// ErrNotLoaded: the store has not been read yet (Reload never ran).
 	ErrNotLoaded = errors.New("the state store has not been read yet")
 	// ErrStoreUnreadable: the last read of the store failed, so every tool
-	// is locked (disabled_unknown) until it can be read.
+	// is locked (disabled_unknown) until it can be read. A store out of
+	// reach before the gate ever read it is this too: nothing was loaded.
 	ErrStoreUnreadable = errors.New("the state store cannot be read (see the log)")
 	// ErrConfigUnusable: the operator's config has an error, so every tool
 	// is locked until it is fixed.
 	ErrConfigUnusable = errors.New("mcpwrap's config file has an error (see the log)")
+	// ErrStoreUnavailable: the store is out of reach for now
+	// (state.ErrUnavailable) and the gate judges by the state it read
+	// last. Ready reports it as degraded: the replica still serves.
+	ErrStoreUnavailable = errors.New("the state store is out of reach; tools are judged by the state read last (see the log)")
 )
 
 // Ready reports whether the gate judges calls by a policy it has loaded:
 // nil once the operator's config is usable and the last read of the store
 // succeeded, else [ErrConfigUnusable], [ErrNotLoaded] or
-// [ErrStoreUnreadable]. It reads memory only (ctx is for stores that will
-// be asked), so a readiness probe costs no store read. Safe for concurrent
-// use.
-func (g *Gate) Ready(ctx context.Context) error {
+// [ErrStoreUnreadable]. While the store is out of reach after a read, the
+// gate still judges by that read: Ready returns [ErrStoreUnavailable] in an
+// error whose Degraded method reports true, so that a probe can tell a
+// replica that still serves (a database outage must not take every replica
+// out of the balancer at once) from one that cannot. It reads memory only,
+// so a probe costs no store read. Safe for concurrent use.
+func (g *Gate) Ready(context.Context) error {
 	if g.ConfigErr() != nil {
 		return ErrConfigUnusable
 	}
 	g.mu.RLock()
-	applied, errUse := g.applied, g.errUse
+	applied, errUse, stale := g.applied, g.errUse, g.stale
 	g.mu.RUnlock()
 	switch {
 	case applied == 0:
 		return ErrNotLoaded
 	case errUse != nil:
 		return ErrStoreUnreadable
+	case stale != nil:
+		return degradedError{ErrStoreUnavailable}
 	}
 	return nil
 }
+
+// degradedError is a reason Ready gives while the gate still judges calls.
+type degradedError struct{ error }
+
+// Degraded reports true: the replica serves, by the state it read last.
+func (degradedError) Degraded() bool  { return true }
+func (e degradedError) Unwrap() error { return e.error }
 
 // refuseUntrusted marks refused each tool of a catalog that has no name
 // anyone can trust because another definition claims its name too (see

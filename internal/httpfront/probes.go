@@ -2,6 +2,7 @@ package httpfront
 
 import (
 	"context"
+	"errors"
 	"net/http"
 )
 
@@ -16,7 +17,11 @@ const (
 // that it can take MCP requests (readiness). They take GET and HEAD, need
 // no token and check no Host, as probes send neither; what they tell is
 // "ok", or "not ready: " and Ready's reason, which must name no path or
-// secret. The zero value is always ready.
+// secret. A reason with a Degraded method that reports true (a replica that
+// still serves, say by the policy it loaded last while its store is out of
+// reach) is answered 200, "degraded: " and the reason: a balancer keeps
+// sending it requests, so that an outage shared by every replica does not
+// take them all out at once. The zero value is always ready.
 type Probes struct {
 	// Ready reports whether the replica can serve: nil, or why not. It is
 	// called on every readiness probe with the probe's context, so it should
@@ -32,18 +37,30 @@ func (p Probes) Healthz(w http.ResponseWriter, r *http.Request) {
 	writeProbe(w, r, http.StatusOK, "ok")
 }
 
-// Readyz answers 200 when Ready returns nil, else 503 with its reason.
+// Readyz answers 200 when Ready returns nil, else 503 with its reason, or
+// 200 with it when it is degraded (see Probes).
 func (p Probes) Readyz(w http.ResponseWriter, r *http.Request) {
 	if !probeMethod(w, r) {
 		return
 	}
 	if p.Ready != nil {
 		if err := p.Ready(r.Context()); err != nil {
+			if degraded(err) {
+				writeProbe(w, r, http.StatusOK, "degraded: "+err.Error())
+				return
+			}
 			writeProbe(w, r, http.StatusServiceUnavailable, "not ready: "+err.Error())
 			return
 		}
 	}
 	writeProbe(w, r, http.StatusOK, "ok")
+}
+
+// degraded reports whether err, or an error it wraps, has a Degraded method
+// that reports true.
+func degraded(err error) bool {
+	var d interface{ Degraded() bool }
+	return errors.As(err, &d) && d.Degraded()
 }
 
 // probeMethod answers 405 to anything but GET and HEAD.

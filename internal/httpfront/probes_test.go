@@ -3,6 +3,7 @@ package httpfront
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -17,6 +18,9 @@ func TestProbes(t *testing.T) {
 	errStore := errors.New("the state store cannot be read (see the log)")
 	ready := func(context.Context) error { return nil }
 	unready := func(context.Context) error { return errStore }
+	stale := func(context.Context) error {
+		return fmt.Errorf("wrapped: %w", degradedErr{errors.New("the state store is out of reach")})
+	}
 	tests := []struct {
 		name       string
 		ready      func(context.Context) error
@@ -31,6 +35,8 @@ func TestProbes(t *testing.T) {
 		{name: "zero value is ready", method: http.MethodGet, path: PathReadyz, wantStatus: http.StatusOK, wantBody: "ok\n"},
 		{name: "not ready", ready: unready, method: http.MethodGet, path: PathReadyz, wantStatus: http.StatusServiceUnavailable,
 			wantBody: "not ready: the state store cannot be read (see the log)\n"},
+		{name: "degraded still serves", ready: stale, method: http.MethodGet, path: PathReadyz, wantStatus: http.StatusOK,
+			wantBody: "degraded: wrapped: the state store is out of reach\n"},
 		{name: "HEAD not ready", ready: unready, method: http.MethodHead, path: PathReadyz, wantStatus: http.StatusServiceUnavailable},
 		{name: "POST refused", ready: ready, method: http.MethodPost, path: PathReadyz, wantStatus: http.StatusMethodNotAllowed,
 			wantBody: "Method Not Allowed: use GET\n"},
@@ -50,3 +56,9 @@ func TestProbes(t *testing.T) {
 		})
 	}
 }
+
+// degradedErr is a reason Ready gives while the replica still serves.
+type degradedErr struct{ error }
+
+func (degradedErr) Degraded() bool  { return true }
+func (e degradedErr) Unwrap() error { return e.error }

@@ -9,6 +9,8 @@
 package runstatus
 
 import (
+	"github.com/mcpwrap/mcpwrap/internal/redact"
+
 	"cmp"
 	"context"
 	"encoding/json"
@@ -65,6 +67,11 @@ type Status struct {
 	// Pending counts the server's tools locked pending approval: new, or
 	// changed since the user approved them.
 	Pending int `json:"pending,omitempty"`
+	// Store says why the state store cannot be used, if it cannot: out of
+	// reach (the sidecar judges by the state it loaded last) or unreadable
+	// (its tools are locked). Secret-free: the store's location is its
+	// host, port and database at most.
+	Store string `json:"store,omitempty"`
 	// Listen is the URL a --listen front serves, "" for a stdio sidecar. A
 	// front's upstreams are its Sessions'.
 	Listen string `json:"listen,omitempty"`
@@ -170,6 +177,9 @@ type Publisher struct {
 	// Pending, if set, counts the server's tools pending approval; it must
 	// be safe to call concurrently with the sidecar's work.
 	Pending func() int
+	// StoreErr, if set, says why the state store cannot be used, if it
+	// cannot (published as Status.Store); safe to call concurrently.
+	StoreErr func() error
 	// PID names the file and is published; zero means os.Getpid().
 	PID int
 	// Interval is how often Source is read; zero means [DefaultInterval].
@@ -238,6 +248,11 @@ func (p *Publisher) Run(ctx context.Context) {
 		}
 		if p.Pending != nil {
 			cur.Pending = p.Pending()
+		}
+		if p.StoreErr != nil {
+			if err := p.StoreErr(); err != nil {
+				cur.Store = redact.Text(err.Error())
+			}
 		}
 		cur.Server, cur.PID, cur.StartedAt = p.Server, p.pid(), started
 		cur.Upstream, cur.UpstreamDigest = p.Upstream, p.UpstreamDigest

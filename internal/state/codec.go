@@ -15,16 +15,28 @@ const Version = 2
 // ErrCorrupt is matched (errors.Is) by every [*CorruptError].
 var ErrCorrupt = errors.New("state file is corrupt")
 
+// ErrUnavailable is matched (errors.Is) by the errors of a store that
+// cannot be reached for now, such as a database that is down, as opposed to
+// one whose contents are wrong. A user of the store that loaded a server's
+// state before may keep using it while the store is unavailable (the gate
+// does), and must look again once the store's Watch calls back.
+var ErrUnavailable = errors.New("state store unavailable")
+
 // ErrUnsupportedVersion is wrapped by a [*CorruptError] whose file has a
 // missing or unknown version field, e.g. one written by a newer mcpwrap.
 var ErrUnsupportedVersion = errors.New("unsupported state file version")
 
-// CorruptError reports a state file that cannot be parsed: invalid JSON,
-// unknown fields, or an unsupported version. The store never overwrites such
-// a file, so the user's data is not lost; the user repairs or removes it.
+// CorruptError reports a stored state document that cannot be parsed:
+// invalid JSON, unknown fields, or an unsupported version. The store never
+// overwrites such a document, so the user's data is not lost; the user
+// repairs or removes it.
 type CorruptError struct {
-	// Path is the state file.
+	// Path is the state file, or "" for a store that keeps no files.
 	Path string
+	// Where names the document when Path is "", in words a user can find
+	// it by, such as `row "github" of table mcpwrap_state in
+	// postgres://db:5432`; it holds no secret.
+	Where string
 	// Server is the server whose state the file holds, or "" for the
 	// version 1 file that held every server's.
 	Server string
@@ -37,6 +49,10 @@ func (e *CorruptError) Error() string {
 	forgets := "all tool toggles and approvals"
 	if e.Server != "" {
 		forgets = fmt.Sprintf("the tool toggles and approvals of server %q", e.Server)
+	}
+	if e.Path == "" {
+		return fmt.Sprintf("the stored state %s is unreadable: %v; mcpwrap will not modify it: "+
+			"repair it, or delete it to start over (this forgets %s)", e.Where, e.Err, forgets)
 	}
 	return fmt.Sprintf("state file %s is unreadable: %v; mcpwrap will not modify it: "+
 		"repair it by hand, or move it aside to start over (this forgets %s)",
@@ -75,6 +91,15 @@ func decodeStrict(data []byte, v any) error {
 	}
 	return nil
 }
+
+// Marshal renders the named server's state as the document every store
+// keeps: the state file's contents (see encode). It normalizes srv first,
+// and does not otherwise modify it.
+func Marshal(server string, srv *Server) ([]byte, error) { return encode(server, srv) }
+
+// Unmarshal parses a document written by [Marshal] for the named server. Its
+// error says what is wrong; a store reports it as a [*CorruptError].
+func Unmarshal(data []byte, server string) (*Server, error) { return decode(data, server) }
 
 // decode parses the state file of the named server. An approval kept
 // without its definition gets the catalog's, when the catalog's has the

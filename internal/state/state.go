@@ -21,7 +21,9 @@ import (
 )
 
 // Store is the user state store, one server's state at a time. The file
-// store ([Open]) is one implementation; tests use in-memory ones.
+// store ([Open]) is one implementation, the PostgreSQL store
+// (internal/pgstore) another, and storetest.Memory a trivial one for tests;
+// storetest.Run is the conformance suite every implementation passes.
 //
 // Implementations are safe for concurrent use, and an update by one user of
 // the store (another process included) is seen by the others' Load and
@@ -30,7 +32,8 @@ type Store interface {
 	// Load returns a snapshot of the server's state that the caller owns,
 	// never nil: a server with no state has an empty one. A store that
 	// cannot be read yields an error (a [*CorruptError] for one that cannot
-	// be parsed); callers fail closed.
+	// be parsed, one matching [ErrUnavailable] for one that cannot be
+	// reached for now); callers fail closed.
 	Load(ctx context.Context, server string) (*Server, error)
 	// Update applies fn to the server's current state and saves the result
 	// atomically; no concurrent update is lost. If fn returns an error,

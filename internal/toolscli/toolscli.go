@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/state"
+	"github.com/mcpwrap/mcpwrap/internal/stores"
 )
 
 // Exit codes of Run.
@@ -64,6 +65,8 @@ Commands:
 Flags of every command:
   --config FILE     config file (default: $MCPWRAP_CONFIG, else <user config dir>/mcpwrap/config.json)
   --state-dir DIR   user state directory (default: $MCPWRAP_STATE_DIR, else the OS per-user state dir)
+  --store LOCATION  the state store: file (the state directory) or a postgres:// URL, its password in
+                    $PGPASSWORD or $PGPASSFILE (default: $MCPWRAP_STORE, else the config file's store, else file)
   --help            show the command's help
 ` + exitCodesHelp
 
@@ -97,9 +100,10 @@ func Run(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) 
 
 	fs := flag.NewFlagSet("mcpwrap tools "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // Run reports parse errors and help itself
-	var configFlag, stateDirFlag string
+	var configFlag, stateDirFlag, storeFlag string
 	fs.StringVar(&configFlag, "config", "", "config file (default: $MCPWRAP_CONFIG, else <user config dir>/mcpwrap/config.json)")
 	fs.StringVar(&stateDirFlag, "state-dir", "", "user state directory (default: $MCPWRAP_STATE_DIR, else the OS per-user state dir)")
+	fs.StringVar(&storeFlag, "store", "", "the state store: file or a postgres:// URL (default: $MCPWRAP_STORE, else the config file's store, else file)")
 	act := cmd.bind(fs)
 	operands, err := parseInterspersed(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
@@ -114,8 +118,9 @@ func Run(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) 
 		return ExitUsage
 	}
 
-	c, err := open(configFlag, stateDirFlag, env, stdout, stderr)
+	c, err := open(configFlag, stateDirFlag, storeFlag, env, stdout, stderr)
 	if err == nil {
+		defer c.stores.Close()
 		err = act(ctx, c, operands)
 	}
 	return report(stderr, prefix, err)
@@ -151,6 +156,7 @@ func (e *usageError) Error() string { return e.msg }
 type cli struct {
 	config *config.File
 	store  state.Store
+	stores stores.Set // what store was opened, closed when the command ends
 	now    func() time.Time
 	stdout io.Writer
 	stderr io.Writer
@@ -158,7 +164,7 @@ type cli struct {
 
 // open resolves and loads the config file and opens the state store, as the
 // wrap command does.
-func open(configFlag, stateDirFlag string, env Env, stdout, stderr io.Writer) (*cli, error) {
+func open(configFlag, stateDirFlag, storeFlag string, env Env, stdout, stderr io.Writer) (*cli, error) {
 	getenv := env.Getenv
 	if getenv == nil {
 		getenv = func(string) string { return "" }
@@ -175,7 +181,12 @@ func open(configFlag, stateDirFlag string, env Env, stdout, stderr io.Writer) (*
 	if err != nil {
 		return nil, fmt.Errorf("state directory: %w (use --state-dir or $%s)", err, config.EnvStateDir)
 	}
-	return &cli{config: file, store: state.Open(dir, nil), now: now, stdout: stdout, stderr: stderr}, nil
+	c := &cli{config: file, now: now, stdout: stdout, stderr: stderr}
+	location, from := config.StoreLocation(storeFlag, getenv, file)
+	if c.store, err = c.stores.Open(location, from, dir, nil); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // parseInterspersed parses fs's flags wherever they appear among the

@@ -1,0 +1,202 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcpwrap/mcpwrap/resilience"
+)
+
+// listener is a Store's notification connection and the watchers it calls
+// back. The first Watch starts its loop (listen); Close stops it and waits
+// for it, so the Store owns the goroutine and Close is its one join.
+type listener struct {
+	store *Store
+
+	mu       sync.Mutex
+	watchers map[string]map[chan struct{}]struct{} // by server
+	stop     context.CancelFunc                    // nil until the loop starts
+	done     chan struct{}                         // closed when the loop returns
+	closed   bool
+	closedCh chan struct{} // closed by close; made on first use, under mu
+}
+
+// Watch implements [state.Store]. onChange is called at once, then after
+// every change of the server's state announced by any process, within the
+// notification's delivery (milliseconds), and after every reconnect of the
+// notification connection, as well as once when it is lost, so that the
+// caller learns that the store is unavailable and, later, that it is back.
+// Calls are never concurrent with each other; changes made while onChange
+// runs are coalesced into one more call. Watch returns when ctx is done or
+// the Store is closed.
+func (s *Store) Watch(ctx context.Context, server string, onChange func()) {
+	c := make(chan struct{}, 1)
+	c <- struct{}{} // the first call: the watch has begun
+	closed := s.listener.add(server, c)
+	defer s.listener.remove(server, c)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-closed:
+			return
+		case <-c:
+			onChange()
+		}
+	}
+}
+
+// add registers c as a watcher of server, starting the loop if it does not
+// run, and returns a channel closed once the store is closed.
+func (l *listener) add(server string, c chan struct{}) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closedCh == nil {
+		l.closedCh = make(chan struct{})
+	}
+	if l.watchers == nil {
+		l.watchers = make(map[string]map[chan struct{}]struct{})
+	}
+	if l.watchers[server] == nil {
+		l.watchers[server] = make(map[chan struct{}]struct{})
+	}
+	l.watchers[server][c] = struct{}{}
+	if l.done == nil && !l.closed {
+		ctx, stop := context.WithCancel(context.Background())
+		l.stop, l.done = stop, make(chan struct{})
+		go func() {
+			defer close(l.done)
+			l.listen(ctx)
+		}()
+	}
+	return l.closedCh
+}
+
+func (l *listener) remove(server string, c chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.watchers[server], c)
+	if len(l.watchers[server]) == 0 {
+		delete(l.watchers, server)
+	}
+}
+
+// close stops the loop and waits for it.
+func (l *listener) close() {
+	l.mu.Lock()
+	if l.closedCh == nil {
+		l.closedCh = make(chan struct{})
+	}
+	if !l.closed {
+		l.closed = true
+		close(l.closedCh)
+	}
+	stop, done := l.stop, l.done
+	l.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+}
+
+// signal tells the watchers of server, or every watcher for "", to look
+// again.
+func (l *listener) signal(server string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for name, set := range l.watchers {
+		if server != "" && name != server {
+			continue
+		}
+		for c := range set {
+			select {
+			case c <- struct{}{}:
+			default: // a call is pending already
+			}
+		}
+	}
+}
+
+// listen keeps a LISTEN connection until ctx is done: it connects with
+// backoff, tells every watcher to look again once connected (changes may
+// have been missed), relays notifications, and when the connection is lost
+// tells every watcher again, so that their loads report the store
+// unavailable, then reconnects.
+func (l *listener) listen(ctx context.Context) {
+	s := l.store
+	for {
+		conn, err := l.connect(ctx)
+		if err != nil {
+			return // ctx is done
+		}
+		s.pool.Reset() // pooled connections may be to the server that went away
+		l.signal("")
+		err = l.relay(ctx, conn)
+		_ = conn.Close(context.WithoutCancel(ctx))
+		if ctx.Err() != nil {
+			return
+		}
+		s.logger.Warn("state store: lost the connection to PostgreSQL; serving the state loaded last until it is back",
+			"store", s.where, "error", err)
+		s.pool.Reset()
+		l.signal("")
+	}
+}
+
+// connect opens the notification connection and LISTENs, retrying with the
+// reconnect backoff until it succeeds or ctx is done.
+func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
+	s := l.store
+	r := &resilience.Retrier{
+		Policy:   s.opts.Reconnect,
+		NewTimer: s.opts.NewTimer,
+		OnRetry: func(o resilience.Outcome) {
+			s.logger.Debug("state store: cannot listen for changes; retrying", "store", s.where,
+				"attempt", o.Attempts, "delay_ms", o.RetryIn.Milliseconds(), "error", o.Err)
+		},
+	}
+	if r.Policy == (resilience.Policy{}) {
+		r.Policy = DefaultReconnect()
+	}
+	var conn *pgx.Conn
+	r.Load(ctx, "state store", func(ctx context.Context, _ int) error {
+		if err := s.migrated(ctx); err != nil {
+			return transient(err)
+		}
+		c, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
+		if err != nil {
+			return transient(err)
+		}
+		if _, err := c.Exec(ctx, "LISTEN "+channel); err != nil {
+			_ = c.Close(context.WithoutCancel(ctx))
+			return transient(err)
+		}
+		conn = c
+		return nil
+	})
+	if conn == nil {
+		return nil, errors.Join(ctx.Err(), errors.New("state store: not connected"))
+	}
+	return conn, nil
+}
+
+// transient marks err retryable for the Retrier: every failure to reach the
+// database is worth another attempt.
+func transient(err error) error {
+	return &resilience.Error{Class: resilience.Transient, Reason: "cannot listen for state changes", Err: err}
+}
+
+// relay signals the watchers of each notification until the connection
+// fails or ctx is done.
+func (l *listener) relay(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		l.signal(n.Payload)
+	}
+}
