@@ -58,8 +58,8 @@ balancer-deps: ## Debian's HAProxy, for the replicas e2e (installed when missing
 container-deps: ## Debian's podman (and runc, for hosts whose cgroups crun refuses), for the image e2e (installed when missing)
 	@command -v podman >/dev/null && command -v runc >/dev/null || { apt-get update -qq && apt-get install -y -qq podman runc; }
 
-e2e: e2e-deps balancer-deps container-deps ## end-to-end tests: the real binary against real clients and servers (conformance aside)
-	MCPWRAP_E2E_REQUIRE_NPM=1 MCPWRAP_E2E_REQUIRE_HAPROXY=1 MCPWRAP_E2E_REQUIRE_PODMAN=1 $(GO) test -count=1 -timeout 20m -skip '^TestConformance$$' ./e2e/...
+e2e: e2e-deps pg-deps balancer-deps container-deps ## end-to-end tests: the real binary against real clients and servers (conformance aside)
+	MCPWRAP_E2E_REQUIRE_NPM=1 MCPWRAP_REQUIRE_PG=1 MCPWRAP_E2E_REQUIRE_HAPROXY=1 MCPWRAP_E2E_REQUIRE_PODMAN=1 $(GO) test -count=1 -timeout 20m -skip '^TestConformance$$' ./e2e/...
 
 conformance: e2e-deps ## the official MCP conformance suite, directly and through mcpwrap --listen
 	MCPWRAP_E2E_REQUIRE_NPM=1 $(GO) test -count=1 -timeout 10m -run '^TestConformance$$' -v ./e2e/...
