@@ -49,7 +49,8 @@ func requireHAProxy(t *testing.T) string {
 //     opens a new one;
 //   - a request is retried on another replica only when it could not be sent (conn-failure, the
 //     default of retry-on): a request a replica may have executed is never sent twice;
-//   - /readyz is the health check.
+//   - /readyz is the health check, every 250 ms (a refused connection marks a replica down in two),
+//     each allowed 2 s: on a busy machine a check slower than its interval is no failure.
 const haproxyConfig = `global
 	maxconn 4096
 	stats socket {{.Dir}}/admin.sock mode 600 level admin
@@ -63,6 +64,7 @@ defaults
 	timeout server 60s
 	timeout http-request 10s
 	timeout http-keep-alive 10s
+	timeout check 2s
 	retries 3
 	option redispatch 1
 
