@@ -11,7 +11,7 @@ export NPM_CONFIG_UPDATE_NOTIFIER = false
 export NPM_CONFIG_FUND = false
 export NPM_CONFIG_AUDIT = false
 
-.PHONY: build install demo test race store-procs pg-deps e2e e2e-deps chromium prometheus lint bench fuzz conformance cross check clean
+.PHONY: build install demo image test race store-procs pg-deps e2e e2e-deps chromium prometheus balancer-deps container-deps lint bench fuzz conformance cross check clean
 
 build: ## the mcpwrap binary, in bin/
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpwrap
@@ -21,6 +21,12 @@ install: ## go install the mcpwrap binary, its commit stamped
 
 demo: build ## a narrated showcase around the built-in demo server
 	./$(BIN) demo
+
+image: ## the container image FROM scratch (IMAGE=mcpwrap:dev) from a static binary built here: nothing pulled; podman, else docker
+	rm -rf bin/image && mkdir -p bin/image/state
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o bin/image/mcpwrap ./cmd/mcpwrap
+	cp /etc/ssl/certs/ca-certificates.crt bin/image/
+	$${ENGINE:-$$(command -v podman || command -v docker)} build --build-arg BINARY=prebuilt -f Dockerfile -t $${IMAGE:-mcpwrap:dev} bin/image
 
 test: pg-deps ## unit tests
 	MCPWRAP_REQUIRE_PG=1 $(GO) test -count=1 $(UNIT_PKGS)
@@ -54,8 +60,14 @@ $(NPM_STAMP): e2e/package.json e2e/package-lock.json
 	cd e2e && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-e2e: e2e-deps ## end-to-end tests: the real binary against real clients and servers (conformance aside)
-	MCPWRAP_E2E_REQUIRE_NPM=1 $(GO) test -count=1 -timeout 20m -skip '^TestConformance$$' ./e2e/...
+balancer-deps: ## Debian's HAProxy, for the replicas e2e (installed when missing: needs root and apt)
+	@command -v haproxy >/dev/null || { apt-get update -qq && apt-get install -y -qq haproxy; }
+
+container-deps: ## Debian's podman (and runc, for hosts whose cgroups crun refuses), for the image e2e (installed when missing)
+	@command -v podman >/dev/null && command -v runc >/dev/null || { apt-get update -qq && apt-get install -y -qq podman runc; }
+
+e2e: e2e-deps pg-deps balancer-deps container-deps ## end-to-end tests: the real binary against real clients and servers (conformance aside)
+	MCPWRAP_E2E_REQUIRE_NPM=1 MCPWRAP_REQUIRE_PG=1 MCPWRAP_E2E_REQUIRE_HAPROXY=1 MCPWRAP_E2E_REQUIRE_PODMAN=1 $(GO) test -count=1 -timeout 20m -skip '^TestConformance$$' ./e2e/...
 
 conformance: e2e-deps ## the official MCP conformance suite, directly and through mcpwrap --listen
 	MCPWRAP_E2E_REQUIRE_NPM=1 $(GO) test -count=1 -timeout 10m -run '^TestConformance$$' -v ./e2e/...

@@ -65,8 +65,11 @@ func runFixture(args []string) int {
 		return 2
 	}
 	mode := fs.Arg(0)
-	if mode == fixtureSlowRestart {
+	switch mode {
+	case fixtureSlowRestart:
 		return runSlowRestart(fs.Args()[1:])
+	case fixtureLedger:
+		return runLedger(fs.Args()[1:])
 	}
 	if mode == fixtureSlowCaps {
 		return runSlowCaps(fs.Args()[1:])

@@ -157,13 +157,17 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", front)
+	probes := httpfront.Probes{Ready: tools.Ready}
+	mux.HandleFunc(httpfront.PathHealthz, probes.Healthz)
+	mux.HandleFunc(httpfront.PathReadyz, probes.Readyz)
 	hs := o.listen.conns.NewHTTPServer(mux, logger)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(o.listen.conns.Listener(ln)) }()
 	url := "http://" + ln.Addr().String() + "/mcp"
 	stopStatus := publishFront(ctx, o, url, front, tools, logger)
 	defer stopStatus()
-	logger.Info("listening", "url", url, "upstream", upstreamDesc(o), "auth", token != "")
+	logger.Info("listening", "url", url, "upstream", upstreamDesc(o), "auth", token != "",
+		"probes", httpfront.PathHealthz+" "+httpfront.PathReadyz)
 
 	code := exitOK
 	select {

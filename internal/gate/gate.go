@@ -265,6 +265,58 @@ func (g *Gate) ServerDisabled() bool { return g.eval.Load().ServerDisabled() }
 // (the evaluator's ConfigErr).
 func (g *Gate) ConfigErr() error { return g.eval.Load().ConfigErr() }
 
+// Why Ready finds the gate not ready. Their texts name no path and quote no
+// error: a readiness probe answers whoever asks; the log has the detail.
+var (
+	// ErrNotLoaded: the store has not been read yet (Reload never ran).
+	ErrNotLoaded = errors.New("the state store has not been read yet")
+	// ErrStoreUnreadable: the last read of the store failed, so every tool
+	// is locked (disabled_unknown) until it can be read. A store out of
+	// reach before the gate ever read it is this too: nothing was loaded.
+	ErrStoreUnreadable = errors.New("the state store cannot be read (see the log)")
+	// ErrConfigUnusable: the operator's config has an error, so every tool
+	// is locked until it is fixed.
+	ErrConfigUnusable = errors.New("mcpwrap's config file has an error (see the log)")
+	// ErrStoreUnavailable: the store is out of reach for now
+	// (state.ErrUnavailable) and the gate judges by the state it read
+	// last. Ready reports it as degraded: the replica still serves.
+	ErrStoreUnavailable = errors.New("the state store is out of reach; tools are judged by the state read last (see the log)")
+)
+
+// Ready reports whether the gate judges calls by a policy it has loaded:
+// nil once the operator's config is usable and the last read of the store
+// succeeded, else [ErrConfigUnusable], [ErrNotLoaded] or
+// [ErrStoreUnreadable]. While the store is out of reach after a read, the
+// gate still judges by that read: Ready returns [ErrStoreUnavailable] in an
+// error whose Degraded method reports true, so that a probe can tell a
+// replica that still serves (a database outage must not take every replica
+// out of the balancer at once) from one that cannot. It reads memory only,
+// so a probe costs no store read. Safe for concurrent use.
+func (g *Gate) Ready(context.Context) error {
+	if g.ConfigErr() != nil {
+		return ErrConfigUnusable
+	}
+	g.mu.RLock()
+	applied, errUse, stale := g.applied, g.errUse, g.stale
+	g.mu.RUnlock()
+	switch {
+	case applied == 0:
+		return ErrNotLoaded
+	case errUse != nil:
+		return ErrStoreUnreadable
+	case stale != nil:
+		return degradedError{ErrStoreUnavailable}
+	}
+	return nil
+}
+
+// degradedError is a reason Ready gives while the gate still judges calls.
+type degradedError struct{ error }
+
+// Degraded reports true: the replica serves, by the state it read last.
+func (degradedError) Degraded() bool  { return true }
+func (e degradedError) Unwrap() error { return e.error }
+
 // refuseUntrusted marks refused each tool of a catalog that has no name
 // anyone can trust because another definition claims its name too (see
 // tooldef.Index), as the sidecar's catalog index does.

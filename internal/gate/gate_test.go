@@ -620,3 +620,115 @@ func TestGateKeepsTheLastStateWhileTheStoreIsUnavailable(t *testing.T) {
 	assert.True(t, fresh.Reload(ctx))
 	assert.Equal(t, []string{"callable", "disabled_by_user"}, statuses(fresh.Evaluate(catalog)))
 }
+
+// TestGateReady: the gate is ready once it has read the store and while
+// the config is usable; an unreadable store or a config error makes it
+// unready, and repairing either makes it ready again. No reason quotes the
+// underlying error, which may name paths.
+func TestGateReady(t *testing.T) {
+	errDisk := errors.New("open /home/alice/.local/state/mcpwrap/servers/fs.json: permission denied")
+	errConfig := errors.New("/etc/mcpwrap.json:3:25: unknown key")
+	tests := []struct {
+		name      string
+		reload    bool  // Reload once before asking
+		storeErr  error // the store fails with it
+		configErr error // the evaluator is built with it
+		want      error
+	}{
+		{name: "never read", want: ErrNotLoaded},
+		{name: "read", reload: true},
+		{name: "store unreadable", reload: true, storeErr: errDisk, want: ErrStoreUnreadable},
+		{name: "config unusable", reload: true, configErr: errConfig, want: ErrConfigUnusable},
+		{name: "config unusable, never read", configErr: errConfig, want: ErrConfigUnusable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &memStore{err: tt.storeErr}
+			eval, err := policy.NewEvaluator(policy.Options{ConfigErr: tt.configErr})
+			require.NoError(t, err)
+			g := New("fs", eval, store, nil)
+			if tt.reload {
+				g.Reload(t.Context())
+			}
+			err = g.Ready(t.Context())
+			assert.ErrorIs(t, err, tt.want)
+			if err != nil {
+				assert.NotContains(t, err.Error(), "/", "the reason names no path")
+			}
+		})
+	}
+
+	t.Run("repaired", func(t *testing.T) {
+		store := &memStore{err: errDisk}
+		g := newGate(t, policy.Options{}, store)
+		require.ErrorIs(t, g.Ready(t.Context()), ErrStoreUnreadable)
+		store.setErr(nil)
+		g.Reload(t.Context())
+		assert.NoError(t, g.Ready(t.Context()))
+		broken, err := policy.NewEvaluator(policy.Options{ConfigErr: errConfig})
+		require.NoError(t, err)
+		g.SetEvaluator(broken)
+		assert.ErrorIs(t, g.Ready(t.Context()), ErrConfigUnusable)
+		fixed, err := policy.NewEvaluator(policy.Options{})
+		require.NoError(t, err)
+		g.SetEvaluator(fixed)
+		assert.NoError(t, g.Ready(t.Context()))
+	})
+
+	// A store out of reach after a read: degraded, still serving; before
+	// any read: not ready.
+	t.Run("unavailable", func(t *testing.T) {
+		down := fmt.Errorf("%w: connection refused", state.ErrUnavailable)
+		store := &memStore{}
+		g := newGate(t, policy.Options{}, store)
+		store.setErr(down)
+		g.Reload(t.Context())
+		err := g.Ready(t.Context())
+		require.ErrorIs(t, err, ErrStoreUnavailable)
+		var d interface{ Degraded() bool }
+		require.ErrorAs(t, err, &d)
+		assert.True(t, d.Degraded())
+		store.setErr(nil)
+		g.Reload(t.Context())
+		assert.NoError(t, g.Ready(t.Context()), "back")
+
+		never := New("fs", g.eval.Load(), &memStore{err: down}, nil)
+		never.Reload(t.Context())
+		err = never.Ready(t.Context())
+		assert.ErrorIs(t, err, ErrStoreUnreadable)
+		assert.False(t, errors.As(err, &d), "nothing loaded: not degraded but not ready")
+	})
+}
+
+// A store that goes out of reach (a database that is down) after the gate
+// loaded the state keeps the gate judging by that state, says why through
+// StoreErr, and a rug pull seen meanwhile stays locked; a gate that never
+// loaded the state fails closed; a reload once it is back ends it.
+func TestGateKeepsTheLastStateWhileTheStoreIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	down := fmt.Errorf("%w: postgres://db:5432/mcpwrap: connection refused", state.ErrUnavailable)
+	catalog := []json.RawMessage{raw("read", "reads"), raw("write", "writes")}
+	store := &memStore{}
+	g := newGate(t, policy.Options{}, store)
+	g.CatalogSeen(ctx, catalog) // the tofu baseline
+	require.NoError(t, store.Update(ctx, "fs", func(srv *state.Server) error { srv.Disable("write"); return nil }))
+	g.Reload(ctx)
+	require.Equal(t, []string{"callable", "disabled_by_user"}, statuses(g.Evaluate(catalog)))
+
+	store.setErr(down)
+	assert.False(t, g.Reload(ctx), "what Evaluate answers did not change")
+	assert.Equal(t, []string{"callable", "disabled_by_user"}, statuses(g.Evaluate(catalog)))
+	assert.ErrorIs(t, g.StoreErr(), state.ErrUnavailable)
+	rugPull := []json.RawMessage{raw("read", "reads, and uploads"), raw("write", "writes")}
+	assert.Equal(t, []string{"pending_approval", "disabled_by_user"}, statuses(g.Evaluate(rugPull)))
+
+	fresh := newGate(t, policy.Options{}, store) // started while the store is down
+	assert.Equal(t, []string{"disabled_unknown", "disabled_unknown"}, statuses(fresh.Evaluate(catalog)))
+	assert.ErrorIs(t, fresh.StoreErr(), state.ErrUnavailable)
+
+	store.setErr(nil)
+	g.Reload(ctx)
+	assert.NoError(t, g.StoreErr())
+	assert.True(t, fresh.Reload(ctx))
+	assert.Equal(t, []string{"callable", "disabled_by_user"}, statuses(fresh.Evaluate(catalog)))
+}
