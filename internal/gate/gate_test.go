@@ -699,36 +699,3 @@ func TestGateReady(t *testing.T) {
 		assert.False(t, errors.As(err, &d), "nothing loaded: not degraded but not ready")
 	})
 }
-
-// A store that goes out of reach (a database that is down) after the gate
-// loaded the state keeps the gate judging by that state, says why through
-// StoreErr, and a rug pull seen meanwhile stays locked; a gate that never
-// loaded the state fails closed; a reload once it is back ends it.
-func TestGateKeepsTheLastStateWhileTheStoreIsUnavailable(t *testing.T) {
-	ctx := context.Background()
-	down := fmt.Errorf("%w: postgres://db:5432/mcpwrap: connection refused", state.ErrUnavailable)
-	catalog := []json.RawMessage{raw("read", "reads"), raw("write", "writes")}
-	store := &memStore{}
-	g := newGate(t, policy.Options{}, store)
-	g.CatalogSeen(ctx, catalog) // the tofu baseline
-	require.NoError(t, store.Update(ctx, "fs", func(srv *state.Server) error { srv.Disable("write"); return nil }))
-	g.Reload(ctx)
-	require.Equal(t, []string{"callable", "disabled_by_user"}, statuses(g.Evaluate(catalog)))
-
-	store.setErr(down)
-	assert.False(t, g.Reload(ctx), "what Evaluate answers did not change")
-	assert.Equal(t, []string{"callable", "disabled_by_user"}, statuses(g.Evaluate(catalog)))
-	assert.ErrorIs(t, g.StoreErr(), state.ErrUnavailable)
-	rugPull := []json.RawMessage{raw("read", "reads, and uploads"), raw("write", "writes")}
-	assert.Equal(t, []string{"pending_approval", "disabled_by_user"}, statuses(g.Evaluate(rugPull)))
-
-	fresh := newGate(t, policy.Options{}, store) // started while the store is down
-	assert.Equal(t, []string{"disabled_unknown", "disabled_unknown"}, statuses(fresh.Evaluate(catalog)))
-	assert.ErrorIs(t, fresh.StoreErr(), state.ErrUnavailable)
-
-	store.setErr(nil)
-	g.Reload(ctx)
-	assert.NoError(t, g.StoreErr())
-	assert.True(t, fresh.Reload(ctx))
-	assert.Equal(t, []string{"callable", "disabled_by_user"}, statuses(fresh.Evaluate(catalog)))
-}
