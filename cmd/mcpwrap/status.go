@@ -74,8 +74,8 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		err = writeStatusTable(stdout, list, time.Now())
 		var opened stores.Set
 		writeStore(ctx, stdout, *configPath, *store, state, &opened)
+		writeSignIns(ctx, stdout, *configPath, *store, state, &opened, time.Now())
 		opened.Close()
-		writeSignIns(stdout, state, time.Now())
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpwrap status:", err)

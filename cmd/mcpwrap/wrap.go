@@ -184,11 +184,11 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	childStderr := serverStderr(o.log, stderr, logger)
 	if o.listen.addr != "" {
-		return runListen(ctx, o, srv, tools, childStderr, logger, base)
+		return runListen(ctx, o, srv, tools, &opened, childStderr, logger, base)
 	}
 	var setupErr error // why the --url server cannot be reached as configured
 	if o.url != "" {
-		if o.signIn, setupErr = signIn(o, srv, stderr, logger, true); setupErr == nil {
+		if o.signIn, setupErr = signIn(o, srv, &opened, stderr, logger, true); setupErr == nil {
 			defer o.signIn.Close()
 		}
 	}
