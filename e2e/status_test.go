@@ -56,6 +56,24 @@ func TestStatus(t *testing.T) {
 	}
 	// The sidecars publish within a moment; poll the command as a user would.
 	awaitStatus(ctx, t, env, want)
+	// The load time (issue 23): how long the load took, for an available server only.
+	loads := startProcess(ctx, t, processOptions{Env: env}, mcpwrapPath, "status", "--json")
+	require.NoError(t, loads.Wait(ctx), "stderr: %s", loads.Stderr())
+	var raw []struct {
+		Server string `json:"server"`
+		LoadMS *int64 `json:"load_ms"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(loads.Output()), &raw))
+	for _, s := range raw {
+		switch s.Server {
+		case "alpha", "gamma":
+			if assert.NotNil(t, s.LoadMS, "%s is available: its load time is published", s.Server) {
+				assert.Positive(t, *s.LoadMS, s.Server)
+			}
+		case "beta":
+			assert.Nil(t, s.LoadMS, "beta never loaded")
+		}
+	}
 
 	gammaFile := filepath.Join(runDir, strconv.Itoa(gamma.proc.Cmd.Process.Pid)+".json")
 	require.FileExists(t, gammaFile)
@@ -73,7 +91,7 @@ func TestStatus(t *testing.T) {
 
 	p := startProcess(ctx, t, processOptions{Env: env}, mcpwrapPath, "status")
 	require.NoError(t, p.Wait(ctx), "stderr: %s", p.Stderr())
-	assert.Regexp(t, `(?m)^beta\s+mcpwrap-e2e-no-such-command\s+\d+\s+\S+\s+permanent\s+1\s+0\s+0\s+0\s+0\s+0\s+cannot start`, p.Output())
+	assert.Regexp(t, `(?m)^beta\s+mcpwrap-e2e-no-such-command\s+\d+\s+\S+\s+permanent\s+1\s+-\s+0\s+0\s+0\s+0\s+0\s+cannot start`, p.Output())
 	assert.NotContains(t, p.Output(), "alpha")
 }
 
@@ -173,5 +191,5 @@ func TestStatusListsListenFronts(t *testing.T) {
 	p := startProcess(ctx, t, processOptions{Env: env}, mcpwrapPath, "status")
 	require.NoError(t, p.Wait(ctx), "stderr: %s", p.Stderr())
 	assert.Regexp(t, `(?m)^front\s+mcpwrap\s+\d+\s+\S+\s+listening `+regexp.QuoteMeta(srv.URL)+`, 2 session\(s\)`, p.Output())
-	assert.Regexp(t, `(?m)^  session 2\s+available\s+1\s+0\s+1\s+0\s+0`, p.Output())
+	assert.Regexp(t, `(?m)^  session 2\s+available\s+1\s+[\d.]+m?s\s+0\s+1\s+0\s+0`, p.Output())
 }

@@ -39,6 +39,11 @@ type Outcome struct {
 	// MaxRestarts is the crash budget's restarts per window, or 0 when
 	// unknown; set with Restart.
 	MaxRestarts int
+	// Elapsed is how long the load has taken: from the start of its first
+	// attempt to this outcome, so an [Available] outcome's is the server's
+	// load time. An outcome of [Retrier.Background] counts from the start
+	// of the load it continues (from's Elapsed earlier). Zero when unknown.
+	Elapsed time.Duration
 	// Tools is the catalog when Class is [Available]. [Retrier] leaves it
 	// nil: the operation that fetched the catalog fills it in.
 	Tools []json.RawMessage

@@ -109,8 +109,13 @@ func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resum
 	// background retries followed: attempts never pass the load's maximum.
 	maxAttempts := max(p.MaxAttempts, 0)
 	attempt, last := start.Attempts, start.Err
+	began := now()
+	if resume {
+		began = began.Add(-start.Elapsed) // one load, however many loops
+	}
 	report := func(out *Outcome) {
 		out.Attempts, out.MaxAttempts = attempt, maxAttempts
+		out.Elapsed = now().Sub(began)
 		if resume {
 			out.Attempts, out.MaxAttempts = start.Attempts, start.MaxAttempts
 			out.Background = attempt - start.Attempts
@@ -170,7 +175,7 @@ func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resum
 	switch {
 	case err == nil:
 		out.Class = Available
-		log.Info("upstream loaded", "server", out.Server, "attempts", attempt)
+		log.Info("upstream loaded", "server", out.Server, "attempts", attempt, "duration_ms", out.Elapsed.Milliseconds())
 		return out
 	case last != nil:
 		out.Class, out.Err = last.Class, last

@@ -81,6 +81,7 @@ func TestLoadAttempts(t *testing.T) {
 			assert.Equal(t, tt.wantClass, out.Class)
 			assert.Equal(t, tt.wantAttempts, out.Attempts)
 			assert.Equal(t, tt.wantWaits, timers.Waits())
+			assert.Equal(t, sum(tt.wantWaits), out.Elapsed, "the load took its waits (the attempts take no time on the fake clock)")
 			assert.Equal(t, "srv", out.Server)
 			assert.Len(t, op.attempts, tt.wantAttempts)
 			if tt.wantClass == resilience.Available {
@@ -189,6 +190,7 @@ func TestLoadThenBackgroundSelfHeals(t *testing.T) {
 	assert.Equal(t, 4, healed.Background, "then the background's")
 	assert.Nil(t, healed.Err)
 	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, op.attempts)
+	assert.Equal(t, sum(timers.Waits()), healed.Elapsed, "the load time counts from the first attempt of the load, not of the background loop")
 	assert.Equal(t, []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute},
 		timers.Waits()[loadWaits:], "30s doubling; the first background attempt waits a full delay")
 	for _, o := range snapshots {
@@ -198,6 +200,16 @@ func TestLoadThenBackgroundSelfHeals(t *testing.T) {
 	last := snapshots[len(snapshots)-1]
 	assert.Equal(t, "Server 'srv' is still not available (attempt 6 of 6, background retry 3, retrying in 4m); mcpwrap keeps retrying in the background. Retry later, or ask the user to check the server. Last error: HTTP 503 Service Unavailable.", last.Message())
 	assert.Equal(t, 3, last.Meta().Background)
+	assert.Equal(t, sum(timers.Waits()[:len(timers.Waits())-1]), last.Elapsed, "a snapshot's elapsed time is up to its failed attempt")
+}
+
+// sum adds ds up.
+func sum(ds []time.Duration) time.Duration {
+	var total time.Duration
+	for _, d := range ds {
+		total += d
+	}
+	return total
 }
 
 func TestBackgroundCadence(t *testing.T) {

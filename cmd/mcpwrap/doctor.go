@@ -143,7 +143,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		err = doctor.WriteTable(stdout, results)
 		if dir, derr := config.StateDir(d.stateDir, os.Getenv); derr == nil {
 			writeStore(ctx, stdout, d.mcpwrapCfg, d.store, dir, &opened)
-			writeSignIns(stdout, dir, time.Now())
+			writeSignIns(ctx, stdout, d.mcpwrapCfg, d.store, dir, &opened, time.Now())
 		}
 	}
 	if err != nil {
@@ -208,7 +208,7 @@ func doctorTarget(ctx context.Context, d doctorOptions, e doctor.Entry, client s
 	if o.url != "" {
 		// The stored sign-in is used; a server that wants one is reported
 		// as "sign-in required", without opening a browser.
-		if o.signIn, err = signIn(o, srv, childStderr, logger, false); err != nil {
+		if o.signIn, err = signIn(o, srv, opened, childStderr, logger, false); err != nil {
 			t.Err = fmt.Errorf("%w: %v", resilience.ErrConfig, err)
 			return t
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/httpfront"
+	"github.com/mcpwrap/mcpwrap/internal/stores"
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
@@ -97,7 +98,7 @@ const listenShutdownGrace = 10 * time.Second
 // session gets its own Session, which dials its own upstream: a child per
 // session for a command, a connection per session for --url. The tool gate
 // is shared, so a policy change reaches every session.
-func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gate.Gate, ob *observability, stderr io.Writer, logger, base *slog.Logger) int {
+func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gate.Gate, opened *stores.Set, ob *observability, stderr io.Writer, logger, base *slog.Logger) int {
 	token, err := o.listen.token(os.Getenv)
 	if err != nil {
 		logger.Error("bad configuration", "error", err)
@@ -107,7 +108,7 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 	if o.url != "" {
 		// One sign-in for every HTTP session; a browser opens at most as a
 		// sidecar's would.
-		if o.signIn, setupErr = signIn(o, srv, stderr, logger, true); setupErr == nil {
+		if o.signIn, setupErr = signIn(o, srv, opened, stderr, logger, true); setupErr == nil {
 			defer o.signIn.Close()
 			o.signIn.SignedIn = ob.signedIn(o.name)
 		}

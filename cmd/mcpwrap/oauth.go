@@ -18,6 +18,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/doctor"
 	"github.com/mcpwrap/mcpwrap/internal/redact"
+	"github.com/mcpwrap/mcpwrap/internal/stores"
 	"github.com/mcpwrap/mcpwrap/internal/upstream"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -47,9 +48,10 @@ func (f oauthFlags) apply(o *config.OAuth) {
 	o.RedirectPort = cmp.Or(f.redirectPort, o.RedirectPort)
 }
 
-// signIn returns the OAuth client of the remote server o wraps. autoLogin
-// lets it open the browser once (the sidecar); doctor passes false.
-func signIn(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Logger, autoLogin bool) (*auth.Client, error) {
+// signIn returns the OAuth client of the remote server o wraps, its store
+// opened in opened (see signInStore). autoLogin lets it open the browser
+// once (the sidecar); doctor passes false.
+func signIn(o wrapOptions, srv config.Server, opened *stores.Set, stderr io.Writer, logger *slog.Logger, autoLogin bool) (*auth.Client, error) {
 	getenv := o.getenv()
 	endpoint, err := upstream.ExpandURL(o.url, getenv)
 	if err != nil {
@@ -67,9 +69,9 @@ func signIn(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 			return nil, fmt.Errorf("%w: the OAuth client secret variable %s is not set", resilience.ErrConfig, oc.ClientSecretEnv)
 		}
 	}
-	store, err := auth.OpenStore(stateDir(o), getenv, logger)
+	store, err := signInStore(o.configPath, o.store, stateDir(o), getenv, opened, logger)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", resilience.ErrStateDir, err)
+		return nil, err
 	}
 	return &auth.Client{
 		Name:      o.name,
@@ -80,6 +82,29 @@ func signIn(o wrapOptions, srv config.Server, stderr io.Writer, logger *slog.Log
 		AutoLogin: autoLogin,
 		Logger:    logger,
 	}, nil
+}
+
+// signInStore opens the sign-in store of a command: the user's keychain
+// or file in stateDir; with a PostgreSQL state store (storeFlag, else
+// $MCPWRAP_STORE, else configPath's store, opened in opened), the
+// registrations in the database and, with $MCPWRAP_STORE_KEY, the tokens
+// too, sealed (stores.SignIns). getenv reads the environment.
+func signInStore(configPath, storeFlag, stateDir string, getenv func(string) string, opened *stores.Set, logger *slog.Logger) (*auth.Store, error) {
+	local, err := auth.OpenStore(stateDir, getenv, logger)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", resilience.ErrStateDir, err)
+	}
+	file, _ := config.Open(configPath, os.Getenv) // a broken file names no store; the sidecar says why elsewhere
+	location, from := config.StoreLocation(storeFlag, getenv, file)
+	st, err := opened.Open(location, from, stateDir, logger)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", resilience.ErrConfig, err)
+	}
+	store, err := stores.SignIns(st, local, getenv(config.EnvStoreKey))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", resilience.ErrConfig, err)
+	}
+	return store, nil
 }
 
 // getenv reads the environment the way the server's entry sees it, with
@@ -121,6 +146,7 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 	fs.StringVar(&o.url, "url", "", "the server's MCP endpoint (default: from the client config entry named NAME)")
 	fs.StringVar(&o.configPath, "config", "", "config file (default: $MCPWRAP_CONFIG, else <user config dir>/mcpwrap/config.json)")
 	fs.StringVar(&o.stateDir, "state-dir", "", "user state directory (default: $MCPWRAP_STATE_DIR, else the OS per-user state dir)")
+	fs.StringVar(&o.store, "store", "", "the state store, whose PostgreSQL database keeps registrations (and, with $MCPWRAP_STORE_KEY, tokens) for every replica: file or a postgres:// URL (default: the entry's, else $MCPWRAP_STORE, else the config file's store, else file)")
 	o.oauth.add(fs)
 	name, rest := "", args
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -160,6 +186,7 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 		if o.stateDir == "" {
 			o.stateDir = found.stateDir
 		}
+		o.store = cmp.Or(o.store, found.store)
 		o.oauth = found.oauth.overriddenBy(o.oauth)
 	}
 	logger, closer, err := newLogger(logOptions{level: "warn", format: "text"}, stderr)
@@ -173,7 +200,9 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 		fail(err)
 		return exitUsage
 	}
-	c, err := signIn(o, file.Server(name), stderr, logger, false)
+	var opened stores.Set
+	defer opened.Close()
+	c, err := signIn(o, file.Server(name), &opened, stderr, logger, false)
 	if err != nil {
 		fail(err)
 		return exitUsage
@@ -209,9 +238,9 @@ func runLogin(ctx context.Context, cmd string, args []string, stdout, stderr io.
 
 // foundEntry is a remote server found in a client config.
 type foundEntry struct {
-	url, configPath, stateDir string
-	env                       map[string]string
-	oauth                     oauthFlags // the entry's own --oauth-* flags
+	url, configPath, stateDir, store string
+	env                              map[string]string
+	oauth                            oauthFlags // the entry's own --oauth-* flags
 }
 
 // overriddenBy returns f with the flags set in g replacing its own.
@@ -245,7 +274,8 @@ func entryURL(name string) (foundEntry, error) {
 			if o.url == "" {
 				return foundEntry{}, fmt.Errorf("server %q in %s is not a remote (--url) server", name, f.Path)
 			}
-			return foundEntry{url: o.url, env: e.Env, configPath: o.configPath, stateDir: o.stateDir, oauth: o.oauth}, nil
+			return foundEntry{url: o.url, env: e.Env, configPath: o.configPath, stateDir: o.stateDir,
+				store: cmp.Or(o.store, e.Env[config.EnvStore]), oauth: o.oauth}, nil
 		}
 	}
 	return foundEntry{}, fmt.Errorf("no remote server %q in the client configs; give its --url", name)
@@ -255,12 +285,14 @@ func entryURL(name string) (foundEntry, error) {
 // status and doctor; nothing when there are none. Each is named by the
 // --name it was made with, and its URLs are shown as their origins
 // (redact.URL): a server's path or query may hold its key (…/sk-…/mcp).
-func writeSignIns(w io.Writer, stateDir string, now time.Time) {
-	store, err := auth.OpenStore(stateDir, os.Getenv, nil)
+// The store is the one configPath, storeFlag or the environment selects
+// (see signInStore).
+func writeSignIns(ctx context.Context, w io.Writer, configPath, storeFlag, stateDir string, opened *stores.Set, now time.Time) {
+	store, err := signInStore(configPath, storeFlag, stateDir, os.Getenv, opened, nil)
 	if err != nil {
-		return
+		return // writeStore says what is wrong with the store
 	}
-	list, err := store.SignIns()
+	list, err := store.SignIns(ctx)
 	if err != nil {
 		fmt.Fprintf(w, "\nSign-ins: cannot read %s: %s\n", store.Where(), redact.Text(err.Error()))
 		return

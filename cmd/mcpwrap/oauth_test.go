@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/auth"
 	"github.com/mcpwrap/mcpwrap/internal/config"
+	"github.com/mcpwrap/mcpwrap/internal/stores"
 )
 
 // TestWriteSignIns: status and doctor list each sign-in by its name and
@@ -31,7 +33,9 @@ func TestWriteSignIns(t *testing.T) {
 		AccessToken: "secret-access-2",
 	}, nil))
 	var out bytes.Buffer
-	writeSignIns(&out, dir, now)
+	var opened stores.Set
+	defer opened.Close()
+	writeSignIns(t.Context(), &out, filepath.Join(dir, "config.json"), config.StoreFile, dir, &opened, now)
 	assert.Contains(t, out.String(), "  -       https://mcp.example  https://as.example  signed in (expires in 52m0s)\n")
 	assert.Contains(t, out.String(), "  linear  https://mcp.example  https://as.example  signed in\n")
 	for _, secret := range []string{"secret-access", "secret-refresh", "pw", "key=k", "SECRET", "example/"} {

@@ -27,7 +27,7 @@ const statusUsage = `Usage: mcpwrap status [--json] [--state-dir DIR] [--store L
 
 Lists the mcpwrap sidecars of this user that are running now, with their
 upstream's status (available, transient, permanent, denied), load attempts,
-restarts and counters, and the --listen fronts with their URL and one line
+the time its load took, restarts and counters, and the --listen fronts with their URL and one line
 per HTTP session. Sidecars that were killed are left out (and their
 status files removed). With a shared state store (--store, $MCPWRAP_STORE
 or the config file's store: PostgreSQL), it says whether the store can be
@@ -74,8 +74,8 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		err = writeStatusTable(stdout, list, time.Now())
 		var opened stores.Set
 		writeStore(ctx, stdout, *configPath, *store, state, &opened)
+		writeSignIns(ctx, stdout, *configPath, *store, state, &opened, time.Now())
 		opened.Close()
-		writeSignIns(stdout, state, time.Now())
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpwrap status:", err)
@@ -97,19 +97,19 @@ func writeStatusTable(w io.Writer, list []runstatus.Status, now time.Time) error
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tUPSTREAM\tPID\tUPTIME\tSTATUS\tATTEMPTS\tRESTARTS\tCALLS\tREJECTED\tINCLUDE_DISABLED\tPENDING\tERROR")
+	fmt.Fprintln(tw, "SERVER\tUPSTREAM\tPID\tUPTIME\tSTATUS\tATTEMPTS\tLOAD\tRESTARTS\tCALLS\tREJECTED\tINCLUDE_DISABLED\tPENDING\tERROR")
 	for _, s := range list {
 		if s.Listen != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s %s, %d session(s)\t\t\t\t\t\t%d\t\n", s.Server, cmp.Or(s.Upstream, "-"), s.PID,
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s %s, %d session(s)\t\t\t\t\t\t\t%d\t\n", s.Server, cmp.Or(s.Upstream, "-"), s.PID,
 				now.Sub(s.StartedAt).Round(time.Second), s.Status, s.Listen, len(s.Sessions), s.Pending)
 			for i, ss := range s.Sessions {
-				fmt.Fprintf(tw, "  session %d\t\t\t\t%s\t%d\t%d\t%d\t%d\t%d\t\t%s\n", i+1,
-					ss.Status, ss.Attempts, ss.Restarts, ss.Calls, ss.Rejections, ss.IncludeDisabledQueries, ss.Error)
+				fmt.Fprintf(tw, "  session %d\t\t\t\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t\t%s\n", i+1,
+					ss.Status, ss.Attempts, loadTime(ss), ss.Restarts, ss.Calls, ss.Rejections, ss.IncludeDisabledQueries, ss.Error)
 			}
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Server, cmp.Or(s.Upstream, "-"), s.PID,
-			now.Sub(s.StartedAt).Round(time.Second), s.Status, s.Attempts, s.Restarts,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Server, cmp.Or(s.Upstream, "-"), s.PID,
+			now.Sub(s.StartedAt).Round(time.Second), s.Status, s.Attempts, loadTime(s.Session), s.Restarts,
 			s.Calls, s.Rejections, s.IncludeDisabledQueries, s.Pending, s.Error)
 	}
 	if err := tw.Flush(); err != nil {
@@ -121,6 +121,15 @@ func writeStatusTable(w io.Writer, list []runstatus.Status, now time.Time) error
 		}
 	}
 	return nil
+}
+
+// loadTime is the LOAD column: how long the current load took, "-" while
+// the upstream is not available.
+func loadTime(s runstatus.Session) string {
+	if d := s.LoadTime(); d > 0 {
+		return d.String()
+	}
+	return "-"
 }
 
 // storeCheckTimeout bounds status's and doctor's look at the state store.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,4 +89,25 @@ func TestStatusDescribesTheExpandedURL(t *testing.T) {
 	a, _ := describeUpstream(wrapOptions{url: "${U}", env: map[string]string{"U": "https://a.example.com/mcp"}})
 	b, _ := describeUpstream(wrapOptions{url: "${U}", env: map[string]string{"U": "https://b.example.com/mcp"}})
 	assert.NotEqual(t, a, b, "two servers behind one variable name are told apart")
+}
+
+// TestStatusTableShowsLoadTime: the LOAD column is how long the current
+// load took (issue 23: the panel and status had no load time), "-" while
+// the upstream is not available.
+func TestStatusTableShowsLoadTime(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	list := []runstatus.Status{
+		{Server: "fs", PID: 7, StartedAt: now.Add(-time.Minute), Session: runstatus.Session{Status: "available", Attempts: 1, LoadMS: 412}},
+		{Server: "slow", PID: 8, StartedAt: now.Add(-time.Minute), Session: runstatus.Session{Status: "available", Attempts: 2, LoadMS: 2345}},
+		{Server: "gone", PID: 9, StartedAt: now.Add(-time.Minute), Session: runstatus.Session{Status: "permanent", Attempts: 1, Error: "boom"}},
+		{Server: "front", PID: 10, StartedAt: now.Add(-time.Minute), Session: runstatus.Session{Status: runstatus.Listening},
+			Listen: "http://127.0.0.1:1/mcp", Sessions: []runstatus.Session{{Status: "available", Attempts: 1, LoadMS: 30}}},
+	}
+	var buf bytes.Buffer
+	require.NoError(t, writeStatusTable(&buf, list, now))
+	assert.Regexp(t, `(?m)^SERVER\s+UPSTREAM\s+PID\s+UPTIME\s+STATUS\s+ATTEMPTS\s+LOAD\s+RESTARTS`, buf.String())
+	assert.Regexp(t, `(?m)^fs\s+-\s+7\s+1m0s\s+available\s+1\s+412ms\s+0\s`, buf.String())
+	assert.Regexp(t, `(?m)^slow\s+-\s+8\s+1m0s\s+available\s+2\s+2\.3s\s+0\s`, buf.String())
+	assert.Regexp(t, `(?m)^gone\s+-\s+9\s+1m0s\s+permanent\s+1\s+-\s+0\s+0\s+0\s+0\s+0\s+boom$`, buf.String())
+	assert.Regexp(t, `(?m)^  session 1\s+available\s+1\s+30ms\s+0\s+0\s+0\s+0\s*$`, buf.String())
 }

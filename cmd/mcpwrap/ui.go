@@ -125,7 +125,7 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Store:     store,
 		StatusDir: runstatus.Dir(dir),
 		Clients:   uiClients{},
-		SignIns:   uiSignIns{stateDir: dir, configPath: o.configPath, stderr: stderr},
+		SignIns:   uiSignIns{stateDir: dir, configPath: o.configPath, store: o.store, opened: &opened, stderr: stderr},
 		Logger:    logger,
 	}
 	ln, err := net.Listen("tcp", *listen)
@@ -243,16 +243,17 @@ func (c uiClients) Apply(ctx context.Context, path, entry string, uninstall bool
 // uiSignIns runs the sign-ins of `mcpwrap login` and `logout` for the
 // panel.
 type uiSignIns struct {
-	stateDir, configPath string
-	stderr               io.Writer
+	stateDir, configPath, store string
+	opened                      *stores.Set // closed once the panel stopped
+	stderr                      io.Writer
 }
 
-func (s uiSignIns) List(context.Context) ([]panel.SignIn, error) {
-	store, err := auth.OpenStore(s.stateDir, os.Getenv, nil)
+func (s uiSignIns) List(ctx context.Context) ([]panel.SignIn, error) {
+	store, err := signInStore(s.configPath, s.store, s.stateDir, os.Getenv, s.opened, nil)
 	if err != nil {
 		return nil, err
 	}
-	stored, err := store.SignIns()
+	stored, err := store.SignIns(ctx)
 	if err != nil {
 		return nil, errors.New(redact.Text(err.Error()))
 	}
@@ -293,7 +294,7 @@ func (s uiSignIns) client(name string) (*auth.Client, error) {
 		return nil, err
 	}
 	o := wrapOptions{name: name, url: found.url, env: found.env, oauth: found.oauth,
-		configPath: cmp.Or(s.configPath, found.configPath), stateDir: cmp.Or(found.stateDir, s.stateDir)}
+		configPath: cmp.Or(s.configPath, found.configPath), stateDir: cmp.Or(found.stateDir, s.stateDir), store: cmp.Or(found.store, s.store)}
 	file, err := config.Open(o.configPath, os.Getenv)
 	if err != nil {
 		return nil, err
@@ -302,7 +303,7 @@ func (s uiSignIns) client(name string) (*auth.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return signIn(o, file.Server(name), s.stderr, logger, false)
+	return signIn(o, file.Server(name), s.opened, s.stderr, logger, false)
 }
 
 func (s uiSignIns) Login(ctx context.Context, name string, show func(string)) error {

@@ -195,11 +195,11 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer ob.Close()
 	if o.listen.addr != "" {
-		return runListen(ctx, o, srv, tools, ob, childStderr, logger, base)
+		return runListen(ctx, o, srv, tools, &opened, ob, childStderr, logger, base)
 	}
 	var setupErr error // why the --url server cannot be reached as configured
 	if o.url != "" {
-		if o.signIn, setupErr = signIn(o, srv, stderr, logger, true); setupErr == nil {
+		if o.signIn, setupErr = signIn(o, srv, &opened, stderr, logger, true); setupErr == nil {
 			defer o.signIn.Close()
 			o.signIn.SignedIn = ob.signedIn(o.name)
 		}

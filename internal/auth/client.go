@@ -120,22 +120,32 @@ func (c *Client) setToken(t *Token) {
 }
 
 // cached returns the token in memory, reading the store the first time.
-func (c *Client) cached() (*Token, error) {
+func (c *Client) cached(ctx context.Context) (*Token, error) {
 	c.mu.Lock()
 	t := c.tok
 	c.mu.Unlock()
 	if t != nil {
 		return t, nil
 	}
-	return c.reload()
+	return c.reload(ctx)
 }
 
 // reload reads the token from the store into memory.
-func (c *Client) reload() (*Token, error) {
-	t, err := c.Store.Token(c.ServerURL)
+func (c *Client) reload(ctx context.Context) (*Token, error) {
+	t, err := c.Store.Token(ctx, c.ServerURL)
 	if errors.Is(err, ErrNoToken) {
 		c.setToken(nil)
 		return nil, ErrNoToken
+	}
+	var keyErr *KeyError
+	if errors.As(err, &keyErr) {
+		// Fail closed, and say why: no request goes out without the
+		// sign-in, and no browser opens for one that could not be stored.
+		c.setToken(nil)
+		return nil, &resilience.Error{Class: resilience.Denied, Code: resilience.CodeLoginRequired,
+			Reason: "sign-in required: the stored sign-ins cannot be opened with $MCPWRAP_STORE_KEY (key " + keyErr.Have + "): " + keyErr.Reason,
+			Hint:   "Give every mcpwrap that shares the store the same MCPWRAP_STORE_KEY; if that key is lost, remove the sign-ins from the store and run `mcpwrap login " + c.Name + "`",
+			Err:    err}
 	}
 	if err != nil {
 		return nil, err
@@ -154,7 +164,7 @@ func valid(t *Token, now time.Time) bool {
 // login-required error when the refresh was refused, and a transient
 // error when the authorization server could not be asked.
 func (c *Client) accessToken(ctx context.Context) (string, error) {
-	t, err := c.cached()
+	t, err := c.cached(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -183,8 +193,8 @@ type Status struct {
 }
 
 // State reads the server's sign-in state from the store.
-func (c *Client) State() (Status, error) {
-	t, err := c.Store.Token(c.ServerURL)
+func (c *Client) State(ctx context.Context) (Status, error) {
+	t, err := c.Store.Token(ctx, c.ServerURL)
 	if errors.Is(err, ErrNoToken) {
 		return Status{}, nil
 	}
@@ -243,7 +253,7 @@ func (c *Client) loginRequired(ch challenge) (<-chan struct{}, error) {
 	var hint string
 	switch {
 	case start:
-		unlock, ok, err := c.Store.tryLock(lockName("login", c.ServerURL))
+		unlock, ok, err := c.Store.tryLock(c.ctx, lockName("login", c.ServerURL))
 		if err != nil || !ok {
 			c.mu.Lock()
 			c.loggingIn = false
@@ -352,13 +362,13 @@ func (c *Client) Watch(ctx context.Context, interval time.Duration, fn func()) {
 		case <-ctx.Done():
 			return
 		case <-c.changed:
-			_, _ = c.reload()
+			_, _ = c.reload(ctx)
 			fn()
 		case <-tick.C:
-			if g := c.Store.Generation(); g != gen {
+			if g := c.Store.Generation(ctx); g != gen {
 				gen = g
 				before := c.current()
-				_, _ = c.reload()
+				_, _ = c.reload(ctx)
 				if c.current() != before {
 					fn() // this server's sign-in changed, not another's
 				}

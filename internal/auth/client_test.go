@@ -92,7 +92,7 @@ func TestStoreKeepsSecretsOutOfErrors(t *testing.T) {
 	s, err := newFileStore(dir)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokens.json"), []byte(`{"tokens":[{"access_token":"secret-xyz"`), 0o600))
-	_, err = s.Token("https://a/mcp")
+	_, err = s.Token(t.Context(), "https://a/mcp")
 	require.Error(t, err)
 	assert.False(t, strings.Contains(err.Error(), "secret-xyz"))
 }

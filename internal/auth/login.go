@@ -109,7 +109,7 @@ func (c *Client) authorize(ctx context.Context, ch challenge, open func(ctx cont
 	defer cb.close()
 	opened, err := c.authorizeOnce(ctx, ch, open, cb, RedirectURL(port), true)
 	if err != nil && !opened && !errors.Is(err, ErrNotWebPage) {
-		if _, stored, _ := c.Store.Registration(c.ServerURL, RedirectURL(port)); stored && c.Config.ClientID == "" {
+		if _, stored, _ := c.Store.Registration(ctx, c.ServerURL, RedirectURL(port)); stored && c.Config.ClientID == "" {
 			c.log.Debug("the stored registration does not fit; registering anew", "error", err)
 			_, err = c.authorizeOnce(ctx, ch, open, cb, RedirectURL(port), false)
 		}
@@ -122,7 +122,7 @@ func (c *Client) authorize(ctx context.Context, ch challenge, open func(ctx cont
 func (c *Client) authorizeOnce(ctx context.Context, ch challenge, open func(ctx context.Context, url string) error, cb *callback, redirect string, useStored bool) (opened bool, err error) {
 	var prior []string // scopes granted before: a step-up keeps them
 	if ch.stepUp() {
-		if t, err := c.Store.Token(c.ServerURL); err == nil {
+		if t, err := c.Store.Token(ctx, c.ServerURL); err == nil {
 			prior = t.Scopes
 		}
 	}
@@ -184,7 +184,7 @@ func (c *Client) authorizeOnce(ctx context.Context, ch challenge, open func(ctx 
 	case c.Config.ClientID != "":
 		hc.PreregisteredClient = credentials(c.Config.ClientID, c.Config.ClientSecret)
 	case useStored:
-		if reg, ok, err := c.Store.Registration(c.ServerURL, redirect); err == nil && ok {
+		if reg, ok, err := c.Store.Registration(ctx, c.ServerURL, redirect); err == nil && ok {
 			hc.PreregisteredClient = credentials(reg.ClientID, reg.ClientSecret)
 			// Bound to its authorization server: another one fails the
 			// attempt before the browser opens.

@@ -55,15 +55,15 @@ func TestLogin(t *testing.T) {
 
 	assert.Contains(t, shown, "code_challenge_method=S256")
 	assert.Contains(t, shown, "redirect_uri="+url.QueryEscape(RedirectURL(port)))
-	tok, err := store.Token(as.URL + "/mcp")
+	tok, err := store.Token(t.Context(), as.URL+"/mcp")
 	require.NoError(t, err)
 	assert.Equal(t, as.URL, tok.Issuer, "keyed by the issuer")
 	assert.Equal(t, as.URL+"/mcp", tok.Resource, "and the resource")
 	assert.NotEmpty(t, tok.RefreshToken)
-	st, err := c.State()
+	st, err := c.State(t.Context())
 	require.NoError(t, err)
 	assert.True(t, st.SignedIn)
-	_, ok, err := store.Registration(as.URL+"/mcp", RedirectURL(port))
+	_, ok, err := store.Registration(t.Context(), as.URL+"/mcp", RedirectURL(port))
 	require.NoError(t, err)
 	assert.True(t, ok, "the dynamic registration is stored")
 }
@@ -82,7 +82,7 @@ func TestLoginWhenThePortIsTaken(t *testing.T) {
 	defer c.Close()
 	shown := login(t, c)
 	assert.NotContains(t, shown, "%3A"+strconv.Itoa(port)+"%2Fcallback")
-	_, err = store.Token(as.URL + "/mcp")
+	_, err = store.Token(t.Context(), as.URL+"/mcp")
 	assert.NoError(t, err)
 }
 

@@ -30,7 +30,7 @@ func (c *Client) refresh(ctx context.Context, stale string) (*Token, error) {
 		return nil, err
 	}
 	defer unlock()
-	t, err := c.reload()
+	t, err := c.reload(ctx)
 	if err != nil {
 		return nil, err
 	}

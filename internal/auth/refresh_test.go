@@ -100,7 +100,7 @@ func TestRefreshSingleFlightAcrossClients(t *testing.T) {
 		assert.Equal(t, "access-b", tok)
 	}
 	assert.Equal(t, []string{"https://mcp.example/mcp"}, as.resources, "the refresh sends resource again")
-	stored, err := setup.Token("https://mcp.example/mcp")
+	stored, err := setup.Token(t.Context(), "https://mcp.example/mcp")
 	require.NoError(t, err)
 	assert.Equal(t, "refresh-b", stored.RefreshToken, "the rotated refresh token is stored")
 }
@@ -160,11 +160,11 @@ func TestRefreshFailure(t *testing.T) {
 				got := resilience.Classify(err)
 				assert.Equal(t, tt.wantClass, got.Class, got.Reason)
 			}
-			_, err = store.Token("https://mcp.example/mcp")
+			_, err = store.Token(t.Context(), "https://mcp.example/mcp")
 			assert.Equal(t, tt.wantKept, err == nil, "token kept")
 			assert.Equal(t, int32(1), as.requests.Load(), "one refresh request")
 			if tt.registered {
-				_, regKept, err := store.Registration("https://mcp.example/mcp", redirect)
+				_, regKept, err := store.Registration(t.Context(), "https://mcp.example/mcp", redirect)
 				require.NoError(t, err)
 				assert.Equal(t, tt.wantKept, regKept, "registration kept")
 			}
@@ -174,7 +174,7 @@ func TestRefreshFailure(t *testing.T) {
 
 func mustToken(t *testing.T, s *Store, serverURL string) Token {
 	t.Helper()
-	tok, err := s.Token(serverURL)
+	tok, err := s.Token(t.Context(), serverURL)
 	require.NoError(t, err)
 	return tok
 }

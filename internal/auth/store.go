@@ -98,22 +98,38 @@ func (d *document) registration(serverURL, redirectURL string) *Registration {
 	return nil
 }
 
-// backend keeps the store's document somewhere: a keychain item or a file.
-type backend interface {
-	// read returns the document's bytes, or nil when there is none yet.
-	read() ([]byte, error)
-	write(data []byte) error
-	// where describes the backend for the log, e.g. "the OS keychain".
-	where() string
+// TokenStore keeps the sign-in document (tokens and registrations, as
+// JSON) where every process that shares it finds it: a keychain item or a
+// file of the user's (OpenStore's), or a row of a PostgreSQL database that
+// replicas share (internal/pgstore's Doc), maybe sealed ([Seal]). Its
+// methods are safe for concurrent use, by any number of processes.
+type TokenStore interface {
+	// Load returns the document, nil when there is none yet.
+	Load(ctx context.Context) ([]byte, error)
+	// Update replaces the document with what fn returns for the current
+	// one (nil when none), atomically with respect to every other Update
+	// of every process; nothing is written when fn fails.
+	Update(ctx context.Context, fn func(old []byte) ([]byte, error)) error
+	// Lock takes the named lock, which one process at a time holds of all
+	// that share the store, waiting for it until ctx is done, and returns
+	// its release.
+	Lock(ctx context.Context, name string) (unlock func(), err error)
+	// TryLock takes the named lock only if no process holds it.
+	TryLock(ctx context.Context, name string) (unlock func(), ok bool, err error)
+	// Generation returns a value that changes whenever any process updates
+	// the document ("" before the first update).
+	Generation(ctx context.Context) (string, error)
+	// String says where the document is kept, for people: no secret.
+	String() string
 }
 
-// Store is the user's token and registration store, shared by every
-// mcpwrap process of the user: each update is a read-modify-write under a
-// file lock, and bumps a generation marker other processes watch. A Store
-// is safe for concurrent use.
+// Store is the user's sign-in store as a [Client] uses it: tokens and
+// registrations, each kept in a [TokenStore] (one for both by default;
+// registrations, and tokens too when sealed, in a shared database for
+// replicas). A Store is safe for concurrent use.
 type Store struct {
-	dir string // locks and the generation marker
-	b   backend
+	tokens TokenStore // tokens, and the locks of refreshes and sign-ins
+	regs   TokenStore // registrations; may be tokens
 }
 
 // storeDirName is the store's directory under the state directory.
@@ -139,7 +155,7 @@ func OpenStore(stateDir string, getenv func(string) string, logger *slog.Logger)
 			logger.Info("no OS keychain available; keeping sign-in tokens in a file readable only by you", "path", filepath.Join(dir, "tokens.json"))
 		}
 	}
-	return &Store{dir: dir, b: b}, nil
+	return NewStore(&localStore{dir: dir, b: b}, nil), nil
 }
 
 // newFileStore is a store kept in a file under dir, for tests.
@@ -147,31 +163,69 @@ func newFileStore(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return &Store{dir: dir, b: &fileBackend{path: filepath.Join(dir, "tokens.json")}}, nil
+	return NewStore(&localStore{dir: dir, b: &fileBackend{path: filepath.Join(dir, "tokens.json")}}, nil), nil
 }
 
-// Where describes where tokens are kept, for doctor and logs.
-func (s *Store) Where() string { return s.b.where() }
-
-func (s *Store) load() (*document, error) {
-	data, err := s.b.read()
-	if err != nil {
-		return nil, fmt.Errorf("reading the token store (%s): %w", s.b.where(), err)
+// NewStore returns the Store keeping tokens in tokens and registrations in
+// regs; nil regs keeps them in tokens too.
+func NewStore(tokens, regs TokenStore) *Store {
+	if regs == nil {
+		regs = tokens
 	}
+	return &Store{tokens: tokens, regs: regs}
+}
+
+// Share returns a Store that keeps registrations in regs and, when tokens
+// is not nil, tokens (and the refresh and sign-in locks) in tokens; what
+// it is not given stays where s keeps it.
+func (s *Store) Share(regs, tokens TokenStore) *Store {
+	out := *s
+	if regs != nil {
+		out.regs = regs
+	}
+	if tokens != nil {
+		out.tokens = tokens
+	}
+	return &out
+}
+
+// Where describes where tokens are kept, for doctor and logs; with
+// registrations elsewhere, where those are too.
+func (s *Store) Where() string {
+	if s.regs == s.tokens {
+		return s.tokens.String()
+	}
+	return s.tokens.String() + "; registrations in " + s.regs.String()
+}
+
+// load reads ts's document.
+func load(ctx context.Context, ts TokenStore) (*document, error) {
+	data, err := ts.Load(ctx)
+	if errors.Is(err, ErrWrongKey) {
+		return nil, err // it says where
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the token store (%s): %w", ts, err)
+	}
+	return decode(ts, data)
+}
+
+// decode parses ts's document; nil is an empty one.
+func decode(ts TokenStore, data []byte) (*document, error) {
 	d := &document{Version: 1}
 	if len(data) == 0 {
 		return d, nil
 	}
 	if err := json.Unmarshal(data, d); err != nil {
 		// The content is not echoed: it holds secrets.
-		return nil, fmt.Errorf("the token store (%s) is not valid JSON; delete it to sign in again", s.b.where())
+		return nil, fmt.Errorf("the token store (%s) is not valid JSON; delete it to sign in again", ts)
 	}
 	return d, nil
 }
 
 // Token returns the stored token of serverURL, or ErrNoToken.
-func (s *Store) Token(serverURL string) (Token, error) {
-	d, err := s.load()
+func (s *Store) Token(ctx context.Context, serverURL string) (Token, error) {
+	d, err := load(ctx, s.tokens)
 	if err != nil {
 		return Token{}, err
 	}
@@ -181,41 +235,42 @@ func (s *Store) Token(serverURL string) (Token, error) {
 	return Token{}, ErrNoToken
 }
 
-// update runs fn on the current document under the store lock and writes
-// the result, unless fn fails.
-func (s *Store) update(ctx context.Context, fn func(*document) error) error {
-	unlock, err := s.lock(ctx, "store.lock")
-	if err != nil {
-		return err
+// update runs fn on ts's document and writes the result, unless fn fails.
+func update(ctx context.Context, ts TokenStore, fn func(*document) error) error {
+	var fnErr error // fn's, or the document's: already told where
+	err := ts.Update(ctx, func(old []byte) ([]byte, error) {
+		d, err := decode(ts, old)
+		if err == nil {
+			err = fn(d)
+		}
+		if err != nil {
+			fnErr = err
+			return nil, err
+		}
+		return json.MarshalIndent(d, "", "  ")
+	})
+	if err != nil && fnErr == nil {
+		return fmt.Errorf("writing the token store (%s): %w", ts, err)
 	}
-	defer unlock()
-	d, err := s.load()
-	if err != nil {
-		return err
-	}
-	if err := fn(d); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(d, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := s.b.write(data); err != nil {
-		return fmt.Errorf("writing the token store (%s): %w", s.b.where(), err)
-	}
-	return s.bump()
+	return err
 }
 
 // SaveToken stores t (and reg, when not nil).
 func (s *Store) SaveToken(ctx context.Context, t Token, reg *Registration) error {
-	return s.update(ctx, func(d *document) error {
-		d.put(t)
-		if reg != nil {
+	if reg != nil {
+		err := update(ctx, s.regs, func(d *document) error {
 			d.Registrations = slices.DeleteFunc(d.Registrations, func(r Registration) bool {
 				return r.ServerURL == reg.ServerURL && r.RedirectURL == reg.RedirectURL
 			})
 			d.Registrations = append(d.Registrations, *reg)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
+	}
+	return update(ctx, s.tokens, func(d *document) error {
+		d.put(t)
 		return nil
 	})
 }
@@ -224,7 +279,7 @@ func (s *Store) SaveToken(ctx context.Context, t Token, reg *Registration) error
 // Registrations are kept: signing in again needs no new registration.
 func (s *Store) Forget(ctx context.Context, serverURL string) (bool, error) {
 	found := false
-	err := s.update(ctx, func(d *document) error {
+	err := update(ctx, s.tokens, func(d *document) error {
 		n := len(d.Tokens)
 		d.Tokens = slices.DeleteFunc(d.Tokens, func(t Token) bool { return t.ServerURL == serverURL })
 		found = len(d.Tokens) != n
@@ -240,16 +295,18 @@ func (s *Store) Forget(ctx context.Context, serverURL string) (bool, error) {
 // drop: then nothing changes.
 func (s *Store) forgetClient(ctx context.Context, serverURL, clientID string) (bool, error) {
 	registered := false
-	err := s.update(ctx, func(d *document) error {
+	err := update(ctx, s.regs, func(d *document) error {
 		n := len(d.Registrations)
 		d.Registrations = slices.DeleteFunc(d.Registrations, func(r Registration) bool {
 			return r.ServerURL == serverURL && r.ClientID == clientID
 		})
-		if registered = len(d.Registrations) != n; registered {
-			d.Tokens = slices.DeleteFunc(d.Tokens, func(t Token) bool { return t.ServerURL == serverURL })
-		}
+		registered = len(d.Registrations) != n
 		return nil
 	})
+	if err != nil || !registered {
+		return registered, err
+	}
+	_, err = s.Forget(ctx, serverURL)
 	return registered, err
 }
 
@@ -262,8 +319,8 @@ type SignIn struct {
 }
 
 // SignIns lists the stored sign-ins, in the order they were made.
-func (s *Store) SignIns() ([]SignIn, error) {
-	d, err := s.load()
+func (s *Store) SignIns(ctx context.Context) ([]SignIn, error) {
+	d, err := load(ctx, s.tokens)
 	if err != nil {
 		return nil, err
 	}
@@ -276,8 +333,8 @@ func (s *Store) SignIns() ([]SignIn, error) {
 
 // Registration returns the stored registration for serverURL and
 // redirectURL, if any.
-func (s *Store) Registration(serverURL, redirectURL string) (Registration, bool, error) {
-	d, err := s.load()
+func (s *Store) Registration(ctx context.Context, serverURL, redirectURL string) (Registration, bool, error) {
+	d, err := load(ctx, s.regs)
 	if err != nil {
 		return Registration{}, false, err
 	}
@@ -287,55 +344,112 @@ func (s *Store) Registration(serverURL, redirectURL string) (Registration, bool,
 	return Registration{}, false, nil
 }
 
-// lockRetry is how often a busy lock is tried again.
-const lockRetry = 10 * time.Millisecond
-
-// lock takes the named file lock under the store's directory, waiting
-// while another process holds it, and returns its release.
+// lock takes the named lock of the tokens' store, waiting for it.
 func (s *Store) lock(ctx context.Context, name string) (func(), error) {
-	l := flock.New(filepath.Join(s.dir, name))
-	ok, err := l.TryLockContext(ctx, lockRetry)
+	unlock, err := s.tokens.Lock(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("token store lock: %w", err)
 	}
-	if !ok {
-		return nil, fmt.Errorf("token store lock: %w", ctx.Err())
-	}
-	return func() { _ = l.Unlock() }, nil
+	return unlock, nil
 }
 
 // tryLock takes the named lock if no other process holds it.
-func (s *Store) tryLock(name string) (func(), bool, error) {
-	l := flock.New(filepath.Join(s.dir, name))
-	ok, err := l.TryLock()
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	return func() { _ = l.Unlock() }, true, nil
+func (s *Store) tryLock(ctx context.Context, name string) (func(), bool, error) {
+	return s.tokens.TryLock(ctx, name)
 }
 
-// lockName names a per-server lock file without putting the URL (which
-// may carry a credential) in a file name.
+// lockName names a per-server lock without putting the URL (which may
+// carry a credential) in a file name or a database.
 func lockName(kind, serverURL string) string {
 	sum := sha256.Sum256([]byte(serverURL))
 	return kind + "-" + hex.EncodeToString(sum[:8]) + ".lock"
 }
 
-const generationFile = "generation"
-
-// bump records that the store changed, for [Store.Generation] readers.
-func (s *Store) bump() error {
-	return writeFileAtomic(filepath.Join(s.dir, generationFile), []byte(rand.Text()), 0o600)
+// Generation returns a value that changes whenever any process updates
+// the tokens ("" before the first update, or when it cannot be read).
+func (s *Store) Generation(ctx context.Context) string {
+	g, _ := s.tokens.Generation(ctx)
+	return g
 }
 
-// Generation returns a value that changes whenever any process updates
-// the store ("" before the first update).
-func (s *Store) Generation() string {
-	b, err := os.ReadFile(filepath.Join(s.dir, generationFile))
+// backend keeps a localStore's document somewhere: a keychain item or a
+// file.
+type backend interface {
+	// read returns the document's bytes, or nil when there is none yet.
+	read() ([]byte, error)
+	write(data []byte) error
+	// where describes the backend for the log, e.g. "the OS keychain".
+	where() string
+}
+
+// localStore is the [TokenStore] of one user on one machine: its document
+// in a backend, its locks and generation marker files in dir, so that
+// every mcpwrap process of the user shares it.
+type localStore struct {
+	dir string // locks and the generation marker
+	b   backend
+}
+
+func (l *localStore) String() string { return l.b.where() }
+
+func (l *localStore) Load(context.Context) ([]byte, error) { return l.b.read() }
+
+// Update runs fn under the store's file lock, writes, and bumps the
+// generation marker other processes watch.
+func (l *localStore) Update(ctx context.Context, fn func([]byte) ([]byte, error)) error {
+	unlock, err := l.Lock(ctx, "store.lock")
 	if err != nil {
-		return ""
+		return err
 	}
-	return string(b)
+	defer unlock()
+	old, err := l.b.read()
+	if err != nil {
+		return err
+	}
+	data, err := fn(old)
+	if err != nil {
+		return err
+	}
+	if err := l.b.write(data); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(l.dir, generationFile), []byte(rand.Text()), 0o600)
+}
+
+// lockRetry is how often a busy lock is tried again.
+const lockRetry = 10 * time.Millisecond
+
+// Lock takes the named file lock under the store's directory, waiting
+// while another process holds it.
+func (l *localStore) Lock(ctx context.Context, name string) (func(), error) {
+	fl := flock.New(filepath.Join(l.dir, name))
+	ok, err := fl.TryLockContext(ctx, lockRetry)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, ctx.Err()
+	}
+	return func() { _ = fl.Unlock() }, nil
+}
+
+func (l *localStore) TryLock(_ context.Context, name string) (func(), bool, error) {
+	fl := flock.New(filepath.Join(l.dir, name))
+	ok, err := fl.TryLock()
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return func() { _ = fl.Unlock() }, true, nil
+}
+
+const generationFile = "generation"
+
+func (l *localStore) Generation(context.Context) (string, error) {
+	b, err := os.ReadFile(filepath.Join(l.dir, generationFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	return string(b), err
 }
 
 // fileBackend keeps the document in a file only the user can read.

@@ -21,12 +21,12 @@ func TestOpenStoreUsesTheKeychain(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "the OS keychain", s.Where())
 	require.NoError(t, s.SaveToken(t.Context(), Token{ServerURL: "https://a/mcp", AccessToken: "secret-access"}, nil))
-	tok, err := s.Token("https://a/mcp")
+	tok, err := s.Token(t.Context(), "https://a/mcp")
 	require.NoError(t, err)
 	assert.Equal(t, "secret-access", tok.AccessToken)
 	_, err = os.Stat(filepath.Join(dir, storeDirName, "tokens.json"))
 	assert.True(t, errors.Is(err, os.ErrNotExist), "no token file beside the keychain")
-	assert.NotEmpty(t, s.Generation(), "other processes learn of the change")
+	assert.NotEmpty(t, s.Generation(t.Context()), "other processes learn of the change")
 }
 
 func TestOpenStoreFallsBackToAFile(t *testing.T) {
@@ -57,9 +57,9 @@ func TestForgetKeepsTheRegistration(t *testing.T) {
 	found, err := s.Forget(t.Context(), "https://a/mcp")
 	require.NoError(t, err)
 	assert.True(t, found)
-	_, err = s.Token("https://a/mcp")
+	_, err = s.Token(t.Context(), "https://a/mcp")
 	assert.ErrorIs(t, err, ErrNoToken)
-	got, ok, err := s.Registration("https://a/mcp", "http://127.0.0.1:1/callback")
+	got, ok, err := s.Registration(t.Context(), "https://a/mcp", "http://127.0.0.1:1/callback")
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, *reg, got)
@@ -76,11 +76,11 @@ func FuzzStoreDocument(f *testing.F) {
 		s, err := newFileStore(dir)
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "tokens.json"), data, 0o600))
-		_, err = s.Token("https://a/mcp")
+		_, err = s.Token(t.Context(), "https://a/mcp")
 		if err != nil && !errors.Is(err, ErrNoToken) && len(data) >= 8 {
 			assert.NotContains(t, err.Error(), string(data))
 		}
-		_, _ = s.SignIns()
+		_, _ = s.SignIns(t.Context())
 	})
 }
 
@@ -101,7 +101,7 @@ func TestSignInKeepsOtherServersTokens(t *testing.T) {
 	require.NoError(t, s.SaveToken(t.Context(), a, nil))
 	assert.Equal(t, "a-2", mustToken(t, s, a.ServerURL).AccessToken, "a's new sign-in replaces its own")
 	assert.Equal(t, "b-1", mustToken(t, s, b.ServerURL).AccessToken, "a's new sign-in kept b's token")
-	list, err := s.SignIns()
+	list, err := s.SignIns(t.Context())
 	require.NoError(t, err)
 	assert.Len(t, list, 2, "one slot per server")
 

@@ -12,6 +12,10 @@ const (
 	EnvConfig   = "MCPWRAP_CONFIG"
 	EnvStateDir = "MCPWRAP_STATE_DIR"
 	EnvStore    = "MCPWRAP_STORE"
+	// EnvStoreKey holds the key (base64 of 32 bytes) that seals sign-in
+	// tokens kept in a PostgreSQL store; without it tokens stay on the
+	// machine. It is only ever read from the environment.
+	EnvStoreKey = "MCPWRAP_STORE_KEY"
 )
 
 // StoreFile is the store location of the file store in the state

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
+	"github.com/mcpwrap/mcpwrap/internal/runstatus"
 	"github.com/mcpwrap/mcpwrap/internal/state"
 	"github.com/mcpwrap/mcpwrap/internal/toolscli"
 )
@@ -70,6 +71,12 @@ func approve(t testing.TB, store state.Store, server string, defs ...json.RawMes
 }
 
 func newFixture(t testing.TB, configJSON string) *fixture {
+	return newFixtureWith(t, configJSON, nil)
+}
+
+// newFixtureWith is newFixture with setup, when not nil, called on the
+// Panel before it serves.
+func newFixtureWith(t testing.TB, configJSON string, setup func(p *Panel)) *fixture {
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.json")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(configJSON), 0o600))
@@ -86,6 +93,9 @@ func newFixture(t testing.TB, configJSON string) *fixture {
 		Store:    store,
 		Interval: 50 * time.Millisecond,
 		Logger:   slog.New(slog.NewTextHandler(tlog{t}, nil)),
+	}
+	if setup != nil {
+		setup(p)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -235,6 +245,34 @@ func TestServerStringsAreEscaped(t *testing.T) {
 	}
 	_, body := do(t, user, http.MethodGet, f.base+"/server?name=x", nil, nil)
 	assert.Contains(t, body, "&lt;script&gt;alert(2)&lt;/script&gt;")
+}
+
+// TestServersPageShowsLoadTime: the servers page has a load-time column
+// (issue 23), read from the running sidecar's status file: how long its
+// current load took, nothing while it is not available.
+func TestServersPageShowsLoadTime(t *testing.T) {
+	statusDir := t.TempDir()
+	for _, st := range []runstatus.Status{
+		{Server: "fs", PID: 101, Session: runstatus.Session{Status: "available", Attempts: 1, LoadMS: 412}},
+		{Server: "slow", PID: 102, Session: runstatus.Session{Status: "available", Attempts: 3, LoadMS: 2345}},
+		{Server: "broken", PID: 103, Session: runstatus.Session{Status: "permanent", Attempts: 1, Error: "boom"}},
+	} {
+		st.StartedAt = time.Now()
+		data, err := json.Marshal(st)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(statusDir, fmt.Sprintf("%d.json", st.PID)), data, 0o600))
+	}
+	f := newFixtureWith(t, `{}`, func(p *Panel) {
+		p.StatusDir, p.Alive = statusDir, func(int) bool { return true }
+	})
+	user := f.signedIn(t)
+	_, body := do(t, user, http.MethodGet, f.base+"/", nil, nil)
+	assert.Contains(t, body, `<th scope="col" class="num">Load time</th>`)
+	assert.Contains(t, body, `<td data-label="Load time" class="num">412ms</td>`)
+	assert.Contains(t, body, `<td data-label="Load time" class="num">2.3s</td>`)
+	assert.Contains(t, body, `<td data-label="Load time" class="num"><span class="muted">—</span></td>`, "broken: no load time while not available")
+	_, body = do(t, user, http.MethodGet, f.base+"/server?name=fs", nil, nil)
+	assert.Contains(t, body, "loaded in 412ms")
 }
 
 // TestConfigLockCannotBeEnabled: a tool operator policy turns off shows

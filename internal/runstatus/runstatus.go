@@ -95,10 +95,25 @@ type Session struct {
 	Rejections int `json:"rejections"`
 	// IncludeDisabledQueries counts discovery calls with include_disabled.
 	IncludeDisabledQueries int `json:"include_disabled_queries"`
+	// LoadMS is how long the current load took, from its first attempt's
+	// start to the upstream being available, in milliseconds rounded up; 0
+	// (left out) while it is not available.
+	LoadMS int64 `json:"load_ms,omitempty"`
 	// Error is the last load failure, user-safe, when not available.
 	Error string `json:"error,omitempty"`
 	// Hint says how to fix it, as doctor says it; "" when nothing is known.
 	Hint string `json:"hint,omitempty"`
+}
+
+// LoadTime is LoadMS as a duration, rounded as people read it (to the
+// millisecond under a second, else to a tenth of a second: "412ms",
+// "2.3s"); 0 while the upstream is not available.
+func (s Session) LoadTime() time.Duration {
+	d := time.Duration(s.LoadMS) * time.Millisecond
+	if d >= time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d
 }
 
 // Listening is the Status of a --listen front.
@@ -127,7 +142,9 @@ func snapshot(src Source) Status {
 		Rejections:             st.Rejections,
 		IncludeDisabledQueries: st.IncludeDisabledQueries,
 	}}
-	if o.Class != resilience.Available {
+	if o.Class == resilience.Available {
+		s.LoadMS = ceilMillis(o.Elapsed)
+	} else {
 		if o.Err != nil {
 			s.Error, s.Hint = o.Err.Error(), o.Err.Hint
 		}
@@ -136,6 +153,12 @@ func snapshot(src Source) Status {
 		}
 	}
 	return s
+}
+
+// ceilMillis is d in whole milliseconds, rounded up: a load that took any
+// time at all never reads as 0 (unknown).
+func ceilMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 // sameState reports whether a and b differ only in their times.
@@ -159,7 +182,7 @@ func frontSnapshot(listen string, sessions []Source) Status {
 	slices.SortFunc(s.Sessions, func(a, b Session) int {
 		return cmp.Or(strings.Compare(a.Status, b.Status), cmp.Compare(b.Calls, a.Calls), cmp.Compare(b.Attempts, a.Attempts),
 			cmp.Compare(b.Restarts, a.Restarts), cmp.Compare(b.Rejections, a.Rejections),
-			cmp.Compare(b.IncludeDisabledQueries, a.IncludeDisabledQueries), strings.Compare(a.Error, b.Error))
+			cmp.Compare(b.IncludeDisabledQueries, a.IncludeDisabledQueries), cmp.Compare(a.LoadMS, b.LoadMS), strings.Compare(a.Error, b.Error))
 	})
 	return s
 }

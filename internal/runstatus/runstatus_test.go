@@ -98,13 +98,14 @@ func TestPublisher(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, changedAt.Add(DefaultRefresh), readStatus(t, path).UpdatedAt, "refreshed as a heartbeat")
 
-		src.set(resilience.Outcome{Server: "fs", Class: resilience.Available, Attempts: 2}, middleware.Stats{})
+		src.set(resilience.Outcome{Server: "fs", Class: resilience.Available, Attempts: 2, Elapsed: 2345*time.Millisecond + time.Microsecond}, middleware.Stats{})
 		time.Sleep(DefaultInterval)
 		synctest.Wait()
 		got = readStatus(t, path)
 		assert.Equal(t, "available", got.Status)
 		assert.Empty(t, got.Error)
 		assert.Empty(t, got.Message)
+		assert.EqualValues(t, 2346, got.LoadMS, "the load time, from the load's start to available, in whole milliseconds rounded up")
 
 		cancel()
 		<-done
@@ -138,13 +139,13 @@ func TestStatusFileFormat(t *testing.T) {
 		Server: "fs", PID: 7, Upstream: "npx x", UpstreamDigest: "d", StartedAt: at, UpdatedAt: at.Add(time.Second),
 		Session: Session{Status: "permanent", Attempts: 2, Restarts: 3, Calls: 4, Rejections: 5, IncludeDisabledQueries: 6, Error: "boom"},
 		Message: "msg", Listen: "http://127.0.0.1:1/mcp",
-		Sessions: []Session{{Status: "available", Attempts: 1, Restarts: 2, Calls: 3, Rejections: 4, IncludeDisabledQueries: 5, Error: "e"}},
+		Sessions: []Session{{Status: "available", Attempts: 1, Restarts: 2, Calls: 3, Rejections: 4, IncludeDisabledQueries: 5, LoadMS: 1200}},
 	}
 	want := `{"server":"fs","pid":7,"upstream":"npx x","upstream_digest":"d",` +
 		`"started_at":"2026-05-01T12:00:00Z","updated_at":"2026-05-01T12:00:01Z",` +
 		`"status":"permanent","attempts":2,"restarts":3,"calls":4,"rejections":5,"include_disabled_queries":6,"error":"boom",` +
 		`"message":"msg","listen":"http://127.0.0.1:1/mcp",` +
-		`"sessions":[{"status":"available","attempts":1,"restarts":2,"calls":3,"rejections":4,"include_disabled_queries":5,"error":"e"}]}`
+		`"sessions":[{"status":"available","attempts":1,"restarts":2,"calls":3,"rejections":4,"include_disabled_queries":5,"load_ms":1200}]}`
 	got, err := json.Marshal(s)
 	require.NoError(t, err)
 	assert.Equal(t, want, string(got))

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/mcpwrap/mcpwrap/internal/auth"
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/pgstore"
 	"github.com/mcpwrap/mcpwrap/internal/state"
@@ -88,4 +89,31 @@ func Check(ctx context.Context, st state.Store) error {
 	}
 	_, err := st.Servers(ctx)
 	return err
+}
+
+// The sign-in documents a PostgreSQL store keeps (see internal/auth).
+const (
+	registrationsDoc = "registrations" // registrations only, as JSON
+	signInsDoc       = "signins"       // tokens and registrations, sealed
+)
+
+// SignIns returns the sign-in store of a command whose state store is st:
+// local (the user's keychain or file) for the file store; for PostgreSQL,
+// the registrations in the database, so that replicas share one, and,
+// when key ($MCPWRAP_STORE_KEY) is set, the tokens there too, sealed
+// under it; else the tokens stay in local. key is never quoted in errors.
+func SignIns(st state.Store, local *auth.Store, key string) (*auth.Store, error) {
+	pg, ok := st.(*pgstore.Store)
+	if !ok {
+		return local, nil
+	}
+	if key == "" {
+		return local.Share(pg.Doc(registrationsDoc), nil), nil
+	}
+	k, err := auth.ParseKey(key)
+	if err != nil {
+		return nil, err
+	}
+	sealed := auth.Seal(pg.Doc(signInsDoc), k, signInsDoc)
+	return local.Share(sealed, sealed), nil
 }

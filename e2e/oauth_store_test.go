@@ -1,0 +1,79 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpwrap/mcpwrap/internal/pgtest"
+)
+
+// TestOAuthReplicasShareSignInsOnPostgreSQL: replicas (a state directory
+// each, one PostgreSQL store) share the OAuth registration, so the second
+// replica's sign-in registers no new client; with $MCPWRAP_STORE_KEY they
+// share the tokens too, sealed in the table, and a replica with another
+// key says it cannot open them, quoting no secret.
+func TestOAuthReplicasShareSignInsOnPostgreSQL(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Own(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	as := startAuthServer(t)
+	port := strconv.Itoa(freeLoopbackPort(t))
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x42}, 32))
+	otherKey := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x24}, 32))
+
+	replica := func(dsn, key string) func(args ...string) (string, error) {
+		env := append(signInEnv(t, t.TempDir(), filepath.Join(t.TempDir(), "browser.log"), false),
+			"PGPASSFILE="+c.PassFile, "MCPWRAP_STORE="+dsn, "MCPWRAP_STORE_KEY="+key)
+		return func(args ...string) (string, error) {
+			cmd := exec.CommandContext(ctx, mcpwrapPath, args...)
+			cmd.Env = append(os.Environ(), env...)
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+	}
+	login := []string{"login", "notes", "--url", as.URL + "/mcp", "--oauth-redirect-port", port}
+
+	// Without a key: one registration for both, tokens on each machine.
+	dsn, err := c.CreateDB(ctx)
+	require.NoError(t, err)
+	a, b := replica(dsn, ""), replica(dsn, "")
+	out, err := a(login...)
+	require.NoError(t, err, out)
+	out, err = b("status")
+	require.NoError(t, err, out)
+	assert.NotContains(t, out, "signed in", "without a key, replica 1's token stays on its machine")
+	out, err = b(login...)
+	require.NoError(t, err, out)
+	assert.Equal(t, 2, as.Counts().Authorizations)
+	assert.Equal(t, 1, as.Counts().Registrations, "replica 2 signed in with replica 1's registration")
+
+	// With a key: replica 2 is signed in by replica 1's sign-in.
+	dsn, err = c.CreateDB(ctx)
+	require.NoError(t, err)
+	out, err = replica(dsn, key)(login...)
+	require.NoError(t, err, out)
+	out, err = replica(dsn, key)("status")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "signed in (expires in", "the sealed token reached the other replica")
+	assert.Contains(t, out, "sealed with key")
+	assertNoTokens(t, as, map[string]string{"status": out})
+
+	out, err = replica(dsn, otherKey)("status")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "cannot be opened with $MCPWRAP_STORE_KEY")
+	for _, secret := range []string{key, otherKey} {
+		assert.NotContains(t, out, secret)
+	}
+	assertNoTokens(t, as, map[string]string{"status with another key": out})
+}
