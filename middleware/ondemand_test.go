@@ -3,7 +3,9 @@ package middleware
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -186,4 +188,49 @@ func TestInitializeFromMemoryThenASlowUpstream(t *testing.T) {
 	env, err = framing.Peek(client.next())
 	require.NoError(t, err)
 	assert.Equal(t, "notifications/tools/list_changed", env.Method, "told once the upstream is ready")
+}
+
+// TestInitializeCapturedBeforeTheDialWaits: a client's initialize that
+// came before the OnDemand dial began to wait (it armed its ready timer, as
+// one waiting for the upstream) is answered from memory by the dial as it
+// begins to wait, its ready timer stopped, and nothing is dialled.
+func TestInitializeCapturedBeforeTheDialWaits(t *testing.T) {
+	const result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}}}`
+	clock := &fakeClock{}
+	armed := make(chan struct{})
+	var once sync.Once
+	client, clientConn := newPeer(t, 0)
+	_, upConn := newPeer(t, 0)
+	dialled := make(chan struct{}, 1)
+	lazy := OnDemand(func(ctx context.Context) (Conn, error) {
+		dialled <- struct{}{}
+		return upConn, nil
+	})
+	memory := &memoryPolicy{fakePolicy: &fakePolicy{status: map[string]string{}},
+		remembered: &UpstreamInfo{Capabilities: json.RawMessage(`{"tools":{}}`), ProtocolVersion: "2025-11-25"}, seen: make(chan UpstreamInfo, 1)}
+	s := &Session{Name: "lazy", Client: clientConn, Tools: memory,
+		Dial: func(ctx context.Context) (Conn, error) {
+			<-armed // the client's initialize waits for the upstream
+			return lazy(ctx)
+		},
+		afterFunc: func(d time.Duration, f func()) interface{ Stop() bool } {
+			once.Do(func() { close(armed) })
+			return clock.afterFunc(d, f)
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	client.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}` + "\n")
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":0,"result":`+result+`}`, string(client.next()), "answered from memory")
+	assert.Zero(t, clock.fire(), "its ready timer stopped")
+	assert.Empty(t, dialled, "nothing dialled")
 }
