@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -49,23 +50,30 @@ func rawPost(ctx context.Context, client *http.Client, url, sessionID string, bo
 // and returns its id.
 func openRawSession(ctx context.Context, t *testing.T, client *http.Client, url string) (string, error) {
 	t.Helper()
+	id, _, err := initializeRaw(ctx, client, url)
+	return id, err
+}
+
+// initializeRaw opens a session-era session with initialize (and notifications/initialized)
+// and returns its id and the initialize answer's message.
+func initializeRaw(ctx context.Context, client *http.Client, url string) (id string, answer []byte, err error) {
 	init := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, protocolVersionInitialize)
 	resp, body, err := rawPost(ctx, client, url, "", strings.NewReader(init), int64(len(init)))
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("initialize: %s: %s", resp.Status, body)
+		return "", nil, fmt.Errorf("initialize: %s: %s", resp.Status, body)
 	}
-	id := resp.Header.Get("Mcp-Session-Id")
+	id, answer = resp.Header.Get("Mcp-Session-Id"), sseData(body)
 	note := `{"jsonrpc":"2.0","method":"notifications/initialized"}`
 	if resp, body, err = rawPost(ctx, client, url, id, strings.NewReader(note), int64(len(note))); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if resp.StatusCode != http.StatusAccepted {
-		return "", fmt.Errorf("notifications/initialized: %s: %s", resp.Status, body)
+		return "", nil, fmt.Errorf("notifications/initialized: %s: %s", resp.Status, body)
 	}
-	return id, nil
+	return id, answer, nil
 }
 
 // TestListenLargeBodiesKeepMemoryBounded sends 32 POSTs of 63 MiB at once (tool calls of the raw
@@ -209,4 +217,65 @@ func TestListenOneClientCannotTakeEverySession(t *testing.T) {
 		flooded, slots, len(opened), kept, statelessErr)
 	assert.GreaterOrEqual(t, kept, slots/2, "the other client keeps at least its share of the slots")
 	assert.NoError(t, statelessErr, "the 2026-07-28 client is served")
+}
+
+// TestListenInitializeStartsNoServer: an initialize POST starts no server once mcpwrap remembers
+// what the server answered to one (its last successful load, in the state store): the session's
+// server starts on its first request the server must answer. A first session, with nothing
+// remembered, starts its server at once; then 20 initialize POSTs start none, and each is
+// answered with what the first session's server answered; a tools/list on one of them starts
+// exactly one, and the session works. Before, every initialize started a server (21 for these
+// 21), whether or not its session was ever used.
+func TestListenInitializeStartsNoServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	startsFile := filepath.Join(t.TempDir(), "starts")
+	srv := startListen(ctx, t, listenOptions{}, append(fixtureCommand(t, fixtureSlowRestart), startsFile, "0s")...)
+	starts := func() int {
+		data, _ := os.ReadFile(startsFile)
+		return bytes.Count(data, []byte("start\n"))
+	}
+	result := func(answer []byte) string {
+		var msg struct {
+			Result json.RawMessage `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal(answer, &msg), "%s", answer)
+		require.NotNil(t, msg.Result, "%s", answer)
+		return string(msg.Result)
+	}
+
+	_, answer, err := initializeRaw(ctx, http.DefaultClient, srv.URL)
+	require.NoError(t, err)
+	first := result(answer)
+	require.Equal(t, 1, starts(), "nothing remembered yet: the first session's server starts on its initialize")
+	require.Eventually(t, func() bool {
+		data, err := os.ReadFile(filepath.Join(srv.StateDir, "servers", "upstream.json"))
+		return err == nil && bytes.Contains(data, []byte(`"upstream"`))
+	}, 10*time.Second, 50*time.Millisecond, "the load is remembered in the state dir")
+
+	const flood = 20
+	ids := make([]string, 0, flood)
+	for range flood {
+		id, answer, err := initializeRaw(ctx, http.DefaultClient, srv.URL)
+		require.NoError(t, err)
+		assert.JSONEq(t, first, result(answer), "the remembered answer is the server's")
+		ids = append(ids, id)
+	}
+	flooded := starts() - 1
+	t.Logf("%d initialize POSTs started %d servers", flood, flooded)
+	assert.Zero(t, flooded, "the initializes started no server")
+
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	resp, body, err := rawPost(ctx, http.DefaultClient, srv.URL, ids[0], strings.NewReader(list), int64(len(list)))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(sseData(body)), `"name":"`+fixturePIDTool+`"`, "the server's own tools")
+	assert.Equal(t, 2, starts(), "a tools/list started exactly one server: the first session's and this one's")
+
+	call := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"` + fixturePIDTool + `","arguments":{}}}`
+	resp, body, err = rawPost(ctx, http.DefaultClient, srv.URL, ids[0], strings.NewReader(call), int64(len(call)))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(sseData(body)), `"pid"`, "the session works")
+	assert.Equal(t, 2, starts(), "no other server started")
 }

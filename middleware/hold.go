@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
 // This file holds the client requests that wait: for the tool catalog (a
@@ -138,18 +139,25 @@ func (s *Session) unhold(msg []byte, held bool) {
 }
 
 // awaitUpstream handles a client request that found no upstream ready.
-// While the upstream restarts after a crash, the request waits for it, off
-// the client pump and up to ReadyTimeout, and is then relayed as if it had
-// just arrived: a restart is not a failure the agent must handle. Otherwise,
-// or past that bound, the request is answered with the upstream's status.
-// held says msg is already kept (see keep); awaitUpstream releases it.
+// While the upstream restarts after a crash, or starts after the client's
+// initialize was answered from memory (see OnDemand), the request waits
+// for it, off the client pump and up to ReadyTimeout, and is then relayed
+// as if it had just arrived: a restart is not a failure the agent must
+// handle. Otherwise, or past that bound, the request is answered with the
+// upstream's status. A request the status cannot answer asks for the
+// upstream (see askUpstream). held says msg is already kept (see keep);
+// awaitUpstream releases it.
 func (s *Session) awaitUpstream(ctx context.Context, msg []byte, env framing.Envelope, held bool) {
+	answered := s.answeredUnready(env)
+	if !answered {
+		askUpstream(ctx)
+	}
 	ready, restarting := s.upstreamReady()
 	switch {
 	case ready: // it became ready since the caller looked
 		s.relayRequest(ctx, msg, env, held)
 		return
-	case !restarting || s.answeredUnready(env):
+	case !restarting || answered:
 		s.answerUnready(ctx, env)
 		s.unhold(msg, held)
 		return
@@ -167,6 +175,7 @@ func (s *Session) awaitUpstream(ctx context.Context, msg []byte, env framing.Env
 		defer s.doneGating()
 		if !s.awaitRestart(ctx) {
 			s.answerUnready(ctx, env)
+			s.viewUnready()
 			s.unhold(msg, true)
 			return
 		}
@@ -223,6 +232,28 @@ func (s *Session) awaitRestart(ctx context.Context) bool {
 		case <-ctx.Done():
 			return false
 		}
+	}
+}
+
+// viewUnready records that a request that waited for the upstream was
+// answered with its status: the client, told the upstream was there (its
+// initialize answered from memory), learnt otherwise, so it is told its
+// tools changed when the upstream is ready; or now, when it became ready
+// meanwhile. After a crash the client knew already.
+func (s *Session) viewUnready() {
+	s.mu.Lock()
+	if s.clientView != viewAvailable {
+		s.mu.Unlock()
+		return
+	}
+	ready := s.status.Class == resilience.Available
+	if !ready {
+		s.clientView = viewUnavailable
+	}
+	s.mu.Unlock()
+	if ready {
+		s.notifyToolsChanged()
+		s.notifyListsChanged()
 	}
 }
 

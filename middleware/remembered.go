@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
 )
 
 // This file holds what the sidecar remembers of the upstream across
@@ -13,10 +14,17 @@ import (
 // once the upstream is ready.
 
 // UpstreamInfo is what an upstream said of itself in its handshake: its
-// capabilities and its serverInfo, each a JSON object as it sent it.
+// capabilities and its serverInfo, each a JSON object as it sent it, its
+// instructions, and the protocol version it agreed to in an initialize.
 type UpstreamInfo struct {
 	Capabilities json.RawMessage
 	ServerInfo   json.RawMessage // nil when it sent none
+	Instructions string          // "" when it sent none
+	// ProtocolVersion is the initialize result's protocolVersion; "" for a
+	// server/discover, which agrees to none. A Session answers a client's
+	// initialize from this memory only for the version remembered (see
+	// OnDemand).
+	ProtocolVersion string
 }
 
 // An UpstreamMemory is a [ToolPolicy] that also remembers, across sessions
@@ -27,7 +35,9 @@ type UpstreamInfo struct {
 // the Session sends the list changes once the upstream is ready) and that
 // serverInfo. Without one, or before the upstream ever loaded, it
 // advertises only tools: the one list it can answer truly before then.
-// Its methods must be safe for concurrent use; RememberedUpstream must not
+// A Session whose Dialer is [OnDemand] answers a client's initialize with
+// what it remembers, as the upstream answered it, and starts the upstream
+// only on the client's first request that needs it. Its methods must be safe for concurrent use; RememberedUpstream must not
 // block.
 type UpstreamMemory interface {
 	// RememberedUpstream returns what the upstream said of itself in its
@@ -39,9 +49,9 @@ type UpstreamMemory interface {
 	UpstreamSeen(ctx context.Context, u UpstreamInfo)
 }
 
-// maxRememberedBytes bounds the capabilities and serverInfo remembered of
-// an upstream: they are the upstream's to choose, and kept in a file every
-// sidecar of the server reads.
+// maxRememberedBytes bounds what is remembered of an upstream: it is the
+// upstream's to choose, and kept in a file every sidecar of the server
+// reads.
 const maxRememberedBytes = 64 << 10
 
 // metaServerInfo is the _meta key of a server/discover result's
@@ -49,28 +59,51 @@ const maxRememberedBytes = 64 << 10
 const metaServerInfo = "io.modelcontextprotocol/serverInfo"
 
 // upstreamInfo reads what an upstream said of itself in result, its answer
-// to the handshake method: initialize's capabilities and serverInfo, or
-// server/discover's capabilities and _meta serverInfo. It reports false
-// for a result without a capabilities object, one whose serverInfo is no
-// object, or one past maxRememberedBytes.
+// to the handshake method: initialize's capabilities, serverInfo,
+// instructions and protocolVersion, or server/discover's capabilities,
+// instructions and _meta serverInfo. It reports false for a result without
+// a capabilities object, one whose serverInfo is no object, or one past
+// maxRememberedBytes.
 func upstreamInfo(method string, result json.RawMessage) (UpstreamInfo, bool) {
 	var r struct {
-		Capabilities json.RawMessage            `json:"capabilities"`
-		ServerInfo   json.RawMessage            `json:"serverInfo"`
-		Meta         map[string]json.RawMessage `json:"_meta"`
+		Capabilities    json.RawMessage            `json:"capabilities"`
+		ServerInfo      json.RawMessage            `json:"serverInfo"`
+		Instructions    string                     `json:"instructions"`
+		ProtocolVersion string                     `json:"protocolVersion"`
+		Meta            map[string]json.RawMessage `json:"_meta"`
 	}
 	if json.Unmarshal(result, &r) != nil {
 		return UpstreamInfo{}, false
 	}
-	u := UpstreamInfo{Capabilities: r.Capabilities, ServerInfo: r.ServerInfo}
+	u := UpstreamInfo{Capabilities: r.Capabilities, ServerInfo: r.ServerInfo, Instructions: r.Instructions, ProtocolVersion: r.ProtocolVersion}
 	if method == "server/discover" {
-		u.ServerInfo = r.Meta[metaServerInfo]
+		u.ServerInfo, u.ProtocolVersion = r.Meta[metaServerInfo], ""
 	}
 	if !isObject(u.Capabilities) || u.ServerInfo != nil && !isObject(u.ServerInfo) ||
-		len(u.Capabilities)+len(u.ServerInfo) > maxRememberedBytes {
+		len(u.Capabilities)+len(u.ServerInfo)+len(u.Instructions)+len(u.ProtocolVersion) > maxRememberedBytes {
 		return UpstreamInfo{}, false
 	}
 	return u, true
+}
+
+// same reports whether u and v say the same, their JSON objects compared
+// by value (a store may re-indent what it keeps).
+func (u UpstreamInfo) same(v UpstreamInfo) bool {
+	return sameJSON(u.Capabilities, v.Capabilities) && sameJSON(u.ServerInfo, v.ServerInfo) &&
+		u.Instructions == v.Instructions && u.ProtocolVersion == v.ProtocolVersion
+}
+
+// sameJSON reports whether a and b, JSON or nil, hold the same value:
+// members in any order, whitespace aside.
+func sameJSON(a, b json.RawMessage) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return bytes.Equal(a, b)
+	}
+	return reflect.DeepEqual(va, vb)
 }
 
 // isObject reports whether raw, valid JSON, is an object.

@@ -124,6 +124,11 @@ func TestDegradedHandshakeKeepsTheUpstreamsCapabilities(t *testing.T) {
 			case u := <-memory.seen:
 				assert.JSONEq(t, upstreamCaps, string(u.Capabilities), "the load is remembered")
 				assert.JSONEq(t, `{"name":"everything","version":"2.1"}`, string(u.ServerInfo))
+				if tt.method == "initialize" {
+					assert.Equal(t, "2025-11-25", u.ProtocolVersion, "the version it agreed to")
+				} else {
+					assert.Empty(t, u.ProtocolVersion, "a discover agrees to none")
+				}
 			case <-time.After(timeout):
 				t.Fatal("the load was not remembered")
 			}

@@ -213,7 +213,7 @@ type Session struct {
 
 	held           int           // client requests held (see hold)
 	heldBytes      int           // their size
-	restarting     bool          // the upstream is being restarted after a crash: requests wait for it
+	restarting     bool          // the upstream is being restarted after a crash, or started after an initialize answered from memory: requests wait for it
 	restartChanged chan struct{} // closed and replaced when restarting changes
 }
 
@@ -300,6 +300,9 @@ func (s *Session) Run(ctx context.Context) error {
 	// answers are relayed, exactly as when the client closes its side.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	// What the client asked of the upstream, for an OnDemand Dialer: Run's
+	// own, kept where the dial and the client pump find it.
+	ctx = context.WithValue(ctx, demandKey{}, newDemand(s))
 	s.mu.Lock()
 	s.ctx = ctx
 	s.mu.Unlock()
@@ -530,7 +533,7 @@ func (s *Session) pumpClient(ctx context.Context) error {
 		case framing.Response:
 			s.clientResponse(msg, env)
 		case framing.Batch:
-			s.clientBatch(msg)
+			s.clientBatch(ctx, msg)
 		}
 	}
 }
@@ -542,7 +545,7 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 	}
 	switch env.Method {
 	case "initialize", "server/discover":
-		s.clientHandshake(env)
+		s.clientHandshake(ctx, env)
 		return
 	case "logging/setLevel":
 		s.hs.setLogLevel(env.Params)
@@ -680,7 +683,7 @@ func intercepted(method string) bool {
 // must intercept, such as a tools/call that may be locked, or no upstream is
 // ready: then every request in it is answered with an error, so nothing is
 // silently lost and nothing bypasses the gate.
-func (s *Session) clientBatch(msg []byte) {
+func (s *Session) clientBatch(ctx context.Context, msg []byte) {
 	elems, err := framing.Elements(msg)
 	if err != nil || len(elems) == 0 {
 		s.replyError(nil, codeInvalidRequest, "Invalid Request: empty or malformed batch")
@@ -728,6 +731,7 @@ func (s *Session) clientBatch(msg []byte) {
 		case refused != "":
 			reason = string(refused)
 		case l == nil:
+			askUpstream(ctx) // refused, as while the upstream restarts, but it starts
 			reason = s.Status().Message()
 		default:
 			// What a cancellation or an answer ends, it ends inside a batch

@@ -349,7 +349,7 @@ func TestHandshakeAfterRunEndedTheWaitingArmsNoTimer(t *testing.T) {
 	s := &Session{Name: "fixture", afterFunc: clock.afterFunc}
 	s.once.Do(s.init)
 	s.endHandshakes()
-	s.clientHandshake(framing.Envelope{Kind: framing.Request, ID: []byte("1"), Method: "initialize", Params: []byte(`{}`)})
+	s.clientHandshake(context.Background(), framing.Envelope{Kind: framing.Request, ID: []byte("1"), Method: "initialize", Params: []byte(`{}`)})
 	clock.mu.Lock()
 	pending := slices.IndexFunc(clock.timers, func(t *fakeClockTimer) bool { return !t.done }) >= 0
 	clock.mu.Unlock()

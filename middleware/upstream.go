@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,8 +22,13 @@ import (
 func (s *Session) supervise(ctx context.Context) {
 	defer s.shutdownLink()
 	r := &s.retrier
+	load := s.firstLoad(ctx)
+	if load == nil {
+		return
+	}
 	for {
-		out := r.Load(ctx, s.Name, s.loadOnce)
+		out := r.Load(ctx, s.Name, load)
+		load = s.loadOnce
 		s.mu.Lock()
 		s.setRestartingLocked(false) // the requests waiting for a restart go on, or are answered
 		s.mu.Unlock()
@@ -101,17 +107,54 @@ func (s *Session) supervise(ctx context.Context) {
 	}
 }
 
-// loadOnce is one load attempt: connect, then handshake.
+// firstLoad makes the first load's dial before the load's retry budget
+// starts, since an OnDemand Dialer waits in it for the client's first
+// request, and returns the first load's op, whose first attempt goes on
+// from that dial; nil when ctx is done first. Later dials are not held.
+func (s *Session) firstLoad(ctx context.Context) resilience.Op {
+	conn, err := s.Dial(ctx)
+	if d := demandOf(ctx); d != nil {
+		d.ask()
+	}
+	if ctx.Err() != nil {
+		if conn != nil {
+			conn.Close()
+		}
+		return nil
+	}
+	dialled := true
+	return func(ctx context.Context, attempt int) error {
+		if !dialled {
+			return s.loadOnce(ctx, attempt)
+		}
+		dialled = false
+		s.attemptRuns(attempt)
+		return s.loadOn(ctx, attempt, conn, err)
+	}
+}
+
+// loadOnce is one load attempt: connect, then handshake and first catalog.
 func (s *Session) loadOnce(ctx context.Context, attempt int) error {
+	s.attemptRuns(attempt)
+	conn, err := s.Dial(ctx)
+	return s.loadOn(ctx, attempt, conn, err)
+}
+
+// attemptRuns records in the status that load attempt runs.
+func (s *Session) attemptRuns(attempt int) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if st := &s.status; st.Class != resilience.Available {
 		if st.Background == 0 && (st.MaxAttempts == 0 || attempt <= st.MaxAttempts) {
 			st.Attempts = attempt // "attempt 1" while the first one runs; never past the load's budget
 		}
 		st.RetryIn = 0 // it runs now
 	}
-	s.mu.Unlock()
-	conn, err := s.Dial(ctx)
+}
+
+// loadOn is the rest of a load attempt once its dial returned conn or
+// err: the handshake, then the first catalog.
+func (s *Session) loadOn(ctx context.Context, attempt int, conn Conn, err error) error {
 	if err != nil {
 		return err
 	}
@@ -322,6 +365,7 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 		level, subs := s.hs.replayState()
 		s.setStatus(resilience.Outcome{Class: resilience.Available, Attempts: attempt})
 		s.resolveWaiters(hs.Method, r.Msg)
+		s.checkRemembered(ctx, hs.Method, r.Result)
 		if level != nil {
 			s.replay(ctx, l, "logging/setLevel", level)
 		}
@@ -352,8 +396,9 @@ func (s *Session) replay(ctx context.Context, l *link, method string, params any
 // clientHandshake takes the client's initialize or server/discover: the
 // upstream is initialised with it (now, or when it becomes ready), and the
 // client gets the upstream's answer, or the sidecar's own when the upstream
-// is not ready within ReadyTimeout.
-func (s *Session) clientHandshake(env framing.Envelope) {
+// is not ready within ReadyTimeout; or, while an OnDemand dial waits, the
+// upstream's answer in its last load.
+func (s *Session) clientHandshake(ctx context.Context, env framing.Envelope) {
 	// A waiter keeps its id, and its params until it is answered (the
 	// session's handshake is replaced by the next one).
 	size := len(env.ID) + len(env.Params)
@@ -371,6 +416,14 @@ func (s *Session) clientHandshake(env framing.Envelope) {
 	}
 	if s.handshakeCaptured != nil {
 		s.handshakeCaptured()
+	}
+	// Looked at after w waits: a dial that begins to wait after the look
+	// answers w (see demand.await).
+	if d := demandOf(ctx); d != nil && d.waiting() {
+		if s.answerRemembered(d, w) {
+			return
+		}
+		d.ask() // memory cannot answer it: the upstream must
 	}
 	s.mu.Lock()
 	l, status, degraded := s.up, s.status, s.clientView == viewUnavailable
@@ -497,16 +550,9 @@ func (s *Session) answerDegraded(w *hsWaiter) {
 			s.reply(w.id, s.degradedDiscover(params, st.Message()))
 			return
 		}
-		var p struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		}
-		_ = json.Unmarshal(params, &p)
-		if p.ProtocolVersion == "" {
-			p.ProtocolVersion = "2025-11-25"
-		}
 		caps, info := s.degradedSelf()
 		res, _ := json.Marshal(map[string]any{
-			"protocolVersion": p.ProtocolVersion,
+			"protocolVersion": cmp.Or(initializeVersion(params), "2025-11-25"),
 			"capabilities":    caps,
 			"serverInfo":      info,
 			"instructions":    st.Message(),

@@ -608,22 +608,32 @@ func (g *Gate) RememberedUpstream() (middleware.UpstreamInfo, bool) {
 	if g.upstream == nil {
 		return middleware.UpstreamInfo{}, false
 	}
-	return middleware.UpstreamInfo{Capabilities: g.upstream.Capabilities, ServerInfo: g.upstream.ServerInfo}, true
+	u := g.upstream
+	return middleware.UpstreamInfo{Capabilities: u.Capabilities, ServerInfo: u.ServerInfo, Instructions: u.Instructions, ProtocolVersion: u.ProtocolVersion}, true
 }
 
 // UpstreamSeen implements middleware.UpstreamMemory: it records what the
 // server said of itself in a successful load, writing only when that
-// differs from what the store holds.
+// differs from what the store holds. A load through server/discover
+// agrees to no protocol version: the one an initialize agreed to is kept.
 func (g *Gate) UpstreamSeen(ctx context.Context, u middleware.UpstreamInfo) {
-	seen := &state.Upstream{SeenAt: g.now().UTC(), Capabilities: u.Capabilities, ServerInfo: u.ServerInfo}
+	seen := &state.Upstream{SeenAt: g.now().UTC(), Capabilities: u.Capabilities, ServerInfo: u.ServerInfo,
+		Instructions: u.Instructions, ProtocolVersion: u.ProtocolVersion}
 	g.mu.Lock()
+	if seen.ProtocolVersion == "" && g.upstream != nil {
+		seen.ProtocolVersion = g.upstream.ProtocolVersion
+	}
 	g.upstream = seen // this process advertises it at once, written or not
 	g.mu.Unlock()
 	err := g.store.Update(ctx, g.server, func(srv *state.Server) error {
-		if srv.Upstream.Same(seen) {
+		rec := *seen // seen is shared once published
+		if rec.ProtocolVersion == "" && srv.Upstream != nil {
+			rec.ProtocolVersion = srv.Upstream.ProtocolVersion
+		}
+		if srv.Upstream.Same(&rec) {
 			return errUnchanged
 		}
-		srv.Upstream = seen
+		srv.Upstream = &rec
 		return nil
 	})
 	if err != nil && !errors.Is(err, errUnchanged) {

@@ -572,7 +572,8 @@ func TestGateRemembersTheUpstream(t *testing.T) {
 	_, ok := g.RememberedUpstream()
 	assert.False(t, ok, "never loaded")
 
-	seen := middleware.UpstreamInfo{Capabilities: json.RawMessage(`{"tools":{},"resources":{"subscribe":true}}`), ServerInfo: json.RawMessage(`{"name":"fs","version":"2"}`)}
+	seen := middleware.UpstreamInfo{Capabilities: json.RawMessage(`{"tools":{},"resources":{"subscribe":true}}`), ServerInfo: json.RawMessage(`{"name":"fs","version":"2"}`),
+		Instructions: "Read files.", ProtocolVersion: "2025-11-25"}
 	g.UpstreamSeen(ctx, seen)
 	assert.Equal(t, 1, store.writes)
 	got, ok := g.RememberedUpstream()
@@ -586,6 +587,17 @@ func TestGateRemembersTheUpstream(t *testing.T) {
 	require.True(t, ok)
 	assert.JSONEq(t, string(seen.Capabilities), string(got.Capabilities))
 	assert.JSONEq(t, string(seen.ServerInfo), string(got.ServerInfo))
+	assert.Equal(t, seen.Instructions, got.Instructions)
+	assert.Equal(t, seen.ProtocolVersion, got.ProtocolVersion)
+
+	// A load through server/discover agrees to no version: the one an
+	// initialize agreed to stays, for the next initialize to be answered.
+	discovered := seen
+	discovered.ProtocolVersion = ""
+	g.UpstreamSeen(ctx, discovered)
+	assert.Equal(t, 1, store.writes, "nothing else changed")
+	got, _ = g.RememberedUpstream()
+	assert.Equal(t, "2025-11-25", got.ProtocolVersion)
 }
 
 // A store that goes out of reach (a database that is down) after the gate

@@ -95,7 +95,10 @@ var (
 // requests, which all share one relay of their own (see serveStateless).
 // When that relay's upstream does not speak 2026-07-28, stateless
 // requests are answered with an unsupported-version error, on which
-// clients fall back to initialize.
+// clients fall back to initialize. A session's relay dials through
+// [middleware.OnDemand]: when it remembers the server's answer to an
+// initialize, its server starts on the session's first request that needs
+// it, not on initialize.
 //
 // Set the fields before serving; ServeHTTP, Sessions and Shutdown are safe
 // for concurrent use.
@@ -381,6 +384,9 @@ func (s *Server) open(client string) (*session, error) {
 	ss := newSession(s, rand.Text())
 	ss.client = client
 	ss.relay = s.NewSession(ss, ss.log)
+	// An initialize alone starts no server when the relay can answer it
+	// from the server's last load: a flood of them costs no processes.
+	ss.relay.Dial = middleware.OnDemand(ss.relay.Dial)
 	for range maxEvictions {
 		s.mu.Lock()
 		var pool []*session // the sessions one of which may make room

@@ -207,7 +207,7 @@ func FuzzDecode(f *testing.F) {
 // kept, readable, and read back; it alone keeps a server's file.
 func TestUpstreamRoundTrip(t *testing.T) {
 	srv := &Server{Upstream: &Upstream{SeenAt: when, Capabilities: json.RawMessage(`{"resources":{"subscribe":true},"tools":{}}`),
-		ServerInfo: json.RawMessage(`{"name":"fs","version":"1.2"}`)}}
+		ServerInfo: json.RawMessage(`{"name":"fs","version":"1.2"}`), Instructions: "Read <files>.", ProtocolVersion: "2025-11-25"}}
 	assert.False(t, srv.Empty())
 	data, err := encode("fs", srv)
 	require.NoError(t, err)
@@ -221,6 +221,8 @@ func TestUpstreamRoundTrip(t *testing.T) {
       },
       "tools": {}
     },
+    "instructions": "Read <files>.",
+    "protocol_version": "2025-11-25",
     "seen_at": "2026-01-02T03:04:05Z",
     "server_info": {
       "name": "fs",
@@ -233,5 +235,9 @@ func TestUpstreamRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, back.Upstream.Same(srv.Upstream))
 	assert.False(t, back.Upstream.Same(&Upstream{Capabilities: json.RawMessage(`{"tools":{}}`)}))
+	instructions, version := *srv.Upstream, *srv.Upstream
+	instructions.Instructions, version.ProtocolVersion = "Write.", "2025-06-18"
+	assert.False(t, back.Upstream.Same(&instructions), "other instructions")
+	assert.False(t, back.Upstream.Same(&version), "another protocol version")
 	assert.True(t, (*Upstream)(nil).Same(nil))
 }
