@@ -111,6 +111,7 @@ func (l layout) restyleArray(old, value []byte, prefix string, multiline bool) [
 // shape is the whitespace of an object or array around its items.
 type shape struct {
 	lead, trail []byte   // after the opening bracket, before the closing one
+	empty       []byte   // between the brackets of an old value with no items
 	seps        [][]byte // between items, the comma included
 	sep         []byte   // between items beyond those of seps
 	colon       []byte   // objects: between a key and its value
@@ -128,6 +129,9 @@ func (l layout) shapeOf(old []byte, spans [][2]int, prefix string, multiline boo
 		nl = "\r\n"
 	}
 	s := shape{multiline: multiline, prefix: prefix + l.indent}
+	if len(spans) == 0 && len(old) >= 2 {
+		s.empty = old[1 : len(old)-1] // "[ ]" stays "[ ]" while it stays empty
+	}
 	if len(spans) > 0 {
 		s.multiline = bytes.IndexByte(old, '\n') >= 0
 		s.lead, s.trail = old[1:spans[0][0]], old[spans[len(spans)-1][1]:len(old)-1]
@@ -161,7 +165,7 @@ func (l layout) shapeOf(old []byte, spans [][2]int, prefix string, multiline boo
 // join writes the items between open and close in the shape.
 func (s shape) join(open byte, parts [][]byte, close byte) []byte {
 	if len(parts) == 0 {
-		return []byte{open, close}
+		return slices.Concat([]byte{open}, s.empty, []byte{close})
 	}
 	out := append([]byte{open}, s.lead...)
 	for i, p := range parts {
