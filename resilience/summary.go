@@ -30,6 +30,9 @@ const htmlPage = "(an HTML page)"
 // tags of a fragment are dropped, and each run of white space or control characters
 // (line breaks included) becomes one space.
 func summary(s string) string {
+	// Spaced first, so that a control character inside a tag (<a\x13>) is
+	// seen as the space it becomes: a summary summarised is the same.
+	s = oneLine(s)
 	if loc := htmlStart.FindStringIndex(s); loc != nil {
 		rest := ""
 		if end := htmlEnd.FindStringIndex(s[loc[0]:]); end != nil {
@@ -37,7 +40,12 @@ func summary(s string) string {
 		}
 		s = s[:loc[0]] + htmlPage + " " + rest
 	}
-	s = htmlTag.ReplaceAllString(s, " ")
+	return oneLine(htmlTag.ReplaceAllString(s, " "))
+}
+
+// oneLine makes each run of white space or control characters in s (line
+// breaks included) one space, and trims s.
+func oneLine(s string) string {
 	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
 }
 
