@@ -320,11 +320,13 @@ const remoteHandshakeTimeout = 10 * time.Second
 
 // dialer returns how the session connects to its upstream: a new child
 // for every (re)start, or a new remote connection, each behind the era
-// bridge, which finds out (or is told) the era the server speaks. setupErr,
-// when not nil, is why the --url server's sign-in could not be set up.
+// bridge, which finds out (or is told) the era the server speaks: a remote
+// is asked server/discover first, as the go-sdk client asks, since over
+// HTTP a discover commits no session. setupErr, when not nil, is why the
+// --url server's sign-in could not be set up.
 func dialer(o wrapOptions, srv config.Server, setupErr error, stderr io.Writer, logger *slog.Logger) middleware.Dialer {
 	dial := upstreamDialer(o, srv, setupErr, stderr, logger)
-	return erabridge.Dial(dial, erabridge.Options{Pin: srv.UpstreamProtocol, Logger: logger, MaxMessageBytes: srv.MaxLineBytes})
+	return erabridge.Dial(dial, erabridge.Options{Pin: srv.UpstreamProtocol, DiscoverFirst: o.url != "", Logger: logger, MaxMessageBytes: srv.MaxLineBytes})
 }
 
 // upstreamDialer returns how the session reaches its upstream itself.
