@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+
+	"github.com/mcpwrap/mcpwrap/internal/era"
 )
 
 // This file holds what the sidecar remembers of the upstream across
@@ -44,10 +46,6 @@ type UpstreamMemory interface {
 // sidecar of the server reads.
 const maxRememberedBytes = 64 << 10
 
-// metaServerInfo is the _meta key of a server/discover result's
-// serverInfo (the 2026-07-28 protocol's handshake).
-const metaServerInfo = "io.modelcontextprotocol/serverInfo"
-
 // upstreamInfo reads what an upstream said of itself in result, its answer
 // to the handshake method: initialize's capabilities and serverInfo, or
 // server/discover's capabilities and _meta serverInfo. It reports false
@@ -64,7 +62,7 @@ func upstreamInfo(method string, result json.RawMessage) (UpstreamInfo, bool) {
 	}
 	u := UpstreamInfo{Capabilities: r.Capabilities, ServerInfo: r.ServerInfo}
 	if method == "server/discover" {
-		u.ServerInfo = r.Meta[metaServerInfo]
+		u.ServerInfo = r.Meta[era.MetaServerInfo]
 	}
 	if !isObject(u.Capabilities) || u.ServerInfo != nil && !isObject(u.ServerInfo) ||
 		len(u.Capabilities)+len(u.ServerInfo) > maxRememberedBytes {

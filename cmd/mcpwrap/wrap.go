@@ -19,6 +19,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/auth"
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/desktop"
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/erabridge"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
@@ -119,7 +120,7 @@ func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 		return nil
 	})
 	fs.IntVar(&o.maxLineBytes, "max-line-bytes", 0, fmt.Sprintf("largest JSON-RPC message accepted, in bytes (default from config, else %d MiB)", config.DefaultMaxLineBytes>>20))
-	fs.StringVar(&o.upstreamProto, "upstream-protocol", "", fmt.Sprintf("the protocol era the server speaks: auto (find out), %s or %s (default from config, else %s)", erabridge.SessionVersion, erabridge.StatelessVersion, config.DefaultUpstreamProtocol))
+	fs.StringVar(&o.upstreamProto, "upstream-protocol", "", fmt.Sprintf("the protocol era the server speaks: auto (find out), %s or %s (default from config, else %s)", era.SessionVersion, era.StatelessVersion, config.DefaultUpstreamProtocol))
 	fs.StringVar(&o.log.level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr; the server's stderr lines go to it too (tagged stream=stderr), as well as to stderr")

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/middleware"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -35,7 +36,7 @@ const (
 
 // protocolVersion is what the doctor's client asks for: the newest version
 // opening with initialize, as desktop clients send it.
-const protocolVersion = "2025-11-25"
+const protocolVersion = era.SessionVersion
 
 // Target is one server to check.
 type Target struct {

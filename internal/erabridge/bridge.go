@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
@@ -467,7 +468,7 @@ func (e rpcError) offeredStateless() string {
 		return ""
 	}
 	for _, v := range e.Data.Supported {
-		if IsStateless(v) && v > best {
+		if era.IsStateless(v) && v > best {
 			best = v
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 )
 
@@ -43,7 +44,7 @@ func bridgedDown(t *testing.T, opts Options) *rig {
 	res := decode(t, ans.Result)
 	assert.Equal(t, []any{"2026-07-28"}, res["supportedVersions"])
 	assert.Equal(t, "hi", res["instructions"])
-	assert.Equal(t, map[string]any{"name": "old", "version": "1"}, res["_meta"].(map[string]any)[MetaServerInfo])
+	assert.Equal(t, map[string]any{"name": "old", "version": "1"}, res["_meta"].(map[string]any)[era.MetaServerInfo])
 	return r
 }
 
@@ -324,7 +325,7 @@ func TestInitializeAnsweredFromDiscover(t *testing.T) {
 			assert.Equal(t, "4", string(r.read().ID))
 			r.write(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"log"}}`)
 			call := r.upGets()
-			assert.Equal(t, `"debug"`, string(member(member(call.Params, "_meta"), MetaLogLevel)))
+			assert.Equal(t, `"debug"`, string(member(member(call.Params, "_meta"), era.MetaLogLevel)))
 		})
 	}
 }

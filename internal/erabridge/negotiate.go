@@ -7,6 +7,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
@@ -88,9 +89,9 @@ func (c *Conn) writeNegotiating(ctx context.Context, msg []byte) error {
 	case env.Method == "server/discover":
 		hs.step, out = stepForward, msg
 	case pin == Stateless:
-		hs.step, out = stepDiscover, c.discoverFor(hs, StatelessVersion)
+		hs.step, out = stepDiscover, c.discoverFor(hs, era.StatelessVersion)
 	case c.opts.DiscoverFirst && pin == Auto:
-		hs.step, hs.first, out = stepDiscover, true, c.discoverFor(hs, StatelessVersion)
+		hs.step, hs.first, out = stepDiscover, true, c.discoverFor(hs, era.StatelessVersion)
 	default:
 		hs.step, out = stepInitFirst, msg
 	}
@@ -204,7 +205,7 @@ func (c *Conn) negotiate(hs *handshake, msg []byte, env framing.Envelope) ([]byt
 		c.log.Info("the upstream refused initialize; asking it server/discover for the session-era client", "code", parseError(env.Error).Code)
 		hs.refusal = bytes.Clone(msg)
 		hs.step = stepDiscover
-		return nil, c.inner.WriteMessage(c.ctx, c.discoverFor(hs, StatelessVersion))
+		return nil, c.inner.WriteMessage(c.ctx, c.discoverFor(hs, era.StatelessVersion))
 	default: // stepDiscover
 		var r struct {
 			SupportedVersions []string `json:"supportedVersions"`
@@ -223,7 +224,7 @@ func (c *Conn) negotiate(hs *handshake, msg []byte, env framing.Envelope) ([]byt
 		// Pinned to 2026-07-28, a result is taken as it is; otherwise it
 		// must name a 2026-07-28 version.
 		pinned := hs.refusal == nil && !hs.first
-		if env.Error != nil || !pinned && !slices.ContainsFunc(r.SupportedVersions, IsStateless) {
+		if env.Error != nil || !pinned && !slices.ContainsFunc(r.SupportedVersions, era.IsStateless) {
 			if hs.first {
 				return nil, c.sendInitialize(hs)
 			}
@@ -276,7 +277,7 @@ func (c *Conn) initializeFor(hs *handshake) []byte {
 	if info == nil {
 		info = []byte(`{"name":"mcpwrap","version":"erabridge"}`)
 	}
-	params := []byte(`{"protocolVersion":"` + SessionVersion + `","capabilities":`)
+	params := []byte(`{"protocolVersion":"` + era.SessionVersion + `","capabilities":`)
 	params = append(params, orEmpty(m.ClientCapabilities)...)
 	params = append(params, `,"clientInfo":`...)
 	params = append(params, info...)
@@ -296,9 +297,9 @@ func (c *Conn) discoverFor(hs *handshake, version string) []byte {
 	caps := orEmpty(member(hs.params, "capabilities"))
 	v, _ := json.Marshal(version)
 	kv := [][2][]byte{
-		{[]byte(MetaProtocolVersion), v},
-		{[]byte(MetaClientInfo), info},
-		{[]byte(MetaClientCapabilities), caps},
+		{[]byte(era.MetaProtocolVersion), v},
+		{[]byte(era.MetaClientInfo), info},
+		{[]byte(era.MetaClientCapabilities), caps},
 	}
 	meta := []byte("{}")
 	for _, p := range kv {
@@ -316,8 +317,8 @@ func (c *Conn) discoverFor(hs *handshake, version string) []byte {
 func (c *Conn) discoverResult(hs *handshake, initResult []byte) []byte {
 	m, _, _ := ParseMeta(hs.params)
 	version := m.ProtocolVersion
-	if !IsStateless(version) {
-		version = StatelessVersion
+	if !era.IsStateless(version) {
+		version = era.StatelessVersion
 	}
 	caps := orEmpty(member(initResult, "capabilities"))
 	res := map[string]any{
@@ -328,7 +329,7 @@ func (c *Conn) discoverResult(hs *handshake, initResult []byte) []byte {
 		"cacheScope":        "private",
 	}
 	if info := member(initResult, "serverInfo"); info != nil {
-		res["_meta"] = map[string]any{MetaServerInfo: json.RawMessage(info)}
+		res["_meta"] = map[string]any{era.MetaServerInfo: json.RawMessage(info)}
 	}
 	if instr := member(initResult, "instructions"); instr != nil {
 		res["instructions"] = json.RawMessage(instr)
@@ -346,8 +347,8 @@ func (c *Conn) discoverResult(hs *handshake, initResult []byte) []byte {
 // server/discover result.
 func (c *Conn) initializeResult(hs *handshake, discover []byte, supported []string) []byte {
 	asked := stringMember(hs.params, "protocolVersion")
-	version := SessionVersion
-	if slices.Contains(sessionVersions, asked) {
+	version := era.SessionVersion
+	if slices.Contains(era.SessionVersions, asked) {
 		version = asked
 	}
 	// The stateless version every later request carries: the one asked
@@ -355,7 +356,7 @@ func (c *Conn) initializeResult(hs *handshake, discover []byte, supported []stri
 	server := hs.version
 	if !slices.Contains(supported, hs.version) {
 		for _, v := range supported {
-			if IsStateless(v) && v > server {
+			if era.IsStateless(v) && v > server {
 				server = v
 			}
 		}
@@ -364,7 +365,7 @@ func (c *Conn) initializeResult(hs *handshake, discover []byte, supported []stri
 		}
 	}
 	caps := orEmpty(member(discover, "capabilities"))
-	info := member(member(discover, "_meta"), MetaServerInfo)
+	info := member(member(discover, "_meta"), era.MetaServerInfo)
 	if info == nil {
 		info = []byte(`{"name":"unknown","version":""}`)
 	}
@@ -390,7 +391,7 @@ func (c *Conn) setMetaVersion(v string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := range c.up.meta {
-		if string(c.up.meta[i][0]) == MetaProtocolVersion {
+		if string(c.up.meta[i][0]) == era.MetaProtocolVersion {
 			c.up.meta[i][1] = raw
 		}
 	}

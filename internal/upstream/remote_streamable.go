@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -452,7 +453,7 @@ func (c *RemoteConn) streamGET(lastID string) (*http.Response, error) {
 // requests and notifications, unless the protocol version has none.
 func (c *RemoteConn) listen() {
 	c.mu.Lock()
-	start := !c.listening && c.transport == TransportStreamableHTTP && c.version < firstStatelessVersion
+	start := !c.listening && c.transport == TransportStreamableHTTP && c.version < era.StatelessVersion
 	c.listening = c.listening || start
 	c.mu.Unlock()
 	if start {
