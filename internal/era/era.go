@@ -40,3 +40,16 @@ const (
 // ClientMetaKeys are the _meta members with which a stateless request
 // describes its client in place of a handshake.
 var ClientMetaKeys = []string{MetaProtocolVersion, MetaClientInfo, MetaClientCapabilities}
+
+// Describe shows the protocol versions a client and a server speak to a
+// person: the one version when they are the same, "client -> server"
+// when mcpwrap translates between them, "" when neither is known.
+func Describe(client, server string) string {
+	switch {
+	case client == server:
+		return client
+	case client == "" || server == "":
+		return client + server
+	}
+	return client + " -> " + server
+}

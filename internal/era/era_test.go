@@ -67,3 +67,19 @@ func TestFactsHaveOneOwner(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, found, "era facts spelled outside internal/era: import them")
 }
+
+func TestDescribe(t *testing.T) {
+	tests := []struct {
+		name, client, server, want string
+	}{
+		{name: "unknown", want: ""},
+		{name: "one era", client: "2025-11-25", server: "2025-11-25", want: "2025-11-25"},
+		{name: "bridged", client: "2025-11-25", server: "2026-07-28", want: "2025-11-25 -> 2026-07-28"},
+		{name: "one side known", server: "2026-07-28", want: "2026-07-28"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, Describe(tt.client, tt.server))
+		})
+	}
+}

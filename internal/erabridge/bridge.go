@@ -137,6 +137,8 @@ type Conn struct {
 	clientVersion, serverVersion string
 }
 
+var _ middleware.EraReporter = (*Conn)(nil)
+
 // item is one message (or a dropped one's error) of the reader.
 type item struct {
 	msg []byte
