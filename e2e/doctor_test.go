@@ -28,6 +28,9 @@ type doctorResult struct {
 	Slow      bool           `json:"slow"`
 	Error     string         `json:"error"`
 	Hint      string         `json:"hint"`
+	// ClientProtocol and ServerProtocol are each side's protocol version.
+	ClientProtocol string `json:"client_protocol"`
+	ServerProtocol string `json:"server_protocol"`
 }
 
 // demoServerTools is how many tools `mcpwrap demo-server` has.
@@ -98,6 +101,8 @@ func TestDoctor(t *testing.T) {
 	assert.Equal(t, 1, healthy.Attempts)
 	assert.Equal(t, demoServerTools, healthy.Tools)
 	assert.Zero(t, healthy.Locked)
+	assert.Equal(t, [2]string{protocolVersionInitialize, protocolVersionInitialize}, [2]string{healthy.ClientProtocol, healthy.ServerProtocol},
+		"each side's protocol: a desktop client's, and the stdio server's answer to it")
 
 	locked := byName["locked"]
 	assert.Equal(t, "available", locked.Status)
@@ -155,7 +160,7 @@ func TestDoctorAllAvailable(t *testing.T) {
 	p := startProcess(ctx, t, processOptions{Env: mcpwrapEnv(t, `{}`)}, mcpwrapPath, "doctor", "--config-path", configPath, "healthy")
 	require.NoError(t, p.Wait(ctx), "stderr: %s", p.Stderr())
 	out := p.Output()
-	assert.Regexp(t, `(?m)^healthy\s+custom\s+stdio\s+available\s+1\s+\S+\s+7$`, out)
+	assert.Regexp(t, `(?m)^healthy\s+custom\s+stdio\s+available\s+`+protocolVersionInitialize+`\s+1\s+\S+\s+7$`, out)
 	assert.NotContains(t, out, "broken")
 	assert.Contains(t, out, "All 1 server(s) available.")
 }

@@ -85,7 +85,7 @@ func TestInstallDoctorUninstall(t *testing.T) {
 	assert.NotContains(t, sidecar.proc.Stderr(), "relaying", "not to the client's log")
 
 	doctor := run("doctor", "--config-path", configPath)
-	assert.Regexp(t, `(?m)^demo\s+custom\s+stdio\s+available\s+1\s`, doctor.Output())
+	assert.Regexp(t, `(?m)^demo\s+custom\s+stdio\s+available\s+\S+\s+1\s`, doctor.Output())
 
 	again := run("install", "--config-path", configPath)
 	assert.Contains(t, again.Output(), "skip   demo: already wrapped")

@@ -164,11 +164,13 @@ func TestRemoteLegacySSE(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, samplingModel+" says: "+samplingAnswer, contentText(asked.Content), "the sampling round trip")
 
-	// The fallback: a refused POST to the URL, then the SSE stream's GET.
+	// The fallback: refused POSTs to the URL (the era bridge's server/discover, which a
+	// 2025 streamable server also refuses, then initialize), then the SSE stream's GET.
 	reqs := httpLog.requests()
-	require.GreaterOrEqual(t, len(reqs), 2)
-	assert.Equal(t, loggedRequest{HTTPMethod: http.MethodPost, RPCMethod: "initialize"}, reqs[0], "first contact: streamable HTTP")
-	assert.Equal(t, http.MethodGet, reqs[1].HTTPMethod, "then the legacy SSE stream")
+	require.GreaterOrEqual(t, len(reqs), 3)
+	assert.Equal(t, loggedRequest{HTTPMethod: http.MethodPost, RPCMethod: "server/discover", ProtocolVersion: protocolVersionStateless}, reqs[0], "first contact: streamable HTTP, asking the era")
+	assert.Equal(t, loggedRequest{HTTPMethod: http.MethodPost, RPCMethod: "initialize"}, reqs[1], "then the session era, still streamable HTTP")
+	assert.Equal(t, http.MethodGet, reqs[2].HTTPMethod, "then the legacy SSE stream")
 }
 
 // loopbackPreload is a Node preload (node --require) that pins every listening socket without a

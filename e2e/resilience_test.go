@@ -159,7 +159,7 @@ type loadFailure struct {
 	name string
 	// upstream prepares the failing upstream and returns the end of mcpwrap's arguments.
 	upstream func(t *testing.T) []string
-	// initializes, when set, counts the initialize requests the upstream received.
+	// initializes, when set, counts the handshakes the upstream received (see opensLoad).
 	initializes *atomic.Int32
 	// retryRefused sets retry_refused in the config.
 	retryRefused bool
@@ -341,8 +341,8 @@ func TestLoadFailureIsClassified(t *testing.T) {
 			// "reconnect on use", so count first.
 			if tt.initializes != nil {
 				require.Eventually(t, func() bool { return int(tt.initializes.Load()) >= tt.attempts },
-					promptAnswer, pollEvery, "initialize requests: %d", tt.initializes.Load())
-				assert.EqualValues(t, tt.attempts, tt.initializes.Load(), "initialize requests the upstream received")
+					promptAnswer, pollEvery, "handshakes: %d", tt.initializes.Load())
+				assert.EqualValues(t, tt.attempts, tt.initializes.Load(), "handshakes the upstream received")
 			}
 			if tt.class == "transient" {
 				require.Eventually(t, func() bool { return discoverServer(ctx, t, session).Attempts >= tt.attempts },
@@ -409,7 +409,7 @@ func TestEveryFailureIsAToolResult(t *testing.T) {
 	}
 }
 
-// TestDeniedIsNotReloadedOnUse wraps a server that refuses every initialize with 401: the
+// TestDeniedIsNotReloadedOnUse wraps a server that refuses every request with 401: the
 // agent's calls (tools and discovery) are answered "denied" each time, and never make mcpwrap
 // send the credentials again (reconnect on use is for permanent failures): only a change that
 // can fix a denial (a sign-in) reloads it.
@@ -815,11 +815,11 @@ func serveLoopback(t *testing.T, h http.Handler) string {
 }
 
 // refusingServer serves a loopback server that answers every request with status and body,
-// and counts the initialize requests in initializes. It returns its URL.
+// and counts the load attempts in initializes (see opensLoad). It returns its URL.
 func refusingServer(t *testing.T, status int, body string, initializes *atomic.Int32) string {
 	t.Helper()
 	return serveLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rpcMethod(r) == "initialize" {
+		if opensLoad(rpcMethod(r)) {
 			initializes.Add(1)
 		}
 		w.Header().Set("Content-Type", "text/plain")
@@ -831,7 +831,7 @@ func refusingServer(t *testing.T, status int, body string, initializes *atomic.I
 // bearerWithoutMetadata serves a loopback server that refuses every request with 401 and
 // WWW-Authenticate: Bearer, and an HTML page, but offers no OAuth metadata: every well-known
 // document is a 404 HTML page, as a web framework's catch-all serves it. It counts the
-// initialize requests in initializes and returns its URL.
+// load attempts in initializes (see opensLoad) and returns its URL.
 func bearerWithoutMetadata(t *testing.T, initializes *atomic.Int32) string {
 	t.Helper()
 	const page = "<!DOCTYPE html>\n<html><head><title>Sign in</title></head>\n<body><h1>Unauthorized</h1></body></html>\n"
@@ -842,7 +842,7 @@ func bearerWithoutMetadata(t *testing.T, initializes *atomic.Int32) string {
 			_, _ = io.WriteString(w, page)
 			return
 		}
-		if rpcMethod(r) == "initialize" {
+		if opensLoad(rpcMethod(r)) {
 			initializes.Add(1)
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="api"`)
@@ -874,6 +874,11 @@ func cuttingServer(t *testing.T, contentType string, initializes *atomic.Int32) 
 
 // rpcMethod returns the JSON-RPC method of a POSTed message ("" for anything else), leaving
 // r.Body readable.
+// opensLoad reports whether method opens a load attempt on a server that refuses its first
+// request: mcpwrap asks a remote server/discover before initialize (the go-sdk client's order),
+// and a server that refuses the discover's POST outright sees no initialize.
+func opensLoad(method string) bool { return method == "initialize" || method == "server/discover" }
+
 func rpcMethod(r *http.Request) string {
 	if r.Method != http.MethodPost {
 		return ""

@@ -91,7 +91,7 @@ func TestStatus(t *testing.T) {
 
 	p := startProcess(ctx, t, processOptions{Env: env}, mcpwrapPath, "status")
 	require.NoError(t, p.Wait(ctx), "stderr: %s", p.Stderr())
-	assert.Regexp(t, `(?m)^beta\s+mcpwrap-e2e-no-such-command\s+\d+\s+\S+\s+permanent\s+1\s+-\s+0\s+0\s+0\s+0\s+0\s+cannot start`, p.Output())
+	assert.Regexp(t, `(?m)^beta\s+mcpwrap-e2e-no-such-command\s+\d+\s+\S+\s+permanent\s+-\s+1\s+-\s+0\s+0\s+0\s+0\s+0\s+cannot start`, p.Output())
 	assert.NotContains(t, p.Output(), "alpha")
 }
 
@@ -170,8 +170,10 @@ func TestStatusListsListenFronts(t *testing.T) {
 	}
 
 	type session struct {
-		Status string `json:"status"`
-		Calls  int    `json:"calls"`
+		Status         string `json:"status"`
+		Calls          int    `json:"calls"`
+		ClientProtocol string `json:"client_protocol"`
+		ServerProtocol string `json:"server_protocol"`
 	}
 	type front struct {
 		Server   string    `json:"server"`
@@ -180,7 +182,9 @@ func TestStatusListsListenFronts(t *testing.T) {
 		Sessions []session `json:"sessions"`
 	}
 	want := []front{{Server: "front", Status: "listening", Listen: srv.URL,
-		Sessions: []session{{Status: "available", Calls: 1}, {Status: "available", Calls: 1}}}}
+		Sessions: []session{ // each side's protocol: both the session era's, over stdio
+			{Status: "available", Calls: 1, ClientProtocol: protocolVersionInitialize, ServerProtocol: protocolVersionInitialize},
+			{Status: "available", Calls: 1, ClientProtocol: protocolVersionInitialize, ServerProtocol: protocolVersionInitialize}}}}
 	var got []front
 	require.Eventually(t, func() bool { // the front publishes within a moment; poll as a user would
 		p := startProcess(ctx, t, processOptions{Env: env}, mcpwrapPath, "status", "--json")
@@ -191,5 +195,5 @@ func TestStatusListsListenFronts(t *testing.T) {
 	p := startProcess(ctx, t, processOptions{Env: env}, mcpwrapPath, "status")
 	require.NoError(t, p.Wait(ctx), "stderr: %s", p.Stderr())
 	assert.Regexp(t, `(?m)^front\s+mcpwrap\s+\d+\s+\S+\s+listening `+regexp.QuoteMeta(srv.URL)+`, 2 session\(s\)`, p.Output())
-	assert.Regexp(t, `(?m)^  session 2\s+available\s+1\s+[\d.]+m?s\s+0\s+1\s+0\s+0`, p.Output())
+	assert.Regexp(t, `(?m)^  session 2\s+available\s+`+protocolVersionInitialize+`\s+1\s+[\d.]+m?s\s+0\s+1\s+0\s+0`, p.Output())
 }

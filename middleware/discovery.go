@@ -51,22 +51,41 @@ type DiscoveryResult struct {
 	Notice      string            `json:"notice,omitempty"`
 }
 
-// Stats are a Session's counters, kept in memory only.
+// Stats are a Session's counters, kept in memory only, and what its
+// upstream connection says of the protocol each side speaks.
 type Stats struct {
 	Calls                  int // tools/call requests the client sent
 	Rejections             int // calls to locked tools answered by the sidecar
 	IncludeDisabledQueries int // discovery calls with include_disabled: true
 	Restarts               int // upstream restarts after a crash
+	// ClientProtocol and ServerProtocol are the protocol versions the
+	// client and the upstream speak on the ready upstream connection, as
+	// its Conn reports them (an [EraReporter]); "" when it reports none
+	// or no connection is ready.
+	ClientProtocol, ServerProtocol string
 }
 
-// Stats returns a snapshot of the session's counters.
+// An EraReporter is a [Conn] that knows the protocol version each of its
+// sides speaks, such as a bridge between the protocol eras. Eras returns
+// them, "" while unknown; it is called concurrently with the Conn's use.
+type EraReporter interface {
+	Eras() (client, server string)
+}
+
+// Stats returns a snapshot of the session's counters. It takes no lock.
 func (s *Session) Stats() Stats {
-	return Stats{
+	st := Stats{
 		Calls:                  int(s.counts.calls.Load()),
 		Rejections:             int(s.counts.rejections.Load()),
 		IncludeDisabledQueries: int(s.counts.includeDisabled.Load()),
 		Restarts:               int(s.counts.restarts.Load()),
 	}
+	if l := s.readyLink(); l != nil {
+		if r, ok := l.conn.(EraReporter); ok {
+			st.ClientProtocol, st.ServerProtocol = r.Eras()
+		}
+	}
+	return st
 }
 
 // counters are what Stats reports, each counted without a lock (a call

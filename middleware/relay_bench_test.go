@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mcpwrap/mcpwrap/internal/erabridge"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
@@ -23,6 +24,8 @@ import (
 // OS pipes to an upstream that answers at once, so that a CPU profile
 // (-cpuprofile) shows the relay's own hot path. e2e's BenchmarkRelay is the
 // yardstick across processes; these are for finding where the time goes.
+// Each has a Bridged twin whose upstream Conn is behind the era bridge, as
+// cmd dials it: client and server of one era, which must cost nothing.
 
 // benchUpstream answers like e2e's raw server: initialize, tools/list with
 // one tool, and "ok" to every tools/call; "blob" answers with size bytes of
@@ -66,7 +69,9 @@ type benchClient struct {
 	out *bufio.Reader
 }
 
-func startBenchSession(b *testing.B, blobBytes int) *benchClient {
+// startBenchSession starts a Session; bridged puts its upstream Conn behind
+// erabridge.Wrap.
+func startBenchSession(b *testing.B, blobBytes int, bridged bool) *benchClient {
 	b.Helper()
 	clientR, toSession, err := os.Pipe()
 	require.NoError(b, err)
@@ -86,7 +91,11 @@ func startBenchSession(b *testing.B, blobBytes int) *benchClient {
 		Name:   "bench",
 		Client: middleware.NewStreamConn(clientR, clientW, clientW, 0),
 		Dial: func(context.Context) (middleware.Conn, error) {
-			return middleware.NewStreamConn(fromUp, toUp, toUp, 0), nil
+			conn := middleware.NewStreamConn(fromUp, toUp, toUp, 0)
+			if bridged {
+				return erabridge.Wrap(conn, erabridge.Options{}), nil
+			}
+			return conn, nil
 		},
 		Tools: g,
 	}
@@ -135,8 +144,11 @@ func (c *benchClient) roundTrip(b *testing.B, req []byte) {
 
 const benchCall = `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"ping"}}}` + "\n"
 
-func BenchmarkSessionRoundTrip(b *testing.B) {
-	c := startBenchSession(b, 0)
+func BenchmarkSessionRoundTrip(b *testing.B)        { benchRoundTrip(b, false) }
+func BenchmarkSessionRoundTripBridged(b *testing.B) { benchRoundTrip(b, true) }
+
+func benchRoundTrip(b *testing.B, bridged bool) {
+	c := startBenchSession(b, 0, bridged)
 	req := []byte(`{"jsonrpc":"2.0","id":1` + benchCall)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -144,8 +156,11 @@ func BenchmarkSessionRoundTrip(b *testing.B) {
 	}
 }
 
-func BenchmarkSessionInFlight64(b *testing.B) {
-	c := startBenchSession(b, 0)
+func BenchmarkSessionInFlight64(b *testing.B)        { benchInFlight64(b, false) }
+func BenchmarkSessionInFlight64Bridged(b *testing.B) { benchInFlight64(b, true) }
+
+func benchInFlight64(b *testing.B, bridged bool) {
+	c := startBenchSession(b, 0, bridged)
 	b.ReportAllocs()
 	const window = 64
 	slots := make(chan struct{}, window)
@@ -178,8 +193,11 @@ func BenchmarkSessionInFlight64(b *testing.B) {
 	wg.Wait()
 }
 
-func BenchmarkSessionRequest10MiB(b *testing.B) {
-	c := startBenchSession(b, 0)
+func BenchmarkSessionRequest10MiB(b *testing.B)        { benchRequest10MiB(b, false) }
+func BenchmarkSessionRequest10MiBBridged(b *testing.B) { benchRequest10MiB(b, true) }
+
+func benchRequest10MiB(b *testing.B, bridged bool) {
+	c := startBenchSession(b, 0, bridged)
 	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"data":"` + strings.Repeat("x", 10<<20) + `"}}}` + "\n")
 	b.SetBytes(int64(len(req)))
 	b.ReportAllocs()
@@ -188,8 +206,11 @@ func BenchmarkSessionRequest10MiB(b *testing.B) {
 	}
 }
 
-func BenchmarkSessionResult10MiB(b *testing.B) {
-	c := startBenchSession(b, 10<<20)
+func BenchmarkSessionResult10MiB(b *testing.B)        { benchResult10MiB(b, false) }
+func BenchmarkSessionResult10MiBBridged(b *testing.B) { benchResult10MiB(b, true) }
+
+func benchResult10MiB(b *testing.B, bridged bool) {
+	c := startBenchSession(b, 10<<20, bridged)
 	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"blob","arguments":{}}}` + "\n")
 	b.SetBytes(10 << 20)
 	b.ReportAllocs()

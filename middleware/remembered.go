@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+
+	"github.com/mcpwrap/mcpwrap/internal/era"
 )
 
 // This file holds what the sidecar remembers of the upstream across
@@ -54,10 +56,6 @@ type UpstreamMemory interface {
 // reads.
 const maxRememberedBytes = 64 << 10
 
-// metaServerInfo is the _meta key of a server/discover result's
-// serverInfo (the 2026-07-28 protocol's handshake).
-const metaServerInfo = "io.modelcontextprotocol/serverInfo"
-
 // upstreamInfo reads what an upstream said of itself in result, its answer
 // to the handshake method: initialize's capabilities, serverInfo,
 // instructions and protocolVersion, or server/discover's capabilities,
@@ -77,7 +75,7 @@ func upstreamInfo(method string, result json.RawMessage) (UpstreamInfo, bool) {
 	}
 	u := UpstreamInfo{Capabilities: r.Capabilities, ServerInfo: r.ServerInfo, Instructions: r.Instructions, ProtocolVersion: r.ProtocolVersion}
 	if method == "server/discover" {
-		u.ServerInfo, u.ProtocolVersion = r.Meta[metaServerInfo], ""
+		u.ServerInfo, u.ProtocolVersion = r.Meta[era.MetaServerInfo], ""
 	}
 	if !isObject(u.Capabilities) || u.ServerInfo != nil && !isObject(u.ServerInfo) ||
 		len(u.Capabilities)+len(u.ServerInfo)+len(u.Instructions)+len(u.ProtocolVersion) > maxRememberedBytes {

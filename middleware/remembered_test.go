@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 )
 
@@ -87,7 +88,7 @@ func TestDegradedHandshakeKeepsTheUpstreamsCapabilities(t *testing.T) {
 			assert.JSONEq(t, tt.wantCaps, string(answer.Result.Capabilities))
 			info := answer.Result.ServerInfo
 			if tt.method == "server/discover" {
-				info = answer.Result.Meta[metaServerInfo]
+				info = answer.Result.Meta[era.MetaServerInfo]
 			}
 			assert.JSONEq(t, tt.wantInfo, string(info))
 

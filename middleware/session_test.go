@@ -353,6 +353,36 @@ func TestStatusBeforeRunIsTransient(t *testing.T) {
 	assert.Equal(t, Stats{}, s.Stats())
 }
 
+// erasConn is an upstream Conn that reports the protocol versions of its
+// sides, as the era bridge does.
+type erasConn struct {
+	Conn
+	client, server string
+}
+
+func (c erasConn) Eras() (client, server string) { return c.client, c.server }
+
+// TestStatsReportTheConnsEras: Stats carry the protocol versions the ready
+// upstream connection reports (an EraReporter), and none from a Conn that
+// reports none.
+func TestStatsReportTheConnsEras(t *testing.T) {
+	tests := []struct {
+		name string
+		wrap func(Conn) Conn
+		want [2]string
+	}{
+		{name: "a bridge", wrap: func(c Conn) Conn { return erasConn{Conn: c, client: "2025-11-25", server: "2026-07-28"} }, want: [2]string{"2025-11-25", "2026-07-28"}},
+		{name: "a plain conn", want: [2]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startRaw(t, rawOptions{wrap: tt.wrap})
+			st := h.session.Stats()
+			assert.Equal(t, tt.want, [2]string{st.ClientProtocol, st.ServerProtocol})
+		})
+	}
+}
+
 // TestHandshakeOnAReadyUpstreamKeepsItsParams: a client that opens again
 // (a second initialize, or another stateless client's server/discover on a
 // shared session) has its params relayed as JSON, not re-encoded.

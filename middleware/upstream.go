@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -552,7 +553,7 @@ func (s *Session) answerDegraded(w *hsWaiter) {
 		}
 		caps, info := s.degradedSelf()
 		res, _ := json.Marshal(map[string]any{
-			"protocolVersion": cmp.Or(initializeVersion(params), "2025-11-25"),
+			"protocolVersion": cmp.Or(initializeVersion(params), era.SessionVersion),
 			"capabilities":    caps,
 			"serverInfo":      info,
 			"instructions":    st.Message(),
@@ -702,10 +703,6 @@ func (s *Session) notifyToolsChanged() {
 	}
 }
 
-// metaProtocolVersion is the _meta key of a 2026-07-28 request's protocol
-// version.
-const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
-
 // degradedDiscover is the sidecar's own server/discover result (the
 // 2026-07-28 protocol's handshake) while the upstream is not ready: the
 // version the client asked for, the tools capability (the discovery tool,
@@ -718,9 +715,9 @@ func (s *Session) degradedDiscover(params json.RawMessage, instructions string) 
 	}
 	_ = json.Unmarshal(params, &p)
 	var version string
-	_ = json.Unmarshal(p.Meta[metaProtocolVersion], &version)
+	_ = json.Unmarshal(p.Meta[era.MetaProtocolVersion], &version)
 	if version == "" {
-		version = "2026-07-28"
+		version = era.StatelessVersion
 	}
 	caps, info := s.degradedSelf()
 	res, _ := json.Marshal(map[string]any{
@@ -730,14 +727,10 @@ func (s *Session) degradedDiscover(params json.RawMessage, instructions string) 
 		"instructions":      instructions,
 		"ttlMs":             0,
 		"cacheScope":        "private",
-		"_meta":             map[string]any{metaServerInfo: info},
+		"_meta":             map[string]any{era.MetaServerInfo: info},
 	})
 	return res
 }
-
-// clientMetaKeys are the _meta members with which every 2026-07-28 request
-// describes its client, in place of a handshake.
-var clientMetaKeys = []string{metaProtocolVersion, "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities"}
 
 // withClientMeta returns the params of one of the sidecar's own requests
 // with the client's _meta description added when the client speaks the
@@ -764,7 +757,7 @@ func (s *Session) withClientMeta(params json.RawMessage) json.RawMessage {
 	if raw, ok := p["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
 		return params
 	}
-	for _, k := range clientMetaKeys {
+	for _, k := range era.ClientMetaKeys {
 		if v, ok := from.Meta[k]; ok {
 			if _, set := meta[k]; !set {
 				meta[k] = v

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/config"
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/httpfront"
 	"github.com/mcpwrap/mcpwrap/internal/redact"
@@ -97,19 +98,19 @@ func writeStatusTable(w io.Writer, list []runstatus.Status, now time.Time) error
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tUPSTREAM\tPID\tUPTIME\tSTATUS\tATTEMPTS\tLOAD\tRESTARTS\tCALLS\tREJECTED\tINCLUDE_DISABLED\tPENDING\tERROR")
+	fmt.Fprintln(tw, "SERVER\tUPSTREAM\tPID\tUPTIME\tSTATUS\tPROTOCOL\tATTEMPTS\tLOAD\tRESTARTS\tCALLS\tREJECTED\tINCLUDE_DISABLED\tPENDING\tERROR")
 	for _, s := range list {
 		if s.Listen != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s %s, %d session(s)\t\t\t\t\t\t\t%d\t\n", s.Server, cmp.Or(s.Upstream, "-"), s.PID,
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s %s, %d session(s)\t\t\t\t\t\t\t\t%d\t\n", s.Server, cmp.Or(s.Upstream, "-"), s.PID,
 				now.Sub(s.StartedAt).Round(time.Second), s.Status, s.Listen, len(s.Sessions), s.Pending)
 			for i, ss := range s.Sessions {
-				fmt.Fprintf(tw, "  session %d\t\t\t\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t\t%s\n", i+1,
-					ss.Status, ss.Attempts, loadTime(ss), ss.Restarts, ss.Calls, ss.Rejections, ss.IncludeDisabledQueries, ss.Error)
+				fmt.Fprintf(tw, "  session %d\t\t\t\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t\t%s\n", i+1,
+					ss.Status, protocol(ss), ss.Attempts, loadTime(ss), ss.Restarts, ss.Calls, ss.Rejections, ss.IncludeDisabledQueries, ss.Error)
 			}
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Server, cmp.Or(s.Upstream, "-"), s.PID,
-			now.Sub(s.StartedAt).Round(time.Second), s.Status, s.Attempts, loadTime(s.Session), s.Restarts,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Server, cmp.Or(s.Upstream, "-"), s.PID,
+			now.Sub(s.StartedAt).Round(time.Second), s.Status, protocol(s.Session), s.Attempts, loadTime(s.Session), s.Restarts,
 			s.Calls, s.Rejections, s.IncludeDisabledQueries, s.Pending, s.Error)
 	}
 	if err := tw.Flush(); err != nil {
@@ -157,6 +158,12 @@ func writeStore(ctx context.Context, w io.Writer, configPath, storeFlag, stateDi
 		verdict = "cannot be used: " + redact.Text(err.Error())
 	}
 	fmt.Fprintf(w, "\nState store (%s): %s: %s\n", from, stores.Describe(st), verdict)
+}
+
+// protocol shows the protocol versions of an upstream's sides: one, or the
+// client's and the server's where mcpwrap bridges the eras; "-" unknown.
+func protocol(s runstatus.Session) string {
+	return cmp.Or(era.Describe(s.ClientProtocol, s.ServerProtocol), "-")
 }
 
 // stateDir is the state directory of the wrap command o. loadPolicy has

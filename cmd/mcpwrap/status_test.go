@@ -105,9 +105,35 @@ func TestStatusTableShowsLoadTime(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	require.NoError(t, writeStatusTable(&buf, list, now))
-	assert.Regexp(t, `(?m)^SERVER\s+UPSTREAM\s+PID\s+UPTIME\s+STATUS\s+ATTEMPTS\s+LOAD\s+RESTARTS`, buf.String())
-	assert.Regexp(t, `(?m)^fs\s+-\s+7\s+1m0s\s+available\s+1\s+412ms\s+0\s`, buf.String())
-	assert.Regexp(t, `(?m)^slow\s+-\s+8\s+1m0s\s+available\s+2\s+2\.3s\s+0\s`, buf.String())
-	assert.Regexp(t, `(?m)^gone\s+-\s+9\s+1m0s\s+permanent\s+1\s+-\s+0\s+0\s+0\s+0\s+0\s+boom$`, buf.String())
-	assert.Regexp(t, `(?m)^  session 1\s+available\s+1\s+30ms\s+0\s+0\s+0\s+0\s*$`, buf.String())
+	assert.Regexp(t, `(?m)^SERVER\s+UPSTREAM\s+PID\s+UPTIME\s+STATUS\s+PROTOCOL\s+ATTEMPTS\s+LOAD\s+RESTARTS`, buf.String())
+	assert.Regexp(t, `(?m)^fs\s+-\s+7\s+1m0s\s+available\s+-\s+1\s+412ms\s+0\s`, buf.String())
+	assert.Regexp(t, `(?m)^slow\s+-\s+8\s+1m0s\s+available\s+-\s+2\s+2\.3s\s+0\s`, buf.String())
+	assert.Regexp(t, `(?m)^gone\s+-\s+9\s+1m0s\s+permanent\s+-\s+1\s+-\s+0\s+0\s+0\s+0\s+0\s+boom$`, buf.String())
+	assert.Regexp(t, `(?m)^  session 1\s+available\s+-\s+1\s+30ms\s+0\s+0\s+0\s+0\s*$`, buf.String())
+}
+
+// TestStatusTableShowsEachSidesProtocol: the PROTOCOL column shows the
+// version both sides speak, or the client's and the server's where mcpwrap
+// bridges the eras, and "-" before an upstream is ready.
+func TestStatusTableShowsEachSidesProtocol(t *testing.T) {
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	list := []runstatus.Status{
+		{Server: "local", Upstream: "npx x", PID: 1, StartedAt: at,
+			Session: runstatus.Session{Status: "available", Attempts: 1, ClientProtocol: "2025-11-25", ServerProtocol: "2025-11-25"}},
+		{Server: "remote", Upstream: "https://mcp.example.com", PID: 2, StartedAt: at,
+			Session: runstatus.Session{Status: "available", Attempts: 1, ClientProtocol: "2025-11-25", ServerProtocol: "2026-07-28"}},
+		{Server: "starting", Upstream: "npx y", PID: 3, StartedAt: at, Session: runstatus.Session{Status: "transient"}},
+		{Server: "front", Upstream: "npx z", PID: 4, StartedAt: at, Listen: "http://127.0.0.1:1/mcp", Session: runstatus.Session{Status: "listening"},
+			Sessions: []runstatus.Session{{Status: "available", Attempts: 1, ClientProtocol: "2026-07-28", ServerProtocol: "2025-11-25"}}},
+	}
+	var out bytes.Buffer
+	require.NoError(t, writeStatusTable(&out, list, at.Add(time.Minute)))
+	want := `SERVER       UPSTREAM                 PID  UPTIME  STATUS                                          PROTOCOL                  ATTEMPTS  LOAD  RESTARTS  CALLS  REJECTED  INCLUDE_DISABLED  PENDING  ERROR
+local        npx x                    1    1m0s    available                                       2025-11-25                1         -     0         0      0         0                 0        
+remote       https://mcp.example.com  2    1m0s    available                                       2025-11-25 -> 2026-07-28  1         -     0         0      0         0                 0        
+starting     npx y                    3    1m0s    transient                                       -                         0         -     0         0      0         0                 0        
+front        npx z                    4    1m0s    listening http://127.0.0.1:1/mcp, 1 session(s)                                                                                         0        
+  session 1                                        available                                       2026-07-28 -> 2025-11-25  1         -     0         0      0         0                          
+`
+	assert.Equal(t, want, out.String())
 }

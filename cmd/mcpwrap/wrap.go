@@ -19,6 +19,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/auth"
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/desktop"
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/erabridge"
 	"github.com/mcpwrap/mcpwrap/internal/gate"
 	"github.com/mcpwrap/mcpwrap/internal/policy"
@@ -122,7 +123,7 @@ func parseWrapFlags(args []string, stdout io.Writer) (wrapOptions, error) {
 		return nil
 	})
 	fs.IntVar(&o.maxLineBytes, "max-line-bytes", 0, fmt.Sprintf("largest JSON-RPC message accepted, in bytes (default from config, else %d MiB)", config.DefaultMaxLineBytes>>20))
-	fs.StringVar(&o.upstreamProto, "upstream-protocol", "", fmt.Sprintf("the protocol era the server speaks: auto (find out), %s or %s (default from config, else %s)", erabridge.SessionVersion, erabridge.StatelessVersion, config.DefaultUpstreamProtocol))
+	fs.StringVar(&o.upstreamProto, "upstream-protocol", "", fmt.Sprintf("the protocol era the server speaks: auto (find out), %s or %s (default from config, else %s)", era.SessionVersion, era.StatelessVersion, config.DefaultUpstreamProtocol))
 	fs.StringVar(&o.log.level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file instead of stderr; the server's stderr lines go to it too (tagged stream=stderr), as well as to stderr")
@@ -342,11 +343,13 @@ const remoteHandshakeTimeout = 10 * time.Second
 
 // dialer returns how the session connects to its upstream: a new child
 // for every (re)start, or a new remote connection, each behind the era
-// bridge, which finds out (or is told) the era the server speaks. setupErr,
-// when not nil, is why the --url server's sign-in could not be set up.
+// bridge, which finds out (or is told) the era the server speaks: a remote
+// is asked server/discover first, as the go-sdk client asks, since over
+// HTTP a discover commits no session. setupErr, when not nil, is why the
+// --url server's sign-in could not be set up.
 func dialer(o wrapOptions, srv config.Server, setupErr error, stderr io.Writer, logger *slog.Logger) middleware.Dialer {
 	dial := upstreamDialer(o, srv, setupErr, stderr, logger)
-	return erabridge.Dial(dial, erabridge.Options{Pin: srv.UpstreamProtocol, Logger: logger, MaxMessageBytes: srv.MaxLineBytes})
+	return erabridge.Dial(dial, erabridge.Options{Pin: srv.UpstreamProtocol, DiscoverFirst: o.url != "", Logger: logger, MaxMessageBytes: srv.MaxLineBytes})
 }
 
 // upstreamDialer returns how the session reaches its upstream itself.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/oauthmeta"
 )
 
@@ -241,7 +242,7 @@ func (c *Client) Login(ctx context.Context, show func(url string)) error {
 
 // probeBody is the request Login sends to learn the server's challenge:
 // an initialize, which every MCP server must authorize.
-const probeBody = `{"jsonrpc":"2.0","id":"mcpwrap-login","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpwrap","version":"login"}}}`
+const probeBody = `{"jsonrpc":"2.0","id":"mcpwrap-login","method":"initialize","params":{"protocolVersion":"` + era.SessionVersion + `","capabilities":{},"clientInfo":{"name":"mcpwrap","version":"login"}}}`
 
 // probe sends an unauthenticated initialize and returns the challenge.
 func (c *Client) probe(ctx context.Context) (challenge, error) {

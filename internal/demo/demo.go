@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpwrap/mcpwrap/internal/era"
 )
 
 // Run plays the demo. self is the path of the mcpwrap binary; out receives
@@ -72,7 +74,7 @@ func (d *demo) connect(ctx context.Context, wrapArgs, serverArgs []string, opts 
 	logs := d.n.prefixWriter("    log | ")
 	cmd.Stderr = logs
 	client := mcp.NewClient(&mcp.Implementation{Name: "demo-client", Version: "1.0.0"}, opts)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: era.SessionVersion})
 	if err != nil {
 		logs.Close()
 		return nil, fmt.Errorf("connect: %w", err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/oauthtest"
 )
 
@@ -65,7 +66,7 @@ func (d *demo) signIn(ctx context.Context) error {
 	changed := make(chan struct{}, 8)
 	client := mcp.NewClient(&mcp.Implementation{Name: "demo-client", Version: "1.0.0"},
 		&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: era.SessionVersion})
 	if err != nil {
 		logs.Close()
 		return fmt.Errorf("connect: %w", err)

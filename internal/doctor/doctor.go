@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/middleware"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -35,7 +36,7 @@ const (
 
 // protocolVersion is what the doctor's client asks for: the newest version
 // opening with initialize, as desktop clients send it.
-const protocolVersion = "2025-11-25"
+const protocolVersion = era.SessionVersion
 
 // Target is one server to check.
 type Target struct {
@@ -83,6 +84,12 @@ type Result struct {
 	Tools    int            `json:"tools"`
 	Locked   int            `json:"locked"`
 	LockedBy map[string]int `json:"locked_by,omitempty"`
+	// ClientProtocol and ServerProtocol are the protocol versions the
+	// doctor's client (a desktop client's, of the session era) and the
+	// server spoke once it loaded; they differ where mcpwrap bridges the
+	// eras.
+	ClientProtocol string `json:"client_protocol,omitempty"`
+	ServerProtocol string `json:"server_protocol,omitempty"`
 	// Slow is set when the server loaded after its ready timeout.
 	Slow bool `json:"slow,omitempty"`
 	// Error says what went wrong, user-safe; Hint how to fix it.
@@ -187,6 +194,8 @@ func Check(ctx context.Context, t Target) Result {
 		return res
 	}
 	res.Status = st.Class.String()
+	stats := s.Stats()
+	res.ClientProtocol, res.ServerProtocol = stats.ClientProtocol, stats.ServerProtocol
 	readyTimeout := cmp.Or(t.ReadyTimeout, middleware.DefaultReadyTimeout)
 	if res.LoadTime > readyTimeout {
 		res.Slow = true

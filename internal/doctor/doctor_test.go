@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpwrap/mcpwrap/internal/erabridge"
 	"github.com/mcpwrap/mcpwrap/middleware"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -45,6 +46,12 @@ func TestCheck(t *testing.T) {
 			target: target("fs", healthy.dial, locks),
 			want: Result{Name: "fs", Transport: TransportStdio, Status: "available", Attempts: 1, Tools: 1, Locked: 2,
 				LockedBy: map[string]int{"disabled_by_user": 1, "pending_approval": 1}},
+		},
+		{
+			name:   "behind the era bridge, as the sidecar dials: each side's protocol",
+			target: target("bridged", erabridge.Dial(healthy.dial, erabridge.Options{}), nil),
+			want: Result{Name: "bridged", Transport: TransportStdio, Status: "available", Attempts: 1, Tools: 4,
+				ClientProtocol: protocolVersion, ServerProtocol: protocolVersion},
 		},
 		{
 			name:   "no tool policy: every tool counts",

@@ -9,16 +9,19 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/mcpwrap/mcpwrap/internal/era"
 )
 
 // WriteTable prints results as a table, one row per server, followed by
 // the error and fix hint of every server that has one.
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tCLIENT\tTRANSPORT\tSTATUS\tATTEMPTS\tLOAD\tTOOLS")
+	fmt.Fprintln(tw, "SERVER\tCLIENT\tTRANSPORT\tSTATUS\tPROTOCOL\tATTEMPTS\tLOAD\tTOOLS")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n",
-			r.Name, dash(r.Client), r.Transport, r.Status, r.Attempts, loadTime(r), tools(r))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n",
+			r.Name, dash(r.Client), r.Transport, r.Status, dash(era.Describe(r.ClientProtocol, r.ServerProtocol)),
+			r.Attempts, loadTime(r), tools(r))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
@@ -32,6 +33,14 @@ const maxRounds = 10
 type Options struct {
 	// Pin is the era the upstream is taken to speak; "" is [Auto].
 	Pin Pin
+	// DiscoverFirst makes the bridge ask the upstream server/discover
+	// before it sends a session-era client's initialize, as the go-sdk
+	// client opens, and speak 2026-07-28 to a server that answers it. Set
+	// it for an upstream on which a discover commits no session (one over
+	// HTTP, where each request stands alone); a stdio server of both eras
+	// takes a discover for its session's handshake and would refuse the
+	// initialize after it. Ignored when Pin is not Auto.
+	DiscoverFirst bool
 	// Logger receives the bridge's records; nil discards them.
 	Logger *slog.Logger
 	// RoundTimeout bounds the wait for a 2026-07-28 client's retry of a
@@ -123,7 +132,12 @@ type Conn struct {
 	timers   map[*round]struct{}
 	down     downState // modernClient
 	up       upState   // modernServer
+	// clientVersion and serverVersion are the protocol versions each side
+	// speaks, once the handshake is answered (see Eras).
+	clientVersion, serverVersion string
 }
+
+var _ middleware.EraReporter = (*Conn)(nil)
 
 // item is one message (or a dropped one's error) of the reader.
 type item struct {
@@ -173,18 +187,14 @@ func newConn(inner middleware.Conn, opts Options) *Conn {
 	}
 }
 
-// Eras reports what each side speaks, as far as known: "" until the
-// handshake is answered.
+// Eras reports the protocol version each side speaks on this connection:
+// the client's (the Session's) as its handshake was answered, and the
+// upstream's; both "" until the handshake is answered, the same when no
+// translation takes place. It may be called concurrently with anything.
 func (c *Conn) Eras() (client, server string) {
-	switch mode(c.mode.Load()) {
-	case modernClient:
-		return StatelessVersion, SessionVersion
-	case modernServer:
-		return SessionVersion, StatelessVersion
-	case same:
-		return "same", "same"
-	}
-	return "", ""
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clientVersion, c.serverVersion
 }
 
 // ReadMessage implements [middleware.Conn].
@@ -460,7 +470,7 @@ func (e rpcError) offeredStateless() string {
 		return ""
 	}
 	for _, v := range e.Data.Supported {
-		if IsStateless(v) && v > best {
+		if era.IsStateless(v) && v > best {
 			best = v
 		}
 	}

@@ -2,13 +2,16 @@ package erabridge
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 )
 
@@ -41,7 +44,7 @@ func bridgedDown(t *testing.T, opts Options) *rig {
 	res := decode(t, ans.Result)
 	assert.Equal(t, []any{"2026-07-28"}, res["supportedVersions"])
 	assert.Equal(t, "hi", res["instructions"])
-	assert.Equal(t, map[string]any{"name": "old", "version": "1"}, res["_meta"].(map[string]any)[MetaServerInfo])
+	assert.Equal(t, map[string]any{"name": "old", "version": "1"}, res["_meta"].(map[string]any)[era.MetaServerInfo])
 	return r
 }
 
@@ -67,20 +70,24 @@ func TestDiscoverAnsweredFromInitialize(t *testing.T) {
 
 func TestSameEraPassesBytes(t *testing.T) {
 	tests := []struct {
-		name      string
-		pin       Pin
-		handshake string
-		probe     bool // the bridge sends a discover of its own first
-		answer    string
+		name          string
+		pin           Pin
+		discoverFirst bool
+		handshake     string
+		probe         bool // the bridge sends a discover of its own first
+		answer        string
 	}{
 		{name: "2026 both", pin: Auto, handshake: clientDiscover, answer: `{"supportedVersions":["2026-07-28"],"capabilities":{}}`},
 		{name: "2026 pinned", pin: Stateless, handshake: clientDiscover, answer: `{"supportedVersions":["2026-07-28"],"capabilities":{}}`},
 		{name: "2025 pinned", pin: Session, handshake: clientInit, answer: initResult},
 		{name: "2025 both", pin: Auto, handshake: clientInit, answer: initResult},
+		{name: "2025 both, discover first", pin: Auto, discoverFirst: true, handshake: clientInit, probe: true, answer: initResult},
+		{name: "2025 pinned, discover first", pin: Session, discoverFirst: true, handshake: clientInit, answer: initResult},
+		{name: "2026 both, discover first", pin: Auto, discoverFirst: true, handshake: clientDiscover, answer: `{"supportedVersions":["2026-07-28"],"capabilities":{}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, Options{Pin: tt.pin})
+			r := newRig(t, Options{Pin: tt.pin, DiscoverFirst: tt.discoverFirst})
 			r.write(tt.handshake)
 			if tt.probe {
 				d := r.upGets()
@@ -265,9 +272,15 @@ func TestListenCarriesListChanges(t *testing.T) {
 // bridgedUp brings a rig to a session-era client in front of a 2026-07-28
 // server.
 func bridgedUp(t *testing.T, pin Pin) *rig {
-	r := newRig(t, Options{Pin: pin})
+	return bridgedUpWith(t, Options{Pin: pin})
+}
+
+// bridgedUpWith is bridgedUp with opts: with DiscoverFirst, the bridge
+// asks server/discover before the client's initialize is sent.
+func bridgedUpWith(t *testing.T, opts Options) *rig {
+	r := newRig(t, opts)
 	r.write(clientInit)
-	if pin != Stateless {
+	if opts.Pin != Stateless && !opts.DiscoverFirst {
 		init := r.upGets()
 		require.Equal(t, "initialize", init.Method)
 		r.say(`{"jsonrpc":"2.0","id":"mcpwrap-x-1","error":{"code":-32601,"message":"Method not found"}}`)
@@ -312,8 +325,121 @@ func TestInitializeAnsweredFromDiscover(t *testing.T) {
 			assert.Equal(t, "4", string(r.read().ID))
 			r.write(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"log"}}`)
 			call := r.upGets()
-			assert.Equal(t, `"debug"`, string(member(member(call.Params, "_meta"), MetaLogLevel)))
+			assert.Equal(t, `"debug"`, string(member(member(call.Params, "_meta"), era.MetaLogLevel)))
 		})
+	}
+}
+
+// With DiscoverFirst (a remote upstream, on which a discover commits no
+// session), a server that speaks both eras is spoken to in 2026-07-28 as
+// the go-sdk client does, also for a session-era client: its initialize
+// never reaches the upstream.
+func TestDiscoverFirstBridgesADualEraServer(t *testing.T) {
+	r := bridgedUpWith(t, Options{DiscoverFirst: true})
+	r.write(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	list := r.upGets()
+	assert.Equal(t, "tools/list", list.Method, "the client's initialize was never sent")
+	m, _, err := ParseMeta(list.Params)
+	require.NoError(t, err)
+	assert.Equal(t, "2026-07-28", m.ProtocolVersion)
+	client, server := r.conn.(interface{ Eras() (string, string) }).Eras()
+	assert.Equal(t, []string{"2025-06-18", "2026-07-28"}, []string{client, server})
+}
+
+// A discover the bridge sent first and the server refused, in every way but
+// an offer of a 2026-07-28 version, leaves the client's initialize to go
+// as it is; a -32022 offer is tried once.
+func TestDiscoverFirstFallsBackToInitialize(t *testing.T) {
+	refuse := func(code int, data string) func(*rig, framing.Envelope) {
+		return func(r *rig, d framing.Envelope) {
+			r.say(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"no","data":%s}}`, d.ID, code, data))
+		}
+	}
+	tests := []struct {
+		name   string
+		answer func(*rig, framing.Envelope) // the upstream's answer to the bridge's discover
+	}{
+		{name: "method not found", answer: refuse(-32601, `null`)},
+		{name: "invalid request", answer: refuse(-32600, `null`)},
+		{name: "a version offer of the session era only", answer: refuse(-32022, `{"supported":["2025-11-25"]}`)},
+		{name: "a result listing no 2026-07-28 version", answer: func(r *rig, d framing.Envelope) {
+			r.say(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"supportedVersions":["2025-11-25"],"capabilities":{}}}`, d.ID))
+		}},
+		{name: "a transport failure", answer: func(r *rig, d framing.Envelope) { r.fail(d.ID, errors.New("HTTP 500")) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, Options{DiscoverFirst: true})
+			r.write(clientInit)
+			d := r.upGets()
+			require.Equal(t, "server/discover", d.Method)
+			tt.answer(r, d)
+			init := <-r.up.got
+			assert.Equal(t, clientInit, string(init), "the client's initialize, as it is")
+			r.say(`{"jsonrpc":"2.0","id":"mcpwrap-x-1","result":` + initResult + `}`)
+			assert.Equal(t, `"mcpwrap-x-1"`, string(r.read().ID))
+			msg := `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`
+			r.write(msg)
+			assert.Equal(t, msg, string(<-r.up.got), "same era: bytes pass")
+			client, server := r.conn.(interface{ Eras() (string, string) }).Eras()
+			assert.Equal(t, []string{"2025-11-25", "2025-11-25"}, []string{client, server})
+		})
+	}
+}
+
+// A -32022 offer is tried once, even of the version the bridge asked for
+// (a server may refuse a first request whatever it asks, as the
+// request-metadata client scenario's does).
+func TestDiscoverFirstVersionOfferTriedOnce(t *testing.T) {
+	for _, offer := range []string{"2026-07-28", "2026-09-01"} {
+		t.Run(offer, func(t *testing.T) {
+			r := newRig(t, Options{DiscoverFirst: true})
+			r.write(clientInit)
+			d := r.upGets()
+			r.say(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32022,"message":"unsupported","data":{"supported":[%q]}}}`, d.ID, offer))
+			again := r.upGets()
+			require.Equal(t, "server/discover", again.Method)
+			m, _, err := ParseMeta(again.Params)
+			require.NoError(t, err)
+			assert.Equal(t, offer, m.ProtocolVersion)
+			r.say(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32022,"message":"unsupported","data":{"supported":["2026-10-01"]}}}`, again.ID))
+			assert.Equal(t, clientInit, string(<-r.up.got), "one offer only, then the client's initialize")
+		})
+	}
+}
+
+// A client's initialize refused after the bridge's discover was refused
+// too gets its own refusal, with no second discover.
+func TestDiscoverFirstBothRefused(t *testing.T) {
+	r := newRig(t, Options{DiscoverFirst: true})
+	r.write(clientInit)
+	d := r.upGets()
+	r.say(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, d.ID))
+	assert.Equal(t, clientInit, string(<-r.up.got))
+	refusal := `{"jsonrpc":"2.0","id":"mcpwrap-x-1","error":{"code":-32600,"message":"bad"}}`
+	r.say(refusal)
+	assert.Equal(t, refusal, string(r.readRaw()))
+	select {
+	case m := <-r.up.got:
+		t.Fatalf("sent after both refusals: %s", m)
+	default:
+	}
+}
+
+// A request of the bridge's own whose answer the transport lost fails the
+// Session's handshake it stood for, under the Session's id: the Session
+// never learnt the bridge's.
+func TestBridgeRequestFailureFailsTheHandshake(t *testing.T) {
+	r := newRig(t, Options{Pin: Stateless})
+	r.write(clientInit)
+	d := r.upGets()
+	r.fail(d.ID, errors.New("HTTP 502"))
+	select {
+	case f := <-r.failed:
+		assert.Equal(t, `"mcpwrap-x-1"`, string(f.ID))
+		assert.EqualError(t, f.Err, "HTTP 502")
+	case <-time.After(wait):
+		t.Fatal("the handshake never failed")
 	}
 }
 

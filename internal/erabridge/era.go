@@ -7,9 +7,9 @@
 // speaks its client's era, the upstream its own, and the Session never
 // learns that eras exist.
 //
-// The package also owns the facts of the eras (versions, _meta keys,
-// error codes) and the one place a 2026-07-28 _meta is read ([ParseMeta])
-// and a member is set in place ([SetMember]).
+// The facts of the eras (versions, _meta keys) are internal/era's; this
+// package has the one place a 2026-07-28 _meta is read ([ParseMeta]) and a
+// member is set in place ([SetMember]) or removed ([RemoveMembers]).
 package erabridge
 
 import (
@@ -20,34 +20,8 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
-)
-
-// Protocol versions. Versions are dates, so strings compare in order.
-const (
-	// SessionVersion is the latest version of the session era, the one
-	// the bridge speaks to a server of that era.
-	SessionVersion = "2025-11-25"
-	// StatelessVersion is the first version of the stateless era
-	// (SEP-2575): no initialize, a _meta on every request.
-	StatelessVersion = "2026-07-28"
-)
-
-// sessionVersions are the session-era versions a 2025 client may ask for
-// and be answered with, newest first.
-var sessionVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
-
-// IsStateless reports whether version is of the stateless era.
-func IsStateless(version string) bool { return version >= StatelessVersion }
-
-// The _meta keys of the stateless era (go-sdk mcp/protocol.go MetaKey*).
-const (
-	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
-	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
-	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
 )
 
 // JSON-RPC error codes the bridge reads or writes.
@@ -64,8 +38,8 @@ type Pin string
 // The pins. The zero value is Auto.
 const (
 	Auto      Pin = "auto"
-	Session   Pin = SessionVersion   // initialize only
-	Stateless Pin = StatelessVersion // server/discover only
+	Session   Pin = era.SessionVersion   // initialize only
+	Stateless Pin = era.StatelessVersion // server/discover only
 )
 
 // DefaultPin is the pin of a server the config says nothing of.
@@ -79,7 +53,7 @@ func ParsePin(s string) (Pin, error) {
 	case Session, Stateless:
 		return p, nil
 	}
-	return "", fmt.Errorf("%q: want auto, %s or %s", s, SessionVersion, StatelessVersion)
+	return "", fmt.Errorf("%q: want auto, %s or %s", s, era.SessionVersion, era.StatelessVersion)
 }
 
 // Meta is what a stateless request's _meta says of its client, read once
@@ -122,7 +96,7 @@ func ParseMeta(params []byte) (m Meta, found bool, err error) {
 		}
 		return v, nil
 	}
-	v, err := get(MetaProtocolVersion)
+	v, err := get(era.MetaProtocolVersion)
 	if err != nil {
 		return m, true, err
 	}
@@ -131,13 +105,13 @@ func ParseMeta(params []byte) (m Meta, found bool, err error) {
 			return m, true, fmt.Errorf("%w: the protocol version is not a string", ErrBadMeta)
 		}
 	}
-	if m.ClientInfo, err = get(MetaClientInfo); err != nil {
+	if m.ClientInfo, err = get(era.MetaClientInfo); err != nil {
 		return m, true, err
 	}
-	if m.ClientCapabilities, err = get(MetaClientCapabilities); err != nil {
+	if m.ClientCapabilities, err = get(era.MetaClientCapabilities); err != nil {
 		return m, true, err
 	}
-	if m.SubscriptionID, err = get(MetaSubscriptionID); err != nil {
+	if m.SubscriptionID, err = get(era.MetaSubscriptionID); err != nil {
 		return m, true, err
 	}
 	return m, true, nil
@@ -288,19 +262,15 @@ func RemoveMembers(obj []byte, names ...string) []byte {
 	return append(out, obj[from:]...)
 }
 
-// clientMetaKeys are the _meta members with which a 2026-07-28 request
-// describes its client in place of a handshake.
-var clientMetaKeys = []string{MetaProtocolVersion, MetaClientInfo, MetaClientCapabilities}
-
 // withoutClientMeta returns msg, whose envelope is env, without the
-// clientMetaKeys of its params' _meta, and its envelope; msg and env
+// era.ClientMetaKeys of its params' _meta, and its envelope; msg and env
 // themselves when it has none.
 func withoutClientMeta(msg []byte, env framing.Envelope) ([]byte, framing.Envelope) {
 	meta := member(env.Params, "_meta")
 	if meta == nil {
 		return msg, env
 	}
-	stripped := RemoveMembers(meta, clientMetaKeys...)
+	stripped := RemoveMembers(meta, era.ClientMetaKeys...)
 	if len(stripped) == len(meta) {
 		return msg, env
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"sync"
 	"testing"
@@ -18,20 +19,20 @@ import (
 // fakeUpstream is an upstream's Conn whose messages a test writes and
 // reads by hand: what the upstream says, what it was sent.
 type fakeUpstream struct {
-	says   chan []byte // to the bridge
+	says   chan item   // to the bridge: a message, or a read's error
 	got    chan []byte // from the bridge
 	closed chan struct{}
 	once   sync.Once
 }
 
 func newFakeUpstream() *fakeUpstream {
-	return &fakeUpstream{says: make(chan []byte, 64), got: make(chan []byte, 64), closed: make(chan struct{})}
+	return &fakeUpstream{says: make(chan item, 64), got: make(chan []byte, 64), closed: make(chan struct{})}
 }
 
 func (f *fakeUpstream) ReadMessage() ([]byte, error) {
 	select {
-	case m := <-f.says:
-		return m, nil
+	case it := <-f.says:
+		return it.msg, it.err
 	case <-f.closed:
 		return nil, io.EOF
 	}
@@ -93,20 +94,25 @@ type rig struct {
 	t      *testing.T
 	up     *fakeUpstream
 	conn   middleware.Conn
-	reads  chan []byte // what the Session reads
+	reads  chan []byte                         // what the Session reads
+	failed chan *middleware.RequestFailedError // requests the Session reads as failed
 	timers *manualTimers
 	done   chan struct{}
 }
 
 func newRig(t *testing.T, opts Options) *rig {
 	t.Helper()
-	r := &rig{t: t, up: newFakeUpstream(), reads: make(chan []byte, 64), timers: &manualTimers{}, done: make(chan struct{})}
+	r := &rig{t: t, up: newFakeUpstream(), reads: make(chan []byte, 64), failed: make(chan *middleware.RequestFailedError, 8), timers: &manualTimers{}, done: make(chan struct{})}
 	opts.AfterFunc = r.timers.AfterFunc
 	r.conn = Wrap(r.up, opts)
 	go func() { // the Session's reader
 		defer close(r.done)
 		for {
 			msg, err := r.conn.ReadMessage()
+			if f, ok := errors.AsType[*middleware.RequestFailedError](err); ok {
+				r.failed <- f
+				continue
+			}
 			if err != nil {
 				return
 			}
@@ -129,7 +135,13 @@ func (r *rig) write(msg string) {
 }
 
 // say is the upstream sending msg.
-func (r *rig) say(msg string) { r.up.says <- []byte(msg) }
+func (r *rig) say(msg string) { r.up.says <- item{msg: []byte(msg)} }
+
+// fail is the upstream's transport reporting that the request id (raw
+// JSON) will get no answer.
+func (r *rig) fail(id []byte, err error) {
+	r.up.says <- item{err: &middleware.RequestFailedError{ID: id, Err: err}}
+}
 
 // upGets returns the next message the upstream was sent.
 func (r *rig) upGets() framing.Envelope {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 )
 
@@ -41,7 +42,7 @@ func FuzzParseMeta(f *testing.F) {
 			return // a params encoding/json cannot decode: nothing to compare
 		}
 		var version string
-		if raw, ok := p.Meta[MetaProtocolVersion]; ok {
+		if raw, ok := p.Meta[era.MetaProtocolVersion]; ok {
 			if json.Unmarshal(raw, &version) != nil {
 				t.Fatalf("ParseMeta read a version encoding/json cannot: %q", raw)
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 )
 
@@ -401,7 +402,7 @@ func (c *Conn) openListen(ctx context.Context, env framing.Envelope) error {
 			return err
 		}
 	}
-	sub := append(append([]byte(`{"`+MetaSubscriptionID+`":`), env.ID...), '}')
+	sub := append(append([]byte(`{"`+era.MetaSubscriptionID+`":`), env.ID...), '}')
 	notes, _ := json.Marshal(agreed)
 	params := append(append(append([]byte(`{"notifications":`), notes...), `,"_meta":`...), sub...)
 	c.inject(notification("notifications/subscriptions/acknowledged", append(params, '}')))
@@ -556,7 +557,7 @@ func (c *Conn) toListens(msg []byte, env framing.Envelope) [][]byte {
 	}
 	outs := make([][]byte, 0, len(ids))
 	for _, id := range ids {
-		out, err := setParamsMeta(msg, env, false, [2][]byte{[]byte(MetaSubscriptionID), id})
+		out, err := setParamsMeta(msg, env, false, [2][]byte{[]byte(era.MetaSubscriptionID), id})
 		if err != nil {
 			return [][]byte{bytes.Clone(msg)}
 		}

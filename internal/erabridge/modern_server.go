@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"sort"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/paramheader"
 )
@@ -119,7 +120,7 @@ func (c *Conn) sendUp(ctx context.Context, msg []byte, env framing.Envelope) err
 	c.mu.Lock()
 	meta := c.up.meta
 	if c.up.level != nil {
-		meta = append(meta[:len(meta):len(meta)], [2][]byte{[]byte(MetaLogLevel), c.up.level})
+		meta = append(meta[:len(meta):len(meta)], [2][]byte{[]byte(era.MetaLogLevel), c.up.level})
 	}
 	c.mu.Unlock()
 	out, err := setParamsMeta(msg, env, true, meta...)

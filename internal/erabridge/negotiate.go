@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
 // The era is found out from the Session's handshake, the first request it
@@ -27,8 +30,16 @@ import (
 //     capabilities in its _meta; a result answers the initialize
 //     (modernServer), a refusal leaves the initialize's refusal as its
 //     answer. A server that speaks both eras must be asked initialize
-//     first: the go-sdk's takes a server/discover for the session's
-//     handshake and refuses an initialize after it as a duplicate.
+//     first when the connection is a session (stdio): the go-sdk's takes
+//     a server/discover for the session's handshake and refuses an
+//     initialize after it as a duplicate.
+//   - With [Options.DiscoverFirst] (HTTP, where a discover commits no
+//     session), a client's initialize waits for the bridge's own
+//     server/discover, as the go-sdk client opens: a result listing a
+//     2026-07-28 version answers the initialize (modernServer), a -32022
+//     offer is tried once, and anything else (another refusal, a lost
+//     answer, a result of the session era) sends the client's initialize
+//     as it is, whose answer is then the client's.
 
 // step is where a handshake's negotiation is.
 type step int
@@ -37,7 +48,7 @@ const (
 	stepForward    step = iota // the client's server/discover was sent as is
 	stepInitialize             // the bridge's initialize, for a client's discover
 	stepInitFirst              // the client's initialize was sent as is
-	stepDiscover               // the bridge's discover, for a client's initialize refused
+	stepDiscover               // the bridge's discover, for a client's initialize (refused, or not sent yet: first)
 )
 
 // handshake is the Session's handshake request under negotiation.
@@ -51,6 +62,8 @@ type handshake struct {
 	version string // the stateless version the bridge's discover asked for
 	retried bool   // it was retried with a version the server offered
 	refusal []byte // the upstream's refusal of the client's initialize
+	first   bool   // the bridge's discover went first: the client's initialize is still to send
+	probed  bool   // the bridge's discover went first and was refused: the client's initialize is the last try
 }
 
 // writeNegotiating writes msg while no handshake has been answered.
@@ -62,7 +75,11 @@ func (c *Conn) writeNegotiating(ctx context.Context, msg []byte) error {
 	hs := &handshake{id: bytes.Clone(env.ID), method: env.Method, params: bytes.Clone(env.Params), msg: bytes.Clone(msg)}
 	pin := c.opts.Pin
 	if env.Method == "server/discover" && pin == Stateless || env.Method == "initialize" && pin == Session {
-		c.settle(same, "pinned to "+string(pin))
+		version := stringMember(env.Params, "protocolVersion")
+		if m, _, _ := ParseMeta(env.Params); m.ProtocolVersion != "" {
+			version = m.ProtocolVersion
+		}
+		c.settle(version, "pinned to "+string(pin))
 		return c.inner.WriteMessage(ctx, msg)
 	}
 	var out []byte
@@ -72,7 +89,9 @@ func (c *Conn) writeNegotiating(ctx context.Context, msg []byte) error {
 	case env.Method == "server/discover":
 		hs.step, out = stepForward, msg
 	case pin == Stateless:
-		hs.step, out = stepDiscover, c.discoverFor(hs, StatelessVersion)
+		hs.step, out = stepDiscover, c.discoverFor(hs, era.StatelessVersion)
+	case c.opts.DiscoverFirst && pin == Auto:
+		hs.step, hs.first, out = stepDiscover, true, c.discoverFor(hs, era.StatelessVersion)
 	default:
 		hs.step, out = stepInitFirst, msg
 	}
@@ -101,12 +120,24 @@ func (c *Conn) writeNegotiating(ctx context.Context, msg []byte) error {
 func (c *Conn) readNegotiating() ([]byte, error) {
 	for {
 		msg, err := c.inner.ReadMessage()
-		if err != nil {
-			return nil, err
-		}
 		c.mu.Lock()
 		hs := c.hs
 		c.mu.Unlock()
+		if err != nil {
+			f, ok := errors.AsType[*middleware.RequestFailedError](err)
+			if !ok || hs == nil || hs.probe == nil || framing.IDKey(f.ID) != framing.IDKey(hs.probe) {
+				return nil, err
+			}
+			// The answer to the bridge's own request was lost.
+			if hs.first {
+				if err := c.sendInitialize(hs); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			c.clearHandshake(hs) // the Session's handshake fails with it
+			return nil, &middleware.RequestFailedError{ID: hs.id, Err: f.Err}
+		}
 		if hs == nil {
 			return msg, nil
 		}
@@ -138,7 +169,8 @@ func (c *Conn) negotiate(hs *handshake, msg []byte, env framing.Envelope) ([]byt
 	switch hs.step {
 	case stepForward:
 		if env.Result != nil {
-			c.settle(same, "the upstream speaks 2026-07-28")
+			m, _, _ := ParseMeta(hs.params)
+			c.settle(m.ProtocolVersion, "the upstream speaks 2026-07-28")
 			return msg, nil
 		}
 		e := parseError(env.Error)
@@ -163,33 +195,44 @@ func (c *Conn) negotiate(hs *handshake, msg []byte, env framing.Envelope) ([]byt
 		return response(hs.id, result), nil
 	case stepInitFirst:
 		if env.Result != nil {
-			c.settle(same, "the upstream speaks the session era")
+			c.settle(stringMember(env.Result, "protocolVersion"), "the upstream speaks the session era")
+			return msg, nil
+		}
+		if hs.probed { // and refused server/discover before
+			c.clearHandshake(hs)
 			return msg, nil
 		}
 		c.log.Info("the upstream refused initialize; asking it server/discover for the session-era client", "code", parseError(env.Error).Code)
 		hs.refusal = bytes.Clone(msg)
 		hs.step = stepDiscover
-		return nil, c.inner.WriteMessage(c.ctx, c.discoverFor(hs, StatelessVersion))
+		return nil, c.inner.WriteMessage(c.ctx, c.discoverFor(hs, era.StatelessVersion))
 	default: // stepDiscover
+		var r struct {
+			SupportedVersions []string `json:"supportedVersions"`
+		}
 		if env.Error != nil {
 			e := parseError(env.Error)
-			if v := e.offeredStateless(); v != "" && v != hs.version && !hs.retried {
+			// Tried once, even the version asked: a server may refuse a
+			// first request whatever it asks for.
+			if v := e.offeredStateless(); v != "" && !hs.retried {
 				hs.retried = true
 				return nil, c.inner.WriteMessage(c.ctx, c.discoverFor(hs, v))
+			}
+		} else {
+			_ = json.Unmarshal(env.Result, &r)
+		}
+		// Pinned to 2026-07-28, a result is taken as it is; otherwise it
+		// must name a 2026-07-28 version.
+		pinned := hs.refusal == nil && !hs.first
+		if env.Error != nil || !pinned && !slices.ContainsFunc(r.SupportedVersions, era.IsStateless) {
+			if hs.first {
+				return nil, c.sendInitialize(hs)
 			}
 			c.clearHandshake(hs)
 			if hs.refusal != nil {
 				return hs.refusal, nil
 			}
 			return framing.Splice(msg, env.ID, hs.id), nil
-		}
-		var r struct {
-			SupportedVersions []string `json:"supportedVersions"`
-		}
-		_ = json.Unmarshal(env.Result, &r)
-		if hs.refusal != nil && !slices.ContainsFunc(r.SupportedVersions, IsStateless) {
-			c.clearHandshake(hs)
-			return hs.refusal, nil
 		}
 		result := c.initializeResult(hs, env.Result, r.SupportedVersions)
 		c.log.Info("bridging a session-era client to a 2026-07-28 upstream")
@@ -199,13 +242,23 @@ func (c *Conn) negotiate(hs *handshake, msg []byte, env framing.Envelope) ([]byt
 	}
 }
 
-// settle ends the negotiation with both sides in one era.
-func (c *Conn) settle(m mode, why string) {
+// settle ends the negotiation with both sides speaking version.
+func (c *Conn) settle(version, why string) {
 	c.mu.Lock()
 	c.hs = nil
-	c.mode.Store(int32(m))
+	c.clientVersion, c.serverVersion = version, version
+	c.mode.Store(int32(same))
 	c.mu.Unlock()
-	c.log.Debug("upstream era found out", "how", why)
+	c.log.Debug("upstream era found out", "how", why, "protocol_version", version)
+}
+
+// sendInitialize sends the client's initialize hs as it is, the bridge's
+// discover having gone first and been refused: its answer is the
+// client's.
+func (c *Conn) sendInitialize(hs *handshake) error {
+	c.log.Info("the upstream does not speak 2026-07-28; sending the client's initialize")
+	hs.step, hs.probe, hs.first, hs.probed = stepInitFirst, nil, false, true
+	return c.inner.WriteMessage(c.ctx, hs.msg)
 }
 
 func (c *Conn) clearHandshake(hs *handshake) {
@@ -224,7 +277,7 @@ func (c *Conn) initializeFor(hs *handshake) []byte {
 	if info == nil {
 		info = []byte(`{"name":"mcpwrap","version":"erabridge"}`)
 	}
-	params := []byte(`{"protocolVersion":"` + SessionVersion + `","capabilities":`)
+	params := []byte(`{"protocolVersion":"` + era.SessionVersion + `","capabilities":`)
 	params = append(params, orEmpty(m.ClientCapabilities)...)
 	params = append(params, `,"clientInfo":`...)
 	params = append(params, info...)
@@ -244,9 +297,9 @@ func (c *Conn) discoverFor(hs *handshake, version string) []byte {
 	caps := orEmpty(member(hs.params, "capabilities"))
 	v, _ := json.Marshal(version)
 	kv := [][2][]byte{
-		{[]byte(MetaProtocolVersion), v},
-		{[]byte(MetaClientInfo), info},
-		{[]byte(MetaClientCapabilities), caps},
+		{[]byte(era.MetaProtocolVersion), v},
+		{[]byte(era.MetaClientInfo), info},
+		{[]byte(era.MetaClientCapabilities), caps},
 	}
 	meta := []byte("{}")
 	for _, p := range kv {
@@ -264,8 +317,8 @@ func (c *Conn) discoverFor(hs *handshake, version string) []byte {
 func (c *Conn) discoverResult(hs *handshake, initResult []byte) []byte {
 	m, _, _ := ParseMeta(hs.params)
 	version := m.ProtocolVersion
-	if !IsStateless(version) {
-		version = StatelessVersion
+	if !era.IsStateless(version) {
+		version = era.StatelessVersion
 	}
 	caps := orEmpty(member(initResult, "capabilities"))
 	res := map[string]any{
@@ -276,7 +329,7 @@ func (c *Conn) discoverResult(hs *handshake, initResult []byte) []byte {
 		"cacheScope":        "private",
 	}
 	if info := member(initResult, "serverInfo"); info != nil {
-		res["_meta"] = map[string]any{MetaServerInfo: json.RawMessage(info)}
+		res["_meta"] = map[string]any{era.MetaServerInfo: json.RawMessage(info)}
 	}
 	if instr := member(initResult, "instructions"); instr != nil {
 		res["instructions"] = json.RawMessage(instr)
@@ -285,6 +338,7 @@ func (c *Conn) discoverResult(hs *handshake, initResult []byte) []byte {
 	c.mu.Lock()
 	c.down.discover = out
 	c.down.caps = parseCaps(caps)
+	c.clientVersion, c.serverVersion = version, stringMember(initResult, "protocolVersion")
 	c.mu.Unlock()
 	return out
 }
@@ -293,21 +347,25 @@ func (c *Conn) discoverResult(hs *handshake, initResult []byte) []byte {
 // server/discover result.
 func (c *Conn) initializeResult(hs *handshake, discover []byte, supported []string) []byte {
 	asked := stringMember(hs.params, "protocolVersion")
-	version := SessionVersion
-	if slices.Contains(sessionVersions, asked) {
+	version := era.SessionVersion
+	if slices.Contains(era.SessionVersions, asked) {
 		version = asked
 	}
 	// The stateless version every later request carries: the one asked
-	// for, unless the server lists others only.
+	// for, unless the server lists others only, then the newest of those.
+	server := hs.version
 	if !slices.Contains(supported, hs.version) {
 		for _, v := range supported {
-			if IsStateless(v) && v > hs.version {
-				c.setMetaVersion(v)
+			if era.IsStateless(v) && v > server {
+				server = v
 			}
+		}
+		if server != hs.version {
+			c.setMetaVersion(server)
 		}
 	}
 	caps := orEmpty(member(discover, "capabilities"))
-	info := member(member(discover, "_meta"), MetaServerInfo)
+	info := member(member(discover, "_meta"), era.MetaServerInfo)
 	if info == nil {
 		info = []byte(`{"name":"unknown","version":""}`)
 	}
@@ -323,6 +381,7 @@ func (c *Conn) initializeResult(hs *handshake, discover []byte, supported []stri
 	c.mu.Lock()
 	c.up.init = out
 	c.up.caps = parseCaps(caps)
+	c.clientVersion, c.serverVersion = version, server
 	c.mu.Unlock()
 	return out
 }
@@ -332,7 +391,7 @@ func (c *Conn) setMetaVersion(v string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := range c.up.meta {
-		if string(c.up.meta[i][0]) == MetaProtocolVersion {
+		if string(c.up.meta[i][0]) == era.MetaProtocolVersion {
 			c.up.meta[i][1] = raw
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpwrap/mcpwrap/internal/era"
 )
 
 // JSON-RPC error codes in the Server's answers.
@@ -64,7 +66,7 @@ func writeSessionNotFound(w http.ResponseWriter) {
 func writeDiscoverUnsupported(w http.ResponseWriter, status, code int, id []byte, requested string) {
 	var legacy []string
 	for _, v := range protocolVersions {
-		if v < statelessProtocolVersion {
+		if v < era.StatelessVersion {
 			legacy = append(legacy, v)
 		}
 	}
@@ -74,7 +76,3 @@ func writeDiscoverUnsupported(w http.ResponseWriter, status, code int, id []byte
 	_, _ = w.Write(errorMessage(id, code,
 		"mcpwrap serves MCP sessions: open one with initialize (supported: "+strings.Join(legacy, ", ")+")", data))
 }
-
-// statelessProtocolVersion is the first protocol version without sessions,
-// opened with server/discover.
-const statelessProtocolVersion = "2026-07-28"

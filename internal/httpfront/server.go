@@ -29,6 +29,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/hostcheck"
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
@@ -260,7 +261,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// as the 2026-07-28 protocol requires, on the request's own id (see
 	// serveStateless).
 	if v := r.Header.Get(HeaderProtocolVersion); v != "" && !slices.Contains(protocolVersions, v) &&
-		(r.Method != http.MethodPost || r.Header.Get(HeaderSessionID) != "" || v < statelessProtocolVersion) {
+		(r.Method != http.MethodPost || r.Header.Get(HeaderSessionID) != "" || v < era.StatelessVersion) {
 		writeError(w, http.StatusBadRequest, nil, codeInvalidRequest,
 			fmt.Sprintf("Bad Request: unsupported %s %q (supported: %s)", HeaderProtocolVersion, v, strings.Join(protocolVersions, ", ")))
 		return

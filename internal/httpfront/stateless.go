@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/paramheader"
 	"github.com/mcpwrap/mcpwrap/middleware"
@@ -43,15 +44,6 @@ const (
 	codeUnsupportedProtocolVersion = -32022
 )
 
-// metaProtocolVersion and its siblings are the _meta keys of a 2026-07-28
-// request that describe its client.
-const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
-)
-
 // handshakeID is the id of the server/discover the Server sends on a new
 // stateless session's relay, so that the relay sets up its upstream; no
 // rewritten id (statelessIDPrefix, a random part and a number) can equal
@@ -61,7 +53,7 @@ const handshakeID = `"httpfront-discover"`
 // isStateless reports whether a POST without a session id speaks the
 // 2026-07-28 protocol: its Mcp-Protocol-Version header says so.
 func isStateless(r *http.Request) bool {
-	return r.Header.Get(HeaderProtocolVersion) >= statelessProtocolVersion
+	return r.Header.Get(HeaderProtocolVersion) >= era.StatelessVersion
 }
 
 // requestFacts are what the transport checks of a 2026-07-28 message.
@@ -85,7 +77,7 @@ func parseFacts(env framing.Envelope) requestFacts {
 	f.metaAmbiguous = err != nil
 	var meta map[string]json.RawMessage
 	if metaRaw != nil && json.Unmarshal(metaRaw, &meta) == nil {
-		version, _, err := framing.LookupMember(metaRaw, metaProtocolVersion)
+		version, _, err := framing.LookupMember(metaRaw, era.MetaProtocolVersion)
 		f.metaAmbiguous = f.metaAmbiguous || err != nil
 		if version != nil {
 			_ = json.Unmarshal(version, &f.metaVersion)
@@ -140,13 +132,13 @@ func checkStateless(h http.Header, m incoming) *postError {
 		switch {
 		case f.metaAmbiguous:
 			return &postError{id: m.env.ID, code: codeInvalidParams,
-				message: fmt.Sprintf("ambiguous _meta: it, or its field %q, is spelled more than once or in another letter case", metaProtocolVersion)}
+				message: fmt.Sprintf("ambiguous _meta: it, or its field %q, is spelled more than once or in another letter case", era.MetaProtocolVersion)}
 		case f.metaVersion == "":
 			return &postError{id: m.env.ID, code: codeInvalidParams,
-				message: fmt.Sprintf("missing or invalid _meta field %q", metaProtocolVersion)}
+				message: fmt.Sprintf("missing or invalid _meta field %q", era.MetaProtocolVersion)}
 		case f.metaVersion != version:
 			return &postError{id: m.env.ID, code: codeHeaderMismatch,
-				message: fmt.Sprintf("%s header %q does not match request %s %q", HeaderProtocolVersion, version, metaProtocolVersion, f.metaVersion)}
+				message: fmt.Sprintf("%s header %q does not match request %s %q", HeaderProtocolVersion, version, era.MetaProtocolVersion, f.metaVersion)}
 		}
 	}
 	switch method := h.Get(HeaderMethod); {
@@ -468,14 +460,14 @@ func discoverFor(r *http.Request, m incoming) []byte {
 	meta := map[string]json.RawMessage{}
 	var full map[string]json.RawMessage
 	if f := parseFacts(m.env); json.Unmarshal(f.meta, &full) == nil {
-		for _, k := range []string{metaProtocolVersion, metaClientInfo, metaClientCapabilities} {
+		for _, k := range []string{era.MetaProtocolVersion, era.MetaClientInfo, era.MetaClientCapabilities} {
 			if v, ok := full[k]; ok {
 				meta[k] = v
 			}
 		}
 	}
-	if _, ok := meta[metaProtocolVersion]; !ok {
-		meta[metaProtocolVersion], _ = json.Marshal(r.Header.Get(HeaderProtocolVersion))
+	if _, ok := meta[era.MetaProtocolVersion]; !ok {
+		meta[era.MetaProtocolVersion], _ = json.Marshal(r.Header.Get(HeaderProtocolVersion))
 	}
 	params, _ := json.Marshal(map[string]any{"_meta": meta})
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":"server/discover","params":%s}`, handshakeID, params)
@@ -556,7 +548,7 @@ func parseNotification(params []byte) notificationRouting {
 	if json.Unmarshal(params, &p) != nil {
 		return notificationRouting{}
 	}
-	return notificationRouting{subscriptionID: p.Meta[metaSubscriptionID], progressToken: p.ProgressToken}
+	return notificationRouting{subscriptionID: p.Meta[era.MetaSubscriptionID], progressToken: p.ProgressToken}
 }
 
 // withSubscriptionID returns the notification msg with its _meta's
@@ -572,7 +564,7 @@ func withSubscriptionID(msg []byte, env framing.Envelope, id []byte) []byte {
 			return msg
 		}
 	}
-	meta[metaSubscriptionID] = id
+	meta[era.MetaSubscriptionID] = id
 	params["_meta"], _ = json.Marshal(meta)
 	encoded, _ := json.Marshal(params)
 	if env.Params != nil {
@@ -853,7 +845,7 @@ func (ss *session) discoverAnswered(msg []byte, env framing.Envelope, synthetic 
 // gives it a _meta: the first 2026-07-28 version, and no capabilities.
 func ownDiscover() []byte {
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":"server/discover","params":{"_meta":{%q:%q,%q:{}}}}`,
-		handshakeID, metaProtocolVersion, statelessProtocolVersion, metaClientCapabilities)
+		handshakeID, era.MetaProtocolVersion, era.StatelessVersion, era.MetaClientCapabilities)
 }
 
 // refusesModernProtocol reports whether a JSON-RPC error answering
@@ -890,7 +882,7 @@ func offersModernVersion(rpcErr []byte) bool {
 		return false
 	}
 	for _, v := range e.Data.Supported {
-		if v >= statelessProtocolVersion && slices.Contains(protocolVersions, v) {
+		if v >= era.StatelessVersion && slices.Contains(protocolVersions, v) {
 			return true
 		}
 	}

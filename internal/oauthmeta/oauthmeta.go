@@ -1,10 +1,12 @@
 // Package oauthmeta tells whether a remote MCP server that asked for a
 // Bearer token offers any way to sign in: OAuth protected-resource
 // metadata (RFC 9728) or authorization-server metadata (RFC 8414, OpenID
-// Connect Discovery) where the MCP authorization spec has a client look.
-// A server with neither wants credentials configured by hand (an API key
-// in a header), and telling the user to sign in would send them to a
-// command that can only fail.
+// Connect Discovery) where the MCP authorization spec has a client look,
+// or, with neither, the default endpoints of the 2025-03-26 spec at its
+// origin (/authorize, /token, /register). A server with none of these
+// wants credentials configured by hand (an API key in a header), and
+// telling the user to sign in would send them to a command that can only
+// fail.
 //
 // It only looks for the documents; reading them is the sign-in's business
 // (the go-sdk's handler, in internal/auth).
@@ -12,6 +14,8 @@ package oauthmeta
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"mime"
@@ -30,11 +34,15 @@ const maxDocumentBytes = 1 << 20
 // authorization-server locations of its origin (where the 2025-03-26
 // spec's clients look when there is no protected-resource document).
 //
-// A document counts when it answers 200 with a JSON object. Offered
-// reports false only when every location answered without one (a 4xx, an
-// HTML page): a location that could not be asked (a network error, a 5xx)
-// leaves the question open, and then it reports true, so that a sign-in is
-// not ruled out by an outage. client sends the requests; ctx bounds them.
+// A document counts when it answers 200 with a JSON object. When every
+// location answered without one (a 4xx, an HTML page), the server may
+// still have the 2025-03-26 default endpoints, with which that spec's
+// clients sign in when there is no metadata: see [defaultEndpoints].
+// Offered reports false only when it has none either: a location that
+// could not be asked (a network error, a 5xx) leaves the question open,
+// and then it reports true, so that a sign-in is not ruled out by an
+// outage. Only GET requests are sent (nothing is registered); client
+// sends them; ctx bounds them.
 func Offered(ctx context.Context, client *http.Client, serverURL, resourceMetadata string) bool {
 	u, err := url.Parse(serverURL)
 	if err != nil || u.Host == "" {
@@ -49,7 +57,59 @@ func Offered(ctx context.Context, client *http.Client, serverURL, resourceMetada
 			open = true
 		}
 	}
-	return open
+	if open {
+		return true
+	}
+	return defaultEndpoints(ctx, client, (&url.URL{Scheme: u.Scheme, Host: u.Host}).String())
+}
+
+// defaultEndpoints reports whether the server at origin may have the
+// default endpoints of the 2025-03-26 spec (its authorization base URL is
+// the origin): whether GET /authorize, without parameters and without
+// following a redirect, answers as an authorization endpoint may (a
+// redirect to a login page, an OAuth error, a page), unlike a path that
+// cannot exist (a catch-all's answer to every path). It is asked rather
+// than /register or /token, which are POSTed to and may change state.
+// An /authorize that fails (a 5xx) or cannot be asked leaves the question
+// open; one that is missing (404, 405, 410) or behind the gate the MCP
+// endpoint is behind (401, 403: an authorization endpoint is reached
+// without a token) is not there.
+func defaultEndpoints(ctx context.Context, client *http.Client, origin string) bool {
+	noFollow := *client
+	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	got, err := probe(ctx, &noFollow, origin+"/authorize")
+	switch {
+	case err != nil || got.status >= 500:
+		return true
+	case got.status == http.StatusUnauthorized, got.status == http.StatusForbidden,
+		got.status == http.StatusNotFound, got.status == http.StatusMethodNotAllowed, got.status == http.StatusGone:
+		return false
+	}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	control, err := probe(ctx, &noFollow, origin+"/mcpwrap-no-such-path-"+hex.EncodeToString(nonce[:]))
+	return err != nil || got != control
+}
+
+// answer is what a probe tells apart: the status and the media type.
+type answer struct {
+	status    int
+	mediaType string
+}
+
+// probe GETs loc and returns its answer, its body unread.
+func probe(ctx context.Context, client *http.Client, loc string) (answer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
+	if err != nil {
+		return answer{}, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	resp.Body.Close()
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return answer{status: resp.StatusCode, mediaType: mt}, nil
 }
 
 // locations lists where metadata may be, in the order clients look.

@@ -103,6 +103,11 @@ type Session struct {
 	Error string `json:"error,omitempty"`
 	// Hint says how to fix it, as doctor says it; "" when nothing is known.
 	Hint string `json:"hint,omitempty"`
+	// ClientProtocol and ServerProtocol are the protocol versions the
+	// client and the upstream speak (they differ where mcpwrap bridges
+	// the protocol eras); "" while no upstream connection is ready.
+	ClientProtocol string `json:"client_protocol,omitempty"`
+	ServerProtocol string `json:"server_protocol,omitempty"`
 }
 
 // LoadTime is LoadMS as a duration, rounded as people read it (to the
@@ -141,6 +146,8 @@ func snapshot(src Source) Status {
 		Calls:                  st.Calls,
 		Rejections:             st.Rejections,
 		IncludeDisabledQueries: st.IncludeDisabledQueries,
+		ClientProtocol:         st.ClientProtocol,
+		ServerProtocol:         st.ServerProtocol,
 	}}
 	if o.Class == resilience.Available {
 		s.LoadMS = ceilMillis(o.Elapsed)
@@ -182,7 +189,8 @@ func frontSnapshot(listen string, sessions []Source) Status {
 	slices.SortFunc(s.Sessions, func(a, b Session) int {
 		return cmp.Or(strings.Compare(a.Status, b.Status), cmp.Compare(b.Calls, a.Calls), cmp.Compare(b.Attempts, a.Attempts),
 			cmp.Compare(b.Restarts, a.Restarts), cmp.Compare(b.Rejections, a.Rejections),
-			cmp.Compare(b.IncludeDisabledQueries, a.IncludeDisabledQueries), cmp.Compare(a.LoadMS, b.LoadMS), strings.Compare(a.Error, b.Error))
+			cmp.Compare(b.IncludeDisabledQueries, a.IncludeDisabledQueries), cmp.Compare(a.LoadMS, b.LoadMS), strings.Compare(a.Error, b.Error),
+			strings.Compare(a.ClientProtocol, b.ClientProtocol), strings.Compare(a.ServerProtocol, b.ServerProtocol))
 	})
 	return s
 }

@@ -77,7 +77,7 @@ func TestPublisher(t *testing.T) {
 		// A change is published within one interval.
 		src.set(resilience.Outcome{Server: "fs", Class: resilience.Permanent, Attempts: 1,
 			Err: &resilience.Error{Class: resilience.Permanent, Reason: `cannot start "npx": command not found`, Hint: "Install Node.js"}},
-			middleware.Stats{Calls: 3, Rejections: 1, IncludeDisabledQueries: 2, Restarts: 4})
+			middleware.Stats{Calls: 3, Rejections: 1, IncludeDisabledQueries: 2, Restarts: 4, ClientProtocol: "2025-11-25", ServerProtocol: "2026-07-28"})
 		time.Sleep(DefaultInterval)
 		synctest.Wait()
 		got = readStatus(t, path)
@@ -87,6 +87,7 @@ func TestPublisher(t *testing.T) {
 		assert.Equal(t, "Install Node.js", got.Hint, "the fix hint, as doctor gives it, for the panel")
 		assert.Contains(t, got.Message, "Server 'fs' failed to load and needs attention")
 		assert.Equal(t, [4]int{3, 1, 2, 4}, [4]int{got.Calls, got.Rejections, got.IncludeDisabledQueries, got.Restarts})
+		assert.Equal(t, [2]string{"2025-11-25", "2026-07-28"}, [2]string{got.ClientProtocol, got.ServerProtocol}, "each side's protocol")
 		assert.Equal(t, start, got.StartedAt)
 		changedAt := got.UpdatedAt
 
@@ -137,13 +138,15 @@ func TestStatusFileFormat(t *testing.T) {
 	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	s := Status{
 		Server: "fs", PID: 7, Upstream: "npx x", UpstreamDigest: "d", StartedAt: at, UpdatedAt: at.Add(time.Second),
-		Session: Session{Status: "permanent", Attempts: 2, Restarts: 3, Calls: 4, Rejections: 5, IncludeDisabledQueries: 6, Error: "boom"},
+		Session: Session{Status: "permanent", Attempts: 2, Restarts: 3, Calls: 4, Rejections: 5, IncludeDisabledQueries: 6, Error: "boom",
+			ClientProtocol: "2025-11-25", ServerProtocol: "2026-07-28"},
 		Message: "msg", Listen: "http://127.0.0.1:1/mcp",
 		Sessions: []Session{{Status: "available", Attempts: 1, Restarts: 2, Calls: 3, Rejections: 4, IncludeDisabledQueries: 5, LoadMS: 1200}},
 	}
 	want := `{"server":"fs","pid":7,"upstream":"npx x","upstream_digest":"d",` +
 		`"started_at":"2026-05-01T12:00:00Z","updated_at":"2026-05-01T12:00:01Z",` +
 		`"status":"permanent","attempts":2,"restarts":3,"calls":4,"rejections":5,"include_disabled_queries":6,"error":"boom",` +
+		`"client_protocol":"2025-11-25","server_protocol":"2026-07-28",` +
 		`"message":"msg","listen":"http://127.0.0.1:1/mcp",` +
 		`"sessions":[{"status":"available","attempts":1,"restarts":2,"calls":3,"rejections":4,"include_disabled_queries":5,"load_ms":1200}]}`
 	got, err := json.Marshal(s)

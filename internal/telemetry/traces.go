@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -167,10 +168,6 @@ func (t *Traces) dialed(ctx context.Context, server string, start, end time.Time
 	span.End(trace.WithTimestamp(end))
 }
 
-// metaProtocolVersion is the _meta member of a 2026-07-28 request's
-// protocol version.
-const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
-
 // traceMeta returns the trace context members of params._meta, and the
 // protocol version a 2026-07-28 request carries there.
 func traceMeta(params []byte) (out map[string]string, version string) {
@@ -178,7 +175,7 @@ func traceMeta(params []byte) (out map[string]string, version string) {
 	if !found {
 		return nil, ""
 	}
-	if v, found, _ := framing.LookupMember(meta, metaProtocolVersion); found {
+	if v, found, _ := framing.LookupMember(meta, era.MetaProtocolVersion); found {
 		version = unquote(v)
 	}
 	for _, k := range traceKeys {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/paramheader"
 	"github.com/mcpwrap/mcpwrap/internal/redact"
@@ -625,7 +626,7 @@ func (c *RemoteConn) newRequest(ctx context.Context, method string, u *url.URL, 
 	if version != "" {
 		req.Header.Set("Mcp-Protocol-Version", version)
 	}
-	if out != nil && out.method != "" && version >= firstStatelessVersion {
+	if out != nil && out.method != "" && version >= era.StatelessVersion {
 		req.Header.Set("Mcp-Method", out.method) // requests and notifications alike
 		if out.name != "" && validHeaderValue(out.name) {
 			req.Header.Set("Mcp-Name", out.name)

@@ -9,18 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 )
-
-// metaProtocolVersion is the _meta key under which 2026-07-28 requests carry
-// their protocol version; the streamable HTTP transport mirrors it in the
-// Mcp-Protocol-Version header.
-const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
-
-// firstStatelessVersion is the first protocol version (SEP-2575) whose
-// requests need the Mcp-Method and Mcp-Name headers and which has no
-// standalone GET stream. Versions are dates, so strings compare in order.
-const firstStatelessVersion = "2026-07-28"
 
 // outbound is one client message on its way to the server, with the few
 // facts the transport routes on. body is a private copy, sent byte for byte.
@@ -72,13 +63,13 @@ func requestFacts(method string, params []byte) (metaVersion, name string) {
 	// Only 2026-07-28 requests need these facts, and they all carry the
 	// version in _meta: skip decoding (a tool's arguments may be large) for
 	// the others.
-	if !bytes.Contains(params, []byte(metaProtocolVersion)) {
+	if !bytes.Contains(params, []byte(era.MetaProtocolVersion)) {
 		return "", ""
 	}
 	if json.Unmarshal(params, &p) != nil {
 		return "", ""
 	}
-	if raw, ok := p.Meta[metaProtocolVersion]; ok {
+	if raw, ok := p.Meta[era.MetaProtocolVersion]; ok {
 		_ = json.Unmarshal(raw, &metaVersion)
 	}
 	switch method {

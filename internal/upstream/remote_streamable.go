@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
@@ -79,11 +80,12 @@ func (c *RemoteConn) firstContact(ctx context.Context, out *outbound) error {
 		return nil
 	case resp.StatusCode == http.StatusBadRequest && out.kind == framing.Request && out.method == "server/discover":
 		// A streamable HTTP server of the session era refusing the
-		// 2026-07-28 handshake without a JSON-RPC answer (a legacy HTTP+SSE
-		// server refuses with 404 or 405): the client falls back to
-		// initialize on an error, which it must get rather than a failed
-		// connection.
-		c.established(TransportStreamableHTTP, c.endpoint)
+		// 2026-07-28 handshake without a JSON-RPC answer, or a legacy
+		// HTTP+SSE server (the go-sdk's refuses a POST without its session
+		// with 400 too): the client falls back to initialize on an error,
+		// which it must get rather than a failed connection. The transport
+		// stays undecided: the initialize makes first contact again.
+		//
 		// Method not found: what a server that does not know the method
 		// answers, and what tells the client to fall back.
 		answer := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"the server refused server/discover (HTTP %d): it speaks an earlier protocol version"}}`, out.calls[0], resp.StatusCode)
@@ -451,7 +453,7 @@ func (c *RemoteConn) streamGET(lastID string) (*http.Response, error) {
 // requests and notifications, unless the protocol version has none.
 func (c *RemoteConn) listen() {
 	c.mu.Lock()
-	start := !c.listening && c.transport == TransportStreamableHTTP && c.version < firstStatelessVersion
+	start := !c.listening && c.transport == TransportStreamableHTTP && c.version < era.StatelessVersion
 	c.listening = c.listening || start
 	c.mu.Unlock()
 	if start {

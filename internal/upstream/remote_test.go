@@ -389,6 +389,27 @@ func TestRemoteLegacySSEFallback(t *testing.T) {
 	}
 }
 
+// A client that opens with server/discover (the era bridge does, for a
+// remote) still reaches a legacy HTTP+SSE server: the go-sdk's refuses the
+// discover's POST with a bare 400, which leaves the transport undecided,
+// and the initialize after it falls back to the legacy stream.
+func TestRemoteLegacySSEFallbackAfterDiscover(t *testing.T) {
+	srv := fixture()
+	rec := newRecorder(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	ts := httptest.NewServer(rec)
+	t.Cleanup(ts.Close)
+	conn := dial(t, ts.URL)
+	p := newPeer(t, conn)
+
+	p.send(`{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	_, m := p.next()
+	require.NotNil(t, m.Error, "an error the client falls back on")
+	assert.Equal(t, "", conn.Transport(), "undecided: a bare 400 is also a legacy server's")
+	assert.Equal(t, "2025-06-18", p.handshake())
+	assert.Equal(t, TransportSSE, conn.Transport())
+	assert.Equal(t, "legacy", textOf(t, p.call(2, "tools/call", `{"name":"echo","arguments":{"text":"legacy"}}`)))
+}
+
 func TestRemoteFirstContactHTTPStatus(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -468,8 +489,8 @@ func TestRemoteDiscoverRefusedWithoutAnAnswerFallsBack(t *testing.T) {
 	require.NotNil(t, m.Error, "an error the client falls back on")
 	assert.Contains(t, m.Error.Message, "HTTP 400")
 	assert.Equal(t, -32601, m.Error.Code, "method not found: the client falls back")
-	assert.Equal(t, TransportStreamableHTTP, conn.Transport())
 	p.call(2, "initialize", initializeRequestParams())
+	assert.Equal(t, TransportStreamableHTTP, conn.Transport())
 }
 
 func TestRemoteConnectionRefusedIsPermanent(t *testing.T) {
