@@ -243,4 +243,3 @@ func printTree(n *narrator, spans []span) {
 	}
 	walk("", 0)
 }
-
