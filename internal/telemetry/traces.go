@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/textproto"
 	"slices"
 	"strconv"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/upstream"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -130,7 +133,7 @@ func cmpTime(t, or time.Time) time.Time {
 
 // clientStart opens the client span of c as it is relayed, and returns the
 // message with the span's context in its params._meta, and ctx with the
-// span (for a remote upstream's traceparent header).
+// same context as the headers of a remote upstream's request.
 func (t *Traces) clientStart(ctx context.Context, o *Observer, c *call, env framing.Envelope, msg []byte) (context.Context, []byte, spanEnd) {
 	if c.ctx == nil {
 		return ctx, msg, nil
@@ -148,7 +151,12 @@ func (t *Traces) clientStart(ctx context.Context, o *Observer, c *call, env fram
 		msg = out
 	}
 	end := func(_ *call, r result, at time.Time) { endSpan(span, r, at) }
-	return trace.ContextWithSpan(ctx, span), msg, end
+	// A remote upstream's HTTP request carries it as W3C headers too.
+	header := make(http.Header, len(carrier))
+	for k, v := range carrier {
+		header[textproto.CanonicalMIMEHeaderKey(k)] = []string{v}
+	}
+	return upstream.WithRequestHeader(ctx, header), msg, end
 }
 
 // dialed records one attempt to start or connect to the upstream.
