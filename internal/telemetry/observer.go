@@ -29,6 +29,7 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/audit"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/middleware"
+	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
 // maxCalls bounds the requests an Observer follows at once; past it a
@@ -88,6 +89,7 @@ type Observer struct {
 	Now func() time.Time
 
 	version   atomic.Pointer[string] // the protocol version of the client's initialize
+	sessionID string                 // the client's HTTP session (2025 era), set by Client
 	opened    time.Time
 	closeOnce sync.Once
 	untrack   func()
@@ -111,10 +113,18 @@ func (o *Observer) now() time.Time {
 	return time.Now()
 }
 
+// A sessionConn is a client side that is an HTTP session of the 2025 era
+// (internal/httpfront's): SessionID is its Mcp-Session-Id, "" for the
+// 2026-07-28 traffic, which has no session.
+type sessionConn interface{ SessionID() string }
+
 // Client decorates the Session's client side, and s's gauges are read
 // until its Run closes the client's side.
 func (o *Observer) Client(s *middleware.Session, c middleware.Conn) middleware.Conn {
 	o.opened = o.now()
+	if sc, ok := c.(sessionConn); ok {
+		o.sessionID = sc.SessionID()
+	}
 	o.untrack = o.Metrics.Track(o.Server, s)
 	return decorate(c, &side{o: o, client: true})
 }
@@ -139,6 +149,35 @@ func (o *Observer) Dial(d middleware.Dialer) middleware.Dialer {
 		}
 		return decorate(c, &side{o: o}), nil
 	}
+}
+
+// CatalogSeen returns next (which may be nil) preceded by recording the
+// size of each catalog loaded: set it as the Session's CatalogSeen.
+func (o *Observer) CatalogSeen(next func([]json.RawMessage)) func([]json.RawMessage) {
+	return func(tools []json.RawMessage) {
+		o.Metrics.catalogSeen(o.Server, len(tools))
+		if next != nil {
+			next(tools)
+		}
+	}
+}
+
+// Retrier returns a copy of r (nil: a zero Retrier) whose OnOutcome also
+// counts each load by the class it ended with: set it as the Session's
+// Retrier before Run.
+func (o *Observer) Retrier(r *resilience.Retrier) *resilience.Retrier {
+	var c resilience.Retrier
+	if r != nil {
+		c = *r
+	}
+	next := c.OnOutcome
+	c.OnOutcome = func(out resilience.Outcome) {
+		o.Metrics.loaded(o.Server, out.Class)
+		if next != nil {
+			next(out)
+		}
+	}
+	return &c
 }
 
 // read sees a message the Session read from one side.

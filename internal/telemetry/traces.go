@@ -58,8 +58,12 @@ func requestAttrs(o *Observer, c *call) []attribute.KeyValue {
 		attribute.String("jsonrpc.request.id", requestID(c.id)),
 		attribute.String("mcpwrap.server", o.Server),
 	}
-	if v := cmp.Or(c.version, o.protocolVersion()); v != "" {
+	v := cmp.Or(c.version, o.protocolVersion())
+	if v != "" {
 		attrs = append(attrs, attribute.String("mcp.protocol.version", v))
+	}
+	if o.sessionID != "" && v < statelessVersion {
+		attrs = append(attrs, attribute.String("mcp.session.id", o.sessionID))
 	}
 	switch c.method {
 	case "tools/call":
@@ -174,6 +178,10 @@ func (t *Traces) dialed(ctx context.Context, server string, start, end time.Time
 	span.SetAttributes(attribute.String("mcpwrap.class", class))
 	span.End(trace.WithTimestamp(end))
 }
+
+// statelessVersion is the first protocol version without sessions: its
+// traffic has no mcp.session.id.
+const statelessVersion = "2026-07-28"
 
 // metaProtocolVersion is the _meta member of a 2026-07-28 request's
 // protocol version.
