@@ -26,6 +26,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcpwrap/mcpwrap/internal/audit"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/middleware"
@@ -42,7 +45,7 @@ type call struct {
 	id       string // raw JSON
 	target   string // the tool's or prompt's name, or the resource's URI
 	argsHash string
-	meta     map[string]string // the trace context in params._meta
+	meta     traceContext      // the trace context in params._meta
 	version  string            // the protocol version in params._meta (2026-07-28 requests)
 	start    time.Time
 
@@ -50,15 +53,20 @@ type call struct {
 	forwarded bool
 	upStart   time.Time
 	upEnd     time.Time
-	up        spanEnd
+	upResult  result     // the upstream's answer, when upEnd is set
+	up        trace.Span // nil when not traced
 
 	// How it ended: written once, by the goroutine that took the call
 	// out of the map.
 	result
 	end time.Time
 
-	server spanEnd // the server span, when traced
+	// When traced: the server span, its context, the spans' name and
+	// attributes (see requestAttrs).
+	server trace.Span
 	ctx    context.Context
+	name   string
+	attrs  []attribute.KeyValue
 }
 
 // A result is how an answer ended a request.
@@ -68,9 +76,6 @@ type result struct {
 	status  string // the status of mcpwrap's answer (_meta.status)
 	class   string // its class (_meta.class)
 }
-
-// spanEnd ends a span with what the call came to; nil when not traced.
-type spanEnd func(c *call, r result, at time.Time)
 
 // An Observer follows one Session's requests. Make one per Session with
 // its parts set, then decorate the Session's Client with [Observer.Client]
@@ -257,10 +262,17 @@ func (o *Observer) forwarding(ctx context.Context, msg []byte) (context.Context,
 	if c == nil || o.Traces == nil {
 		return ctx, msg
 	}
-	ctx, msg, end := o.Traces.clientStart(ctx, o, c, env, msg)
+	ctx, msg, span := o.Traces.clientStart(ctx, c, env, msg)
+	if span == nil {
+		return ctx, msg
+	}
 	o.mu.Lock()
-	c.up = end
+	c.up = span
+	answered, r, at := !c.upEnd.IsZero(), c.upResult, c.upEnd
 	o.mu.Unlock()
+	if answered { // the answer came before the span was kept
+		endSpan(span, r, at)
+	}
 	return ctx, msg
 }
 
@@ -289,10 +301,13 @@ func (o *Observer) upstreamAnswered(env framing.Envelope) {
 	}
 	at := o.now()
 	c.upEnd = at
-	up := c.up
+	if o.Traces != nil {
+		c.upResult = answer(env)
+	}
+	up, r := c.up, c.upResult
 	o.mu.Unlock()
 	if up != nil {
-		up(c, answer(env), at)
+		endSpan(up, r, at)
 	}
 }
 
@@ -335,14 +350,22 @@ func answer(env framing.Envelope) (r result) {
 		}
 		return r
 	}
-	if env.Result == nil {
+	if len(env.Result) == 0 || env.Result[0] != '{' {
 		return r
 	}
-	if isErr, found, _ := framing.LookupMember(env.Result, "isError"); found && string(isErr) == "true" {
-		r.outcome = "tool_error"
+	members, err := framing.Members(env.Result) // one pass for both
+	if err != nil {
+		return r
 	}
-	if meta, found, _ := framing.LookupMember(env.Result, "_meta"); found {
-		r.status, r.class = statusOf(meta)
+	for _, m := range members {
+		switch {
+		case memberIs(m.Name, "isError"):
+			if string(m.Value) == "true" {
+				r.outcome = "tool_error"
+			}
+		case memberIs(m.Name, "_meta"):
+			r.status, r.class = statusOf(m.Value)
+		}
 	}
 	return r
 }
@@ -362,7 +385,7 @@ func statusOf(meta []byte) (status, class string) {
 // ended reports a call that was answered.
 func (o *Observer) ended(c *call) {
 	if c.server != nil {
-		c.server(c, c.result, c.end)
+		o.Traces.serverEnd(c)
 	}
 	o.Metrics.ended(o, c)
 	if o.Audit != nil && c.method == "tools/call" {
@@ -396,8 +419,8 @@ func unquote(raw []byte) string {
 	if len(raw) == 0 || raw[0] != '"' {
 		return ""
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	s, err := framing.String(raw)
+	if err != nil {
 		return ""
 	}
 	return s
