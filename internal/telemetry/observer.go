@@ -45,8 +45,8 @@ type call struct {
 	id       string // raw JSON
 	target   string // the tool's or prompt's name, or the resource's URI
 	argsHash string
-	meta     traceContext      // the trace context in params._meta
-	version  string            // the protocol version in params._meta (2026-07-28 requests)
+	meta     traceContext // the trace context in params._meta
+	version  string       // the protocol version in params._meta (2026-07-28 requests)
 	start    time.Time
 
 	// Written to the upstream: when, and the span then started (traces).
