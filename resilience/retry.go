@@ -48,6 +48,11 @@ type Retrier struct {
 	// attempt that will be retried, with a transient snapshot whose RetryIn
 	// is the coming delay: callers publish it as the server's status.
 	OnRetry func(Outcome)
+	// OnOutcome, if set, is called on the calling goroutine with the
+	// outcome of each [Retrier.Load] and [Retrier.Background] that ended,
+	// not one stopped because its context was done: telemetry counts
+	// loads by class.
+	OnOutcome func(Outcome)
 	// NewTimer, if set, makes the timer each retry loop (and
 	// [Retrier.Sleep]) waits on; tests inject one that fires at once. Nil
 	// means real timers.
@@ -176,6 +181,7 @@ func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resum
 	case err == nil:
 		out.Class = Available
 		log.Info("upstream loaded", "server", out.Server, "attempts", attempt, "duration_ms", out.Elapsed.Milliseconds())
+		r.ended(out)
 		return out
 	case last != nil:
 		out.Class, out.Err = last.Class, last
@@ -192,8 +198,17 @@ func (r *Retrier) run(ctx context.Context, p Policy, start Outcome, op Op, resum
 		log.Debug("upstream load stopped: shutting down", "server", out.Server, "attempts", attempt)
 	case out.Class == Transient:
 		log.Warn("upstream still unavailable; retry budget spent", attrs...)
+		r.ended(out)
 	default:
 		log.Error("upstream failed to load", append(attrs, "hint", out.Err.Hint)...)
+		r.ended(out)
 	}
 	return out
+}
+
+// ended reports a load's outcome to OnOutcome.
+func (r *Retrier) ended(out Outcome) {
+	if r.OnOutcome != nil {
+		r.OnOutcome(out)
+	}
 }

@@ -75,9 +75,12 @@ func TestLoadAttempts(t *testing.T) {
 			r.Policy.MaxAttempts, r.Policy.MaxElapsed = tt.policy.MaxAttempts, tt.policy.MaxElapsed
 			r.Policy.Initial, r.Policy.MaxInterval, r.Policy.Multiplier = tt.policy.Initial, tt.policy.MaxInterval, tt.policy.Multiplier
 			op := &script{errs: tt.errs}
+			var outcomes []resilience.Outcome
+			r.OnOutcome = func(o resilience.Outcome) { outcomes = append(outcomes, o) }
 
 			out := r.Load(t.Context(), "srv", op.Op)
 
+			assert.Equal(t, []resilience.Outcome{out}, outcomes, "OnOutcome sees the load's outcome once")
 			assert.Equal(t, tt.wantClass, out.Class)
 			assert.Equal(t, tt.wantAttempts, out.Attempts)
 			assert.Equal(t, tt.wantWaits, timers.Waits())
@@ -160,6 +163,9 @@ func TestLoadStopsWhenContextIsDone(t *testing.T) {
 	r := &resilience.Retrier{
 		NewTimer: func() resilience.Timer { return stuckTimer{c: make(chan time.Time)} },
 		OnRetry:  func(resilience.Outcome) { cancel() }, // give up while waiting
+		OnOutcome: func(o resilience.Outcome) {
+			t.Errorf("a load stopped by its context has no outcome to report: %+v", o)
+		},
 	}
 
 	out := r.Load(ctx, "srv", (&script{errs: repeat(errUnavailable, 100)}).Op)

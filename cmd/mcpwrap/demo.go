@@ -13,11 +13,13 @@ import (
 
 const demoUsage = `Usage: mcpwrap demo
 
-A narrated, self-contained showcase in three acts: real MCP clients talk
+A narrated, self-contained showcase in five acts: real MCP clients talk
 through mcpwrap to its built-in demo server while each step is explained.
 1. A perfect wire: everything passes through byte for byte.
 2. A flaky server: failed starts retried, a crash recovered.
 3. Which tools may be called, and why not: policy, discovery, the tools CLI.
+4. A server that needs you to sign in.
+5. What it did: a tool call's trace, client -> mcpwrap -> server.
 Everything it writes lives in a temporary directory, removed at the end.
 
 Exit codes: 0 the demo ran, 1 it failed, 2 bad arguments.

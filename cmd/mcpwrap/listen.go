@@ -111,6 +111,7 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 		if o.signIn, setupErr = signIn(o, srv, opened, stderr, logger, true); setupErr == nil {
 			defer o.signIn.Close()
 			o.signIn.SignedIn = ob.signedIn(o.name)
+			o.signIn.Refreshed = ob.refreshed(o.name)
 		}
 	}
 	front := &httpfront.Server{

@@ -22,6 +22,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/mcpwrap/mcpwrap/internal/audit"
+	"github.com/mcpwrap/mcpwrap/internal/auth"
 	"github.com/mcpwrap/mcpwrap/internal/config"
 	"github.com/mcpwrap/mcpwrap/internal/httpfront"
 	"github.com/mcpwrap/mcpwrap/internal/telemetry"
@@ -197,6 +198,28 @@ func (ob *observability) observe(s *middleware.Session, transport string) {
 	o := &telemetry.Observer{Server: s.Name, Transport: transport, Audit: ob.audit, Metrics: ob.metrics, Traces: ob.traces}
 	s.Client = o.Client(s, s.Client)
 	s.Dial = o.Dial(s.Dial)
+	if ob.metrics != nil {
+		s.CatalogSeen = o.CatalogSeen(s.CatalogSeen)
+		s.Retrier = o.Retrier(s.Retrier)
+	}
+}
+
+// refreshed returns the hook that counts the refreshes of server's
+// sign-in by outcome; nil when there are no metrics.
+func (ob *observability) refreshed(server string) func(error) {
+	if ob.metrics == nil {
+		return nil
+	}
+	return func(err error) {
+		outcome := "ok"
+		switch {
+		case errors.Is(err, auth.ErrNoToken):
+			outcome = "refused"
+		case err != nil:
+			outcome = "failed"
+		}
+		ob.metrics.Refreshed(server, outcome)
+	}
 }
 
 // signedIn returns the hook that reports the sign-ins to server; nil when

@@ -203,6 +203,7 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if o.signIn, setupErr = signIn(o, srv, &opened, stderr, logger, true); setupErr == nil {
 			defer o.signIn.Close()
 			o.signIn.SignedIn = ob.signedIn(o.name)
+			o.signIn.Refreshed = ob.refreshed(o.name)
 		}
 	}
 	session := newSession(o, srv, tools, dialer(o, srv, setupErr, childStderr, logger), base)

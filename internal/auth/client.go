@@ -51,6 +51,11 @@ type Client struct {
 	// (in the background or through Login) with how it ended: nil, or
 	// the error (which may quote URLs: redact it before it leaves).
 	SignedIn func(err error)
+	// Refreshed, when set, is called after every refresh of the token
+	// this Client sent (not one another process did meanwhile) with how it
+	// ended: nil, [ErrNoToken] when the authorization server refused the
+	// grant (a new sign-in is needed), or another error (the token kept).
+	Refreshed func(err error)
 	// LoginTimeout bounds a background sign-in; 0 means
 	// [DefaultLoginTimeout].
 	LoginTimeout time.Duration

@@ -24,7 +24,7 @@ import (
 // A refusal of the grant (see refreshFailed) forgets the token and returns
 // a login-required error; any other failure is transient and keeps the
 // token for the next try.
-func (c *Client) refresh(ctx context.Context, stale string) (*Token, error) {
+func (c *Client) refresh(ctx context.Context, stale string) (_ *Token, err error) {
 	unlock, err := c.Store.lock(ctx, lockName("refresh", c.ServerURL))
 	if err != nil {
 		return nil, err
@@ -51,6 +51,9 @@ func (c *Client) refresh(ctx context.Context, stale string) (*Token, error) {
 		ClientSecret: t.ClientSecret,
 		Endpoint:     oauth2.Endpoint{TokenURL: t.TokenURL, AuthStyle: style},
 		Scopes:       t.Scopes,
+	}
+	if c.Refreshed != nil {
+		defer func() { c.Refreshed(err) }()
 	}
 	hc := &http.Client{Transport: &resourceParam{base: c.transport(), tokenURL: t.TokenURL, resource: t.Resource}}
 	rctx := context.WithValue(ctx, oauth2.HTTPClient, hc)

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"net/http"
 	"net/http/httptest"
@@ -83,10 +84,14 @@ func TestRefreshSingleFlightAcrossClients(t *testing.T) {
 	const n = 4
 	tokens := make([]string, n)
 	var wg sync.WaitGroup
+	var refreshed atomic.Int32 // Refreshed calls, each with a nil error
 	for i := range n {
 		store, err := newFileStore(dir)
 		require.NoError(t, err)
-		c := &Client{Name: "x", ServerURL: "https://mcp.example/mcp", Store: store}
+		c := &Client{Name: "x", ServerURL: "https://mcp.example/mcp", Store: store, Refreshed: func(err error) {
+			assert.NoError(t, err)
+			refreshed.Add(1)
+		}}
 		c.setup()
 		wg.Go(func() {
 			tok, err := c.accessToken(context.Background())
@@ -96,6 +101,7 @@ func TestRefreshSingleFlightAcrossClients(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Equal(t, int32(1), as.requests.Load(), "refresh requests")
+	assert.Equal(t, int32(1), refreshed.Load(), "Refreshed is called by the one that refreshed")
 	for _, tok := range tokens {
 		assert.Equal(t, "access-b", tok)
 	}
@@ -145,11 +151,16 @@ func TestRefreshFailure(t *testing.T) {
 				require.NoError(t, store.SaveToken(t.Context(), mustToken(t, store, "https://mcp.example/mcp"),
 					&Registration{Issuer: "https://as.example", ServerURL: "https://mcp.example/mcp", RedirectURL: redirect, ClientID: "client"}))
 			}
-			c := &Client{Name: "linear", ServerURL: "https://mcp.example/mcp", Store: store}
+			var refreshed []error
+			c := &Client{Name: "linear", ServerURL: "https://mcp.example/mcp", Store: store,
+				Refreshed: func(err error) { refreshed = append(refreshed, err) }}
 			c.setup()
 
 			_, err = c.accessToken(t.Context())
 			require.Error(t, err)
+			require.Len(t, refreshed, 1, "Refreshed is called once")
+			require.Error(t, refreshed[0], "with the error the refresh ended with")
+			assert.Equal(t, tt.wantClass == resilience.Denied, errors.Is(refreshed[0], ErrNoToken), "refused: %v", refreshed[0])
 			if tt.wantClass == resilience.Denied {
 				require.ErrorIs(t, err, ErrNoToken)
 				_, denied := c.loginRequired(challenge{status: 401})

@@ -37,7 +37,7 @@ func Run(ctx context.Context, self string, out io.Writer) error {
 	d.n.say("Each act runs a real go-sdk MCP client against mcpwrap wrapping the built-in demo")
 	d.n.say("server. mcpwrap's config and user state live in %s for the demo.", dir)
 	d.n.say("mcpwrap's own log lines go to stderr; they appear here prefixed with 'log |'.")
-	for _, act := range []func(context.Context) error{d.transparency, d.resilience, d.policy, d.signIn} {
+	for _, act := range []func(context.Context) error{d.transparency, d.resilience, d.policy, d.signIn, d.traces} {
 		if err := act(ctx); err != nil {
 			return err
 		}
@@ -67,10 +67,16 @@ func (c *connection) Close() error {
 // connect starts `mcpwrap [wrapArgs] -- self demo-server [serverArgs]` for a
 // client with the given options.
 func (d *demo) connect(ctx context.Context, wrapArgs, serverArgs []string, opts *mcp.ClientOptions) (*connection, error) {
+	return d.connectEnv(ctx, nil, wrapArgs, serverArgs, opts)
+}
+
+// connectEnv is connect with mcpwrap's environment env (nil: the demo's).
+func (d *demo) connectEnv(ctx context.Context, env, wrapArgs, serverArgs []string, opts *mcp.ClientOptions) (*connection, error) {
 	args := append([]string{"--config", filepath.Join(d.dir, "config.json"), "--state-dir", filepath.Join(d.dir, "state")}, wrapArgs...)
 	args = append(append(args, "--", d.self, "demo-server"), serverArgs...)
 	d.n.say("  $ mcpwrap %s", strings.Join(quoteAll(shorten(args, d.dir, d.self)), " "))
 	cmd := exec.CommandContext(ctx, d.self, args...)
+	cmd.Env = env
 	logs := d.n.prefixWriter("    log | ")
 	cmd.Stderr = logs
 	client := mcp.NewClient(&mcp.Implementation{Name: "demo-client", Version: "1.0.0"}, opts)

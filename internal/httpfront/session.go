@@ -221,6 +221,16 @@ func (ss *session) deliver(ctx context.Context, msg []byte) bool {
 
 // ReadMessage implements [middleware.Conn]: the client's next message, or
 // io.EOF once the session has ended.
+// SessionID is the session's Mcp-Session-Id, for telemetry's
+// mcp.session.id; "" for the stateless session, whose 2026-07-28 traffic
+// has no session. It is fixed before the relay is built.
+func (ss *session) SessionID() string {
+	if ss.stateless {
+		return ""
+	}
+	return ss.id
+}
+
 func (ss *session) ReadMessage() ([]byte, error) {
 	select {
 	case msg := <-ss.in:

@@ -25,7 +25,7 @@ func FuzzWithMeta(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	kv := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "tracestate": "k=v"}
+	kv := traceContext{traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate: "k=v"}
 	f.Fuzz(func(t *testing.T, msg string) {
 		env, err := framing.PeekValid([]byte(msg))
 		if err != nil || env.Kind != framing.Request {
@@ -45,8 +45,8 @@ func FuzzWithMeta(f *testing.F) {
 		}
 		var meta map[string]any
 		require.NoError(t, json.Unmarshal(after.Params["_meta"], &meta))
-		require.Equal(t, kv["traceparent"], meta["traceparent"])
-		require.Equal(t, kv["tracestate"], meta["tracestate"])
+		require.Equal(t, kv.traceparent, meta["traceparent"])
+		require.Equal(t, kv.tracestate, meta["tracestate"])
 		for k, v := range before.Params {
 			if k != "_meta" {
 				require.JSONEq(t, string(v), string(after.Params[k]), k)

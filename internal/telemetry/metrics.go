@@ -24,6 +24,9 @@ type Metrics struct {
 	inFlight       metric.Int64UpDownCounter
 	bytes          metric.Int64Counter // mcpwrap.relayed.bytes {direction}
 	signIns        metric.Int64Counter // mcpwrap.sign_ins {outcome}
+	refreshes      metric.Int64Counter // mcpwrap.sign_in.refreshes {outcome}
+	loads          metric.Int64Counter // mcpwrap.upstream.loads {class}
+	catalog        metric.Int64Gauge   // mcpwrap.catalog.tools
 
 	dirs [4]metric.AddOption // bytes' attributes, by direction (see relayed)
 
@@ -35,7 +38,7 @@ type Metrics struct {
 // from the Sessions tracked (see [Metrics.Track]).
 func NewMetrics(meter metric.Meter) (*Metrics, error) {
 	m := &Metrics{sessions: map[*middleware.Session]string{}}
-	var errs [16]error
+	var errs [20]error
 	buckets := metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 	m.serverDuration, errs[0] = meter.Float64Histogram("mcp.server.operation.duration", metric.WithUnit("s"), buckets,
 		metric.WithDescription("MCP request duration as observed on the receiver from the time it was received until the result is sent."))
@@ -53,6 +56,12 @@ func NewMetrics(meter metric.Meter) (*Metrics, error) {
 		metric.WithDescription("Bytes of messages read and written, by side and direction."))
 	m.signIns, errs[7] = meter.Int64Counter("mcpwrap.sign_ins", metric.WithUnit("{sign_in}"),
 		metric.WithDescription("OAuth sign-ins, by outcome."))
+	m.refreshes, errs[12] = meter.Int64Counter("mcpwrap.sign_in.refreshes", metric.WithUnit("{refresh}"),
+		metric.WithDescription("Refreshes of a sign-in's token, by outcome: ok, failed (the token kept for the next try), refused (a new sign-in is needed)."))
+	m.loads, errs[13] = meter.Int64Counter("mcpwrap.upstream.loads", metric.WithUnit("{load}"),
+		metric.WithDescription("Loads of the server (handshake and first catalog, with their retries), by the class they ended with."))
+	m.catalog, errs[14] = meter.Int64Gauge("mcpwrap.catalog.tools", metric.WithUnit("{tool}"),
+		metric.WithDescription("Tools in the server's catalog as last loaded, before the tool policy."))
 	restarts, err := meter.Int64ObservableCounter("mcpwrap.upstream.restarts", metric.WithUnit("{restart}"),
 		metric.WithDescription("Restarts of the server after a crash."))
 	errs[8] = err
@@ -124,6 +133,31 @@ func (m *Metrics) SignedIn(server string, err error) {
 		outcome = "failed"
 	}
 	m.signIns.Add(context.Background(), 1, metric.WithAttributes(attribute.String("mcpwrap.server", server), attribute.String("mcpwrap.outcome", outcome)))
+}
+
+// Refreshed counts a refresh of server's sign-in that ended with outcome:
+// ok, failed or refused.
+func (m *Metrics) Refreshed(server, outcome string) {
+	if m == nil {
+		return
+	}
+	m.refreshes.Add(context.Background(), 1, metric.WithAttributes(attribute.String("mcpwrap.server", server), attribute.String("mcpwrap.outcome", outcome)))
+}
+
+// loaded counts a load that ended with class.
+func (m *Metrics) loaded(server string, class resilience.Class) {
+	if m == nil {
+		return
+	}
+	m.loads.Add(context.Background(), 1, metric.WithAttributes(attribute.String("mcpwrap.server", server), attribute.String("mcpwrap.class", class.String())))
+}
+
+// catalogSeen records the size of a catalog loaded.
+func (m *Metrics) catalogSeen(server string, tools int) {
+	if m == nil {
+		return
+	}
+	m.catalog.Record(context.Background(), int64(tools), metric.WithAttributes(attribute.String("mcpwrap.server", server)))
 }
 
 func (m *Metrics) dialed(ctx context.Context, server string, err error) {

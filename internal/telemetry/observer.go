@@ -26,9 +26,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcpwrap/mcpwrap/internal/audit"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/middleware"
+	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
 // maxCalls bounds the requests an Observer follows at once; past it a
@@ -41,23 +45,28 @@ type call struct {
 	id       string // raw JSON
 	target   string // the tool's or prompt's name, or the resource's URI
 	argsHash string
-	meta     map[string]string // the trace context in params._meta
-	version  string            // the protocol version in params._meta (2026-07-28 requests)
+	meta     traceContext // the trace context in params._meta
+	version  string       // the protocol version in params._meta (2026-07-28 requests)
 	start    time.Time
 
 	// Written to the upstream: when, and the span then started (traces).
 	forwarded bool
 	upStart   time.Time
 	upEnd     time.Time
-	up        spanEnd
+	upResult  result     // the upstream's answer, when upEnd is set
+	up        trace.Span // nil when not traced
 
 	// How it ended: written once, by the goroutine that took the call
 	// out of the map.
 	result
 	end time.Time
 
-	server spanEnd // the server span, when traced
+	// When traced: the server span, its context, the spans' name and
+	// attributes (see requestAttrs).
+	server trace.Span
 	ctx    context.Context
+	name   string
+	attrs  []attribute.KeyValue
 }
 
 // A result is how an answer ended a request.
@@ -67,9 +76,6 @@ type result struct {
 	status  string // the status of mcpwrap's answer (_meta.status)
 	class   string // its class (_meta.class)
 }
-
-// spanEnd ends a span with what the call came to; nil when not traced.
-type spanEnd func(c *call, r result, at time.Time)
 
 // An Observer follows one Session's requests. Make one per Session with
 // its parts set, then decorate the Session's Client with [Observer.Client]
@@ -88,6 +94,7 @@ type Observer struct {
 	Now func() time.Time
 
 	version   atomic.Pointer[string] // the protocol version of the client's initialize
+	sessionID string                 // the client's HTTP session (2025 era), set by Client
 	opened    time.Time
 	closeOnce sync.Once
 	untrack   func()
@@ -111,10 +118,18 @@ func (o *Observer) now() time.Time {
 	return time.Now()
 }
 
+// A sessionConn is a client side that is an HTTP session of the 2025 era
+// (internal/httpfront's): SessionID is its Mcp-Session-Id, "" for the
+// 2026-07-28 traffic, which has no session.
+type sessionConn interface{ SessionID() string }
+
 // Client decorates the Session's client side, and s's gauges are read
 // until its Run closes the client's side.
 func (o *Observer) Client(s *middleware.Session, c middleware.Conn) middleware.Conn {
 	o.opened = o.now()
+	if sc, ok := c.(sessionConn); ok {
+		o.sessionID = sc.SessionID()
+	}
 	o.untrack = o.Metrics.Track(o.Server, s)
 	return decorate(c, &side{o: o, client: true})
 }
@@ -139,6 +154,35 @@ func (o *Observer) Dial(d middleware.Dialer) middleware.Dialer {
 		}
 		return decorate(c, &side{o: o}), nil
 	}
+}
+
+// CatalogSeen returns next (which may be nil) preceded by recording the
+// size of each catalog loaded: set it as the Session's CatalogSeen.
+func (o *Observer) CatalogSeen(next func([]json.RawMessage)) func([]json.RawMessage) {
+	return func(tools []json.RawMessage) {
+		o.Metrics.catalogSeen(o.Server, len(tools))
+		if next != nil {
+			next(tools)
+		}
+	}
+}
+
+// Retrier returns a copy of r (nil: a zero Retrier) whose OnOutcome also
+// counts each load by the class it ended with: set it as the Session's
+// Retrier before Run.
+func (o *Observer) Retrier(r *resilience.Retrier) *resilience.Retrier {
+	var c resilience.Retrier
+	if r != nil {
+		c = *r
+	}
+	next := c.OnOutcome
+	c.OnOutcome = func(out resilience.Outcome) {
+		o.Metrics.loaded(o.Server, out.Class)
+		if next != nil {
+			next(out)
+		}
+	}
+	return &c
 }
 
 // read sees a message the Session read from one side.
@@ -218,10 +262,17 @@ func (o *Observer) forwarding(ctx context.Context, msg []byte) (context.Context,
 	if c == nil || o.Traces == nil {
 		return ctx, msg
 	}
-	ctx, msg, end := o.Traces.clientStart(ctx, o, c, env, msg)
+	ctx, msg, span := o.Traces.clientStart(ctx, c, env, msg)
+	if span == nil {
+		return ctx, msg
+	}
 	o.mu.Lock()
-	c.up = end
+	c.up = span
+	answered, r, at := !c.upEnd.IsZero(), c.upResult, c.upEnd
 	o.mu.Unlock()
+	if answered { // the answer came before the span was kept
+		endSpan(span, r, at)
+	}
 	return ctx, msg
 }
 
@@ -250,10 +301,13 @@ func (o *Observer) upstreamAnswered(env framing.Envelope) {
 	}
 	at := o.now()
 	c.upEnd = at
-	up := c.up
+	if o.Traces != nil {
+		c.upResult = answer(env)
+	}
+	up, r := c.up, c.upResult
 	o.mu.Unlock()
 	if up != nil {
-		up(c, answer(env), at)
+		endSpan(up, r, at)
 	}
 }
 
@@ -296,14 +350,22 @@ func answer(env framing.Envelope) (r result) {
 		}
 		return r
 	}
-	if env.Result == nil {
+	if len(env.Result) == 0 || env.Result[0] != '{' {
 		return r
 	}
-	if isErr, found, _ := framing.LookupMember(env.Result, "isError"); found && string(isErr) == "true" {
-		r.outcome = "tool_error"
+	members, err := framing.Members(env.Result) // one pass for both
+	if err != nil {
+		return r
 	}
-	if meta, found, _ := framing.LookupMember(env.Result, "_meta"); found {
-		r.status, r.class = statusOf(meta)
+	for _, m := range members {
+		switch {
+		case memberIs(m.Name, "isError"):
+			if string(m.Value) == "true" {
+				r.outcome = "tool_error"
+			}
+		case memberIs(m.Name, "_meta"):
+			r.status, r.class = statusOf(m.Value)
+		}
 	}
 	return r
 }
@@ -323,7 +385,7 @@ func statusOf(meta []byte) (status, class string) {
 // ended reports a call that was answered.
 func (o *Observer) ended(c *call) {
 	if c.server != nil {
-		c.server(c, c.result, c.end)
+		o.Traces.serverEnd(c)
 	}
 	o.Metrics.ended(o, c)
 	if o.Audit != nil && c.method == "tools/call" {
@@ -357,8 +419,8 @@ func unquote(raw []byte) string {
 	if len(raw) == 0 || raw[0] != '"' {
 		return ""
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	s, err := framing.String(raw)
+	if err != nil {
 		return ""
 	}
 	return s

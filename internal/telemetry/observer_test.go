@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/mcpwrap/mcpwrap/internal/upstream"
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
@@ -20,6 +22,7 @@ import (
 type fakeConn struct {
 	reads  [][]byte
 	writes [][]byte
+	header []http.Header // the request header each write's ctx carried (upstream.WithRequestHeader)
 }
 
 func (c *fakeConn) ReadMessage() ([]byte, error) {
@@ -31,8 +34,9 @@ func (c *fakeConn) ReadMessage() ([]byte, error) {
 	return m, nil
 }
 
-func (c *fakeConn) WriteMessage(_ context.Context, msg []byte) error {
+func (c *fakeConn) WriteMessage(ctx context.Context, msg []byte) error {
 	c.writes = append(c.writes, append([]byte(nil), msg...))
+	c.header = append(c.header, upstream.RequestHeader(ctx))
 	return nil
 }
 
@@ -110,6 +114,7 @@ func TestTracesOfRelayedAndRejectedCalls(t *testing.T) {
 	tp2 := sent.Params.Meta["traceparent"].(string)
 	assert.Equal(t, "00-0af7651916cd43dd8448eb211c80319c-"+client2.SpanContext().SpanID().String()+"-01", tp2)
 	assert.Equal(t, float64(7), sent.Params.Meta["progressToken"])
+	assert.Equal(t, http.Header{"Traceparent": {tp2}}, up.header[0], "a remote upstream's request gets it as a header too")
 	assert.JSONEq(t, `{"p":1}`, string(sent.Params.Arguments))
 }
 
@@ -125,4 +130,5 @@ func TestUntracedRelayKeepsBytes(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, uc.WriteMessage(t.Context(), msg))
 	assert.Equal(t, string(in), string(up.writes[0]))
+	assert.Nil(t, up.header[0], "no header added")
 }

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"net/http"
 	"slices"
 	"strconv"
 	"time"
@@ -14,8 +15,10 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpwrap/mcpwrap/internal/audit"
 	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/upstream"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -49,15 +52,22 @@ func spanName(c *call) string {
 	return c.method
 }
 
-// requestAttrs are the conventions' attributes known when a request is read.
+// requestAttrs are the conventions' attributes known when a request is
+// read, network.transport last: the server span takes them all, the
+// client span all but the last (one slice for both; the SDK copies them).
 func requestAttrs(o *Observer, c *call) []attribute.KeyValue {
-	attrs := []attribute.KeyValue{
+	attrs := make([]attribute.KeyValue, 0, 9)
+	attrs = append(attrs,
 		attribute.String("mcp.method.name", c.method),
 		attribute.String("jsonrpc.request.id", requestID(c.id)),
 		attribute.String("mcpwrap.server", o.Server),
-	}
-	if v := cmp.Or(c.version, o.protocolVersion()); v != "" {
+	)
+	v := cmp.Or(c.version, o.protocolVersion())
+	if v != "" {
 		attrs = append(attrs, attribute.String("mcp.protocol.version", v))
+	}
+	if o.sessionID != "" && !era.IsStateless(v) {
+		attrs = append(attrs, attribute.String("mcp.session.id", o.sessionID))
 	}
 	switch c.method {
 	case "tools/call":
@@ -74,7 +84,7 @@ func requestAttrs(o *Observer, c *call) []attribute.KeyValue {
 			attrs = append(attrs, attribute.String("mcp.resource.uri", c.target))
 		}
 	}
-	return attrs
+	return append(attrs, attribute.String("network.transport", o.Transport))
 }
 
 // requestID is a JSON-RPC id as the conventions record it: a string's
@@ -109,17 +119,30 @@ func (t *Traces) serverStart(o *Observer, c *call) {
 	if t == nil {
 		return
 	}
-	parent := t.prop.Extract(context.Background(), propagation.MapCarrier(c.meta))
-	attrs := append(requestAttrs(o, c), attribute.String("network.transport", o.Transport))
-	ctx, span := t.tracer.Start(parent, spanName(c), trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithTimestamp(c.start), trace.WithAttributes(attrs...))
-	c.ctx = ctx
-	c.server = func(c *call, r result, at time.Time) {
-		verdict := verdict(c)
-		span.AddEvent("mcpwrap.verdict", trace.WithTimestamp(cmpTime(c.upStart, at)),
-			trace.WithAttributes(attribute.String("mcpwrap.verdict", verdict)))
-		endSpan(span, r, at)
+	parent := context.Background()
+	if c.meta != (traceContext{}) {
+		parent = t.prop.Extract(parent, &c.meta)
 	}
+	c.name = spanName(c)
+	c.attrs = requestAttrs(o, c)
+	c.ctx, c.server = t.tracer.Start(parent, c.name, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithTimestamp(c.start), trace.WithAttributes(c.attrs...))
+}
+
+// verdictEvents are the verdict event's attributes, one option per
+// verdict, made once.
+var verdictEvents = map[string]trace.EventOption{}
+
+func init() {
+	for _, v := range []string{audit.VerdictAllowed, audit.VerdictRejected, audit.VerdictAnswered} {
+		verdictEvents[v] = trace.WithAttributes(attribute.String("mcpwrap.verdict", v))
+	}
+}
+
+// serverEnd ends c's server span with its verdict and result.
+func (t *Traces) serverEnd(c *call) {
+	c.server.AddEvent("mcpwrap.verdict", trace.WithTimestamp(cmpTime(c.upStart, c.end)), verdictEvents[verdict(c)])
+	endSpan(c.server, c.result, c.end)
 }
 
 func cmpTime(t, or time.Time) time.Time {
@@ -131,25 +154,25 @@ func cmpTime(t, or time.Time) time.Time {
 
 // clientStart opens the client span of c as it is relayed, and returns the
 // message with the span's context in its params._meta, and ctx with the
-// span (for a remote upstream's traceparent header).
-func (t *Traces) clientStart(ctx context.Context, o *Observer, c *call, env framing.Envelope, msg []byte) (context.Context, []byte, spanEnd) {
-	if c.ctx == nil {
+// same context as the headers of a remote upstream's request.
+func (t *Traces) clientStart(ctx context.Context, c *call, env framing.Envelope, msg []byte) (context.Context, []byte, trace.Span) {
+	if c.server == nil {
 		return ctx, msg, nil
 	}
-	sctx, span := t.tracer.Start(c.ctx, spanName(c), trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithTimestamp(c.upStart), trace.WithAttributes(requestAttrs(o, c)...))
+	sctx, span := t.tracer.Start(c.ctx, c.name, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithTimestamp(c.upStart), trace.WithAttributes(c.attrs[:len(c.attrs)-1]...))
 	if held := c.upStart.Sub(c.start); held > time.Millisecond {
 		// Waited for the catalog or a restart (hold.go) before it went.
-		trace.SpanFromContext(c.ctx).AddEvent("mcpwrap.held", trace.WithTimestamp(c.upStart),
+		c.server.AddEvent("mcpwrap.held", trace.WithTimestamp(c.upStart),
 			trace.WithAttributes(attribute.Float64("mcpwrap.held_ms", float64(held.Microseconds())/1000)))
 	}
-	carrier := propagation.MapCarrier{}
-	t.prop.Inject(sctx, carrier)
+	var carrier traceContext
+	t.prop.Inject(sctx, &carrier)
 	if out, ok := withMeta(msg, env.Params, carrier); ok {
 		msg = out
 	}
-	end := func(_ *call, r result, at time.Time) { endSpan(span, r, at) }
-	return trace.ContextWithSpan(ctx, span), msg, end
+	// A remote upstream's HTTP request carries it as W3C headers too.
+	return upstream.WithRequestHeader(ctx, carrier.header()), msg, span
 }
 
 // dialed records one attempt to start or connect to the upstream.
@@ -168,27 +191,92 @@ func (t *Traces) dialed(ctx context.Context, server string, start, end time.Time
 	span.End(trace.WithTimestamp(end))
 }
 
+// A traceContext is the trace context members of a _meta, and the
+// propagators' carrier (no map to make per request).
+type traceContext struct {
+	traceparent, tracestate, baggage string
+}
+
+// field is the member of the key named, or nil.
+func (tc *traceContext) field(key string) *string {
+	switch key {
+	case "traceparent":
+		return &tc.traceparent
+	case "tracestate":
+		return &tc.tracestate
+	case "baggage":
+		return &tc.baggage
+	}
+	return nil
+}
+
+// Get, Set and Keys make it a propagation.TextMapCarrier.
+func (tc *traceContext) Get(key string) string {
+	if f := tc.field(key); f != nil {
+		return *f
+	}
+	return ""
+}
+
+func (tc *traceContext) Set(key, value string) {
+	if f := tc.field(key); f != nil {
+		*f = value
+	}
+}
+
+func (tc *traceContext) Keys() []string { return traceKeys }
+
+// header is the context as W3C headers.
+func (tc traceContext) header() http.Header {
+	h := make(http.Header, 3)
+	for _, k := range [...]struct{ name, value string }{{"Traceparent", tc.traceparent}, {"Tracestate", tc.tracestate}, {"Baggage", tc.baggage}} {
+		if k.value != "" {
+			h[k.name] = []string{k.value}
+		}
+	}
+	return h
+}
+
 // traceMeta returns the trace context members of params._meta, and the
-// protocol version a 2026-07-28 request carries there.
-func traceMeta(params []byte) (out map[string]string, version string) {
+// protocol version a 2026-07-28 request carries there: one pass over
+// params' members and one over _meta's.
+func traceMeta(params []byte) (out traceContext, version string) {
+	if len(params) == 0 || params[0] != '{' {
+		return out, ""
+	}
 	meta, found, _ := framing.LookupMember(params, "_meta")
-	if !found {
-		return nil, ""
+	if !found || len(meta) == 0 || meta[0] != '{' {
+		return out, ""
 	}
-	if v, found, _ := framing.LookupMember(meta, era.MetaProtocolVersion); found {
-		version = unquote(v)
+	members, err := framing.Members(meta)
+	if err != nil {
+		return out, ""
 	}
-	for _, k := range traceKeys {
-		if v, found, _ := framing.LookupMember(meta, k); found {
-			if s := unquote(v); s != "" {
-				if out == nil {
-					out = map[string]string{}
-				}
-				out[k] = s
+	for _, m := range members {
+		if memberIs(m.Name, era.MetaProtocolVersion) {
+			version = unquote(m.Value)
+			continue
+		}
+		for _, k := range traceKeys {
+			if memberIs(m.Name, k) {
+				*out.field(k) = unquote(m.Value)
 			}
 		}
 	}
 	return out, version
+}
+
+// memberIs reports whether raw, a member's name as sent, is name once its
+// escapes are decoded; a plain spelling is compared without decoding.
+func memberIs(raw []byte, name string) bool {
+	if len(raw) == len(name)+2 && string(raw[1:len(raw)-1]) == name {
+		return true
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return false
+	}
+	s, err := framing.String(raw)
+	return err == nil && s == name
 }
 
 // withMeta returns msg with the members of kv set in its params._meta
@@ -196,17 +284,18 @@ func traceMeta(params []byte) (out map[string]string, version string) {
 // sent; the rest of the message is copied as it is, never decoded. It
 // reports false, and msg is to be sent as it is, when params or its
 // _meta is no object.
-func withMeta(msg, params []byte, kv map[string]string) ([]byte, bool) {
-	if len(kv) == 0 || len(params) < 2 || params[0] != '{' {
+func withMeta(msg, params []byte, kv traceContext) ([]byte, bool) {
+	if kv == (traceContext{}) || len(params) < 2 || params[0] != '{' {
 		return msg, false
 	}
 	meta, found, err := framing.LookupMember(params, "_meta")
 	if err != nil || found && (len(meta) == 0 || meta[0] != '{') {
 		return msg, false
 	}
-	b := []byte{'{'}
+	b := make([]byte, 1, 16+len(kv.traceparent)+len(kv.tracestate)+len(kv.baggage)+len(meta))
+	b[0] = '{'
 	for _, k := range traceKeys {
-		if v, ok := kv[k]; ok {
+		if v := kv.Get(k); v != "" {
 			if len(b) > 1 {
 				b = append(b, ',')
 			}
@@ -238,8 +327,14 @@ func withMeta(msg, params []byte, kv map[string]string) ([]byte, bool) {
 	return framing.Splice(msg, meta, append(b, '}')), true
 }
 
-// appendString appends s as a JSON string.
+// appendString appends s as a JSON string: as it is when it needs no
+// escape (a trace context's text always), else as encoding/json writes it.
 func appendString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s)
-	return append(b, q...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
 }

@@ -43,6 +43,7 @@ type Options struct {
 	FlakyFile     string        // counts starts; see FlakyStarts
 	FlakyStarts   int           // the first FlakyStarts starts (counted in FlakyFile) fail transiently
 	RawTools      string        // serve this file's JSON array verbatim as the catalog (see runRaw)
+	Trace         bool          // a span per request, continuing params._meta's trace context, exported as OTEL_* says
 }
 
 // Main parses args as flags and runs the server on stdin/stdout until stdin
@@ -63,6 +64,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.FlakyFile, "flaky-file", "", "file counting starts, for --flaky-starts")
 	fs.IntVar(&o.FlakyStarts, "flaky-starts", 0, "fail the first N starts with a transient error (needs --flaky-file)")
 	fs.StringVar(&o.RawTools, "raw-tools", "", "serve this file's JSON array of tools verbatim, from a minimal line server instead of the SDK")
+	fs.BoolVar(&o.Trace, "trace", false, "export a span per request over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT), continuing the trace context in params._meta")
 	fs.StringVar(&o.Description, "echo-description", "Echoes its text argument back.", "description of the echo tool")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -104,7 +106,16 @@ func Run(ctx context.Context, o Options, stdin io.Reader, stdout, stderr io.Writ
 	if o.RawTools != "" {
 		return runRaw(o, stdin, stdout)
 	}
-	err := New(o).Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	s := New(o)
+	if o.Trace {
+		mw, stop, err := tracing(ctx, o.Name)
+		if err != nil {
+			return err
+		}
+		defer stop(context.WithoutCancel(ctx))
+		s.AddReceivingMiddleware(mw)
+	}
+	err := s.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if o.IgnoreEOF {
 		select {} // like servers that never notice their client left
 	}

@@ -321,6 +321,7 @@ func (c *RemoteConn) WriteMessage(ctx context.Context, msg []byte) error {
 		return err
 	}
 	out := newOutbound(msg)
+	out.header = RequestHeader(ctx)
 	select {
 	case c.sending <- struct{}{}:
 	case <-ctx.Done():
@@ -607,6 +608,9 @@ func (c *RemoteConn) newRequest(ctx context.Context, method string, u *url.URL, 
 	}
 	c.mu.Unlock()
 	if out != nil {
+		for name, values := range out.header {
+			req.Header[name] = values
+		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		switch {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -18,11 +19,12 @@ import (
 type outbound struct {
 	body        []byte
 	kind        framing.Kind
-	method      string   // of a request or notification
-	calls       [][]byte // raw ids of the requests that expect an answer
-	metaVersion string   // _meta protocol version of a request, if any
-	name        string   // tool or prompt name, or resource URI: the Mcp-Name header
-	params      []byte   // of a request; aliases body
+	method      string      // of a request or notification
+	calls       [][]byte    // raw ids of the requests that expect an answer
+	metaVersion string      // _meta protocol version of a request, if any
+	name        string      // tool or prompt name, or resource URI: the Mcp-Name header
+	params      []byte      // of a request; aliases body
+	header      http.Header // added to its request (WithRequestHeader), or nil
 }
 
 // newOutbound copies msg and peeks at it. A message that does not parse is
