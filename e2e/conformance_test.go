@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -310,29 +309,10 @@ func (c *conformance) run(ctx context.Context, t *testing.T, args ...string) con
 // startEverythingHTTP serves the go-sdk everything-server over its own streamable HTTP, stateful
 // (sessions, the 2025 era) or stateless (2026-07-28, and the session era without sessions), on a
 // free loopback port, and returns its URL once it accepts connections.
-func startEverythingHTTP(ctx context.Context, t *testing.T, stateless bool) string {
+func startEverythingHTTP(ctx context.Context, t testing.TB, stateless bool) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close()) // the server binds it next; a race with another binder is unlikely
+	addr := freeLoopbackAddr(t)
 	p := startProcess(ctx, t, processOptions{}, everythingServerPath, "-http", addr, fmt.Sprintf("-stateless=%t", stateless))
-	require.Eventually(t, func() bool {
-		select {
-		case <-p.Done():
-			return true // reported below
-		default:
-		}
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			conn.Close()
-		}
-		return err == nil
-	}, 10*time.Second, 20*time.Millisecond, "the everything-server is not listening on %s", addr)
-	select {
-	case <-p.Done():
-		require.FailNow(t, "the everything-server exited", "%s", p.Stderr())
-	default:
-	}
+	waitAccepting(t, p, addr)
 	return "http://" + addr + "/mcp"
 }

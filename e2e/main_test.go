@@ -46,6 +46,8 @@ func TestMain(m *testing.M) {
 			os.Exit(runRawServer())
 		case lineRelayArg:
 			os.Exit(runLineRelay(os.Args[2:]))
+		case reverseProxyArg:
+			os.Exit(runReverseProxy(os.Args[2:]))
 		}
 	}
 	if len(os.Args) > 1 && os.Args[1] == throughArg {
