@@ -216,8 +216,25 @@ func runReverseProxy(args []string) int {
 		return 1
 	}
 	fmt.Printf("http://%s%s\n", ln.Addr(), target.Path)
-	fmt.Fprintln(os.Stderr, http.Serve(ln, proxy))
+	fmt.Fprintln(os.Stderr, http.Serve(ln, storeAndForward(proxy)))
 	return 1
+}
+
+// storeAndForward reads a request's body whole before next sees it, as
+// mcpwrap does. Streamed, the body races with the answer: a server that
+// answers before the proxy's transport has read the body's end has the
+// body closed under that transport (net/http closes an HTTP/1.1 request's
+// body once the answer is written), which breaks the connection mid-answer.
+func storeAndForward(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		next.ServeHTTP(w, r)
+	})
 }
 
 // httpLoad is httpClients clients of one mode: their sessions (in the
