@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -142,4 +144,65 @@ type blockedReader struct{ ctx context.Context }
 func (r blockedReader) Read([]byte) (int, error) {
 	<-r.ctx.Done()
 	return 0, r.ctx.Err()
+}
+
+func TestRemoteConnsShareTheirConnections(t *testing.T) {
+	// Two waves of `calls` requests in flight at once, each on a RemoteConn
+	// of its own (as the sessions of a --listen front are), the second once
+	// the first is closed: the second finds every connection the first made
+	// idle, whatever their number, and dials none.
+	const calls = 32
+	var (
+		mu      sync.Mutex
+		dialled int
+		n       int
+	)
+	arrived := make(chan struct{}, 2*calls)
+	release := []chan struct{}{make(chan struct{}), make(chan struct{})}
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var msg struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&msg)
+		mu.Lock()
+		wave := n / calls
+		n++
+		mu.Unlock()
+		// The headers go first: the first contact waits for them.
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		arrived <- struct{}{}
+		<-release[wave]
+		fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}\n\n", msg.ID)
+	}))
+	ts.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			mu.Lock()
+			dialled++
+			mu.Unlock()
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+
+	for wave := range 2 {
+		conn, err := DialRemote(t.Context(), Remote{URL: ts.URL}) // the default client
+		require.NoError(t, err)
+		p := newPeer(t, conn)
+		for i := range calls {
+			p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"a"}}`, i))
+		}
+		for range calls {
+			waitFor(t, arrived, "every call of the wave at the server")
+		}
+		close(release[wave])
+		for range calls {
+			p.next()
+		}
+		require.NoError(t, conn.Close()) // its answers' streams are read to their end, their connections idle
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, calls, dialled, "connections dialled for two waves of %d calls", calls)
 }
