@@ -346,6 +346,7 @@ func (c *RemoteConn) readJSON(body io.Reader, pending pendingCalls) {
 // whether body answered them all, the rest of it unread.
 func (c *RemoteConn) readStream(body io.Reader, pending pendingCalls) (answered bool) {
 	sc := newSSEScanner(body, c.max)
+	defer func() { sc.release() }() // the last one: each resumed stream's replaces it
 	err := c.consume(sc, pending)
 	if err == nil && len(pending) == 0 {
 		return true
@@ -380,6 +381,7 @@ func (c *RemoteConn) readStream(body io.Reader, pending pendingCalls) (answered 
 			break
 		}
 		lastID, retry := sc.lastID, sc.retry
+		sc.release()
 		sc = newSSEScanner(resp.Body, c.max)
 		sc.lastID, sc.retry = lastID, retry
 		err = c.consume(sc, pending)
