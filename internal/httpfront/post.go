@@ -215,8 +215,9 @@ wait:
 		// session's, whose relay leaves them to the handler (see
 		// routeResponse and noteLocked); the notifications came first.
 		ss.writeNotes(ex)
-		for _, msg := range append(responses, failed...) {
-			if err := ss.respond(ex.stream, msg); err != nil {
+		all := append(responses, failed...)
+		for i, msg := range all {
+			if err := ss.respond(ex.stream, msg, i == len(all)-1); err != nil {
 				ss.log.Debug("cannot deliver a response; the client left")
 				break
 			}
@@ -245,10 +246,14 @@ wait:
 
 // respond writes msg, a response, to st. On the stateless session an error
 // that the protocol gives an HTTP status goes with it, as the whole
-// response, when nothing was streamed yet.
-func (ss *session) respond(st *stream, msg []byte) error {
+// response, when nothing was streamed yet. The last response is left for
+// the handler's return to flush (see [stream.sendLast]).
+func (ss *session) respond(st *stream, msg []byte, last bool) error {
 	if status := errorStatus(msg); ss.stateless && status != 0 {
 		return st.sendStatus(msg, status)
+	}
+	if last {
+		return st.sendLast(msg)
 	}
 	return st.send(msg)
 }

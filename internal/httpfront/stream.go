@@ -71,6 +71,16 @@ func (st *stream) send(msg []byte) error {
 	return st.writeLocked(encodeEvent(msg))
 }
 
+// sendLast writes msg as one "message" event that ends the stream, without
+// flushing it: the owning handler is about to return, and net/http then
+// writes it with the end of the response, in one write instead of two. The
+// stall deadline of the write stays for that flush.
+func (st *stream) sendLast(msg []byte) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.writeLockedFlush(encodeEvent(msg), false)
+}
+
 // sendStatus writes msg, a JSON-RPC error, as the whole response with
 // the HTTP status given, when nothing was sent on the stream yet; else as
 // an event, like send.
@@ -95,7 +105,9 @@ func (st *stream) comment(text string) error {
 	return st.writeLocked([]byte(": " + text + "\n\n"))
 }
 
-func (st *stream) writeLocked(b []byte) error {
+func (st *stream) writeLocked(b []byte) error { return st.writeLockedFlush(b, true) }
+
+func (st *stream) writeLockedFlush(b []byte, flush bool) error {
 	if st.closed {
 		return errStreamClosed
 	}
@@ -108,7 +120,7 @@ func (st *stream) writeLocked(b []byte) error {
 		st.started = true
 		b = append([]byte(retryField), b...)
 	}
-	if err := st.writeOut(b, true); err != nil {
+	if err := st.writeOut(b, flush); err != nil {
 		st.fail()
 		return err
 	}
@@ -144,10 +156,13 @@ func (st *stream) writeOut(b []byte, flush bool) error {
 	// The deadline that passed was this write's own unless close or
 	// abort set one that has passed too.
 	stalled := errors.Is(err, os.ErrDeadlineExceeded) && (!st.cut || time.Now().Before(st.cutAt))
-	st.due = time.Time{}
-	if !st.cut {
-		// The next write sets its own; until then none is due.
-		_ = st.rc.SetWriteDeadline(time.Time{})
+	if flush || err != nil {
+		// The next write sets its own; until then none is due. What was
+		// not flushed keeps it, for the flush the handler's return makes.
+		st.due = time.Time{}
+		if !st.cut {
+			_ = st.rc.SetWriteDeadline(time.Time{})
+		}
 	}
 	st.dmu.Unlock()
 	if stalled {

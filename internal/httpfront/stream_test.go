@@ -355,6 +355,7 @@ func TestStreamWriteDeadlines(t *testing.T) {
 		name  string
 		stall time.Duration
 		cut   bool
+		last  bool // sendLast's write, which the handler's return flushes
 		want  []string
 	}{
 		{name: "stall timeout", stall: stall, want: []string{
@@ -363,6 +364,11 @@ func TestStreamWriteDeadlines(t *testing.T) {
 			"stall deadline", fmt.Sprintf("write %d", event-2*stallStep),
 			"stall deadline", // the flush
 			"no deadline",
+		}},
+		{name: "the last event keeps its deadline for the handler's flush", stall: stall, last: true, want: []string{
+			"stall deadline", fmt.Sprintf("write %d", stallStep),
+			"stall deadline", fmt.Sprintf("write %d", stallStep),
+			"stall deadline", fmt.Sprintf("write %d", event-2*stallStep),
 		}},
 		{name: "no stall timeout", stall: 0, want: []string{fmt.Sprintf("write %d", event)}},
 		{name: "aborted before", stall: stall, cut: true, want: []string{
@@ -381,7 +387,7 @@ func TestStreamWriteDeadlines(t *testing.T) {
 				st.gone.Store(false) // as if the write raced the abort
 			}
 			st.mu.Lock()
-			err := st.writeLocked(encodeEvent(msg))
+			err := st.writeLockedFlush(encodeEvent(msg), !tt.last)
 			st.mu.Unlock()
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, rec.events)
