@@ -278,10 +278,12 @@ func parseBody(body []byte) ([]incoming, bool, *postError) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, false, &postError{code: codeInvalidRequest, message: "Invalid Request: the body is empty"}
 	}
-	if !json.Valid(body) {
+	// One pass validates the body and reads its envelope, which a single
+	// message on one line keeps; json.Valid only tells the errors apart.
+	env, err := framing.PeekValid(body)
+	if err != nil && !errors.Is(err, framing.ErrAmbiguous) && !json.Valid(body) {
 		return nil, false, &postError{code: codeParseError, message: "Parse error: the body is not valid JSON"}
 	}
-	env, err := framing.Peek(body)
 	if err != nil {
 		return nil, false, &postError{code: codeInvalidRequest, message: "Invalid Request: " + err.Error()}
 	}
@@ -294,10 +296,13 @@ func parseBody(body []byte) ([]incoming, bool, *postError) {
 	}
 	msgs := make([]incoming, 0, len(raws))
 	for _, raw := range raws {
-		if bytes.ContainsAny(raw, "\r\n") {
-			raw = compactInPlace(raw) // valid: checked above
+		env, err := env, error(nil) // the body's: a single message
+		if compact := bytes.ContainsAny(raw, "\r\n"); compact || batch {
+			if compact {
+				raw = compactInPlace(raw) // valid: checked above
+			}
+			env, err = framing.Peek(raw)
 		}
-		env, err := framing.Peek(raw)
 		switch {
 		case err != nil:
 			return nil, batch, &postError{id: env.ID, code: codeInvalidRequest, message: "Invalid Request: " + err.Error()}
@@ -381,13 +386,9 @@ func newExchange(msgs []incoming, batch bool) (ex *exchange, duplicate []byte) {
 			return nil, m.env.ID
 		}
 		ex.pending[key] = bytes.Clone(m.env.ID) // not m's bytes, which the exchange would keep alive while it waits
-		var p struct {
-			Meta struct {
-				ProgressToken json.RawMessage `json:"progressToken"`
-			} `json:"_meta"`
-		}
-		if json.Unmarshal(m.env.Params, &p) == nil && p.Meta.ProgressToken != nil {
-			ex.progress[idKey(p.Meta.ProgressToken)] = true
+		// The token as the relay reads it, which tracks it.
+		if m.env.ProgressToken != nil {
+			ex.progress[idKey(m.env.ProgressToken)] = true
 		}
 	}
 	return ex, nil
