@@ -146,13 +146,21 @@ func isCancellation(env framing.Envelope) bool {
 // hold once the relay took them all, and answers its requests. It reports
 // false when the client left before its answers.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex *exchange, msgs []incoming, held *hold) bool {
-	if ex.stream != nil && (!ss.stateless || ex.listen != nil) {
-		// A stateless request's stream starts with its first event: an
-		// error answered at once is sent with its HTTP status instead.
+	switch {
+	case ex.listen != nil:
+		// A subscriptions/listen stream is open at once: it may carry
+		// nothing for a long time.
 		if err := ex.stream.start(); err != nil {
 			ss.unregister(ex)
 			return false
 		}
+	case ex.stream != nil && !ss.stateless:
+		// A request's stream opens with its first event, or after
+		// lazyStart: an answer that comes sooner goes with its headers
+		// and the end of the response in one write. (A stateless
+		// request's stream starts with its first event: an error answered
+		// at once is sent with its HTTP status instead.)
+		ex.stream.startAfter(lazyStart)
 	}
 	delivered := 0
 	for _, m := range msgs {

@@ -33,6 +33,8 @@ type stream struct {
 	started bool // the status and headers are sent
 	closed  bool
 
+	starting *time.Timer // startAfter's; set before the stream is shared
+
 	// dmu orders the write deadlines: a write renews its own (due) while
 	// close or abort has not set theirs (cut), which only move it earlier.
 	// It is held only to set a deadline, never across a write.
@@ -62,6 +64,17 @@ func (st *stream) start() error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.writeLocked(nil)
+}
+
+// lazyStart is how long a request's stream may wait for its first event
+// before its status and headers are sent without one, so that the client
+// sees it open (a client may time the headers out).
+const lazyStart = 100 * time.Millisecond
+
+// startAfter starts the stream after d unless an event has started it by
+// then. It is called once, before the stream is shared.
+func (st *stream) startAfter(d time.Duration) {
+	st.starting = time.AfterFunc(d, func() { _ = st.start() }) // nothing once closed
 }
 
 // send writes msg as one "message" event.
@@ -226,6 +239,9 @@ const closeGrace = 5 * time.Second
 // its connection open) would otherwise hold the handler, and the relay
 // writing, forever.
 func (st *stream) close() {
+	if st.starting != nil {
+		st.starting.Stop()
+	}
 	st.gone.Store(true)
 	if !st.mu.TryLock() {
 		// A write deadline also unblocks a write already waiting; the
