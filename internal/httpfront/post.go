@@ -394,9 +394,13 @@ func newExchange(msgs []incoming, batch bool) (ex *exchange, duplicate []byte) {
 			return nil, m.env.ID
 		}
 		ex.pending[key] = bytes.Clone(m.env.ID) // not m's bytes, which the exchange would keep alive while it waits
-		// The token as the relay reads it, which tracks it.
-		if m.env.ProgressToken != nil {
-			ex.progress[idKey(m.env.ProgressToken)] = true
+		var p struct {
+			Meta struct {
+				ProgressToken json.RawMessage `json:"progressToken"`
+			} `json:"_meta"`
+		}
+		if json.Unmarshal(m.env.Params, &p) == nil && p.Meta.ProgressToken != nil {
+			ex.progress[idKey(p.Meta.ProgressToken)] = true
 		}
 	}
 	return ex, nil
