@@ -77,9 +77,9 @@ lint: ## gofmt, go vet, staticcheck
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-bench: build e2e-deps ## direct vs a minimal relay vs mcpwrap (medians of BENCHCOUNT rounds, the modes taking turns), the remote bridges, the 10k tools/list rewrite
-	MCPWRAP_BENCH_ROUNDS=$${BENCHCOUNT:-5} $(GO) test -run '^$$' -bench 'BenchmarkRelay$$' -benchmem -count=1 -timeout 30m ./e2e | tee bench.out
-	$(GO) test -run '^$$' -bench . -skip 'BenchmarkRelay$$' -benchmem -count=$${BENCHCOUNT:-5} -timeout 30m ./e2e/... | tee -a bench.out
+bench: build e2e-deps ## direct vs a minimal relay vs mcpwrap, and the HTTP hop vs a reverse proxy and supergateway (medians of BENCHCOUNT rounds, the modes taking turns), the remote bridges, the 10k tools/list rewrite
+	MCPWRAP_BENCH_ROUNDS=$${BENCHCOUNT:-5} $(GO) test -run '^$$' -bench 'BenchmarkRelay$$|BenchmarkHTTP$$' -benchmem -count=1 -timeout 30m ./e2e | tee bench.out
+	$(GO) test -run '^$$' -bench . -skip 'BenchmarkRelay$$|BenchmarkHTTP$$' -benchmem -count=$${BENCHCOUNT:-5} -timeout 30m ./e2e/... | tee -a bench.out
 	$(GO) run ./e2e/benchtable < bench.out
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./middleware ./internal/policy
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -352,36 +351,17 @@ func (c *conformance) collect(ctx context.Context, out string, args ...string) (
 // startEverythingHTTP serves the go-sdk everything-server over its own streamable HTTP, stateful
 // (sessions, the 2025 era) or stateless (2026-07-28, and the session era without sessions), on a
 // free loopback port, and returns its URL once it accepts connections.
-func startEverythingHTTP(ctx context.Context, t *testing.T, stateless bool) string {
+func startEverythingHTTP(ctx context.Context, t testing.TB, stateless bool) string {
 	t.Helper()
 	return startHTTPServer(ctx, t, everythingServerPath, fmt.Sprintf("-stateless=%t", stateless))
 }
 
 // startHTTPServer runs a go-sdk everything-server binary with `-http ADDR args...` on a free
 // loopback port and returns its URL once it accepts connections.
-func startHTTPServer(ctx context.Context, t *testing.T, bin string, args ...string) string {
+func startHTTPServer(ctx context.Context, t testing.TB, bin string, args ...string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close()) // the server binds it next; a race with another binder is unlikely
+	addr := freeLoopbackAddr(t)
 	p := startProcess(ctx, t, processOptions{}, bin, append([]string{"-http", addr}, args...)...)
-	require.Eventually(t, func() bool {
-		select {
-		case <-p.Done():
-			return true // reported below
-		default:
-		}
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			conn.Close()
-		}
-		return err == nil
-	}, 10*time.Second, 20*time.Millisecond, "%s is not listening on %s", filepath.Base(bin), addr)
-	select {
-	case <-p.Done():
-		require.FailNow(t, "the everything-server exited", "%s", p.Stderr())
-	default:
-	}
+	waitAccepting(t, p, addr)
 	return "http://" + addr + "/mcp"
 }

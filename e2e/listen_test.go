@@ -56,7 +56,7 @@ type listenServer struct {
 	err    error         // Wait's result, valid once done is closed
 }
 
-func startListen(ctx context.Context, t *testing.T, o listenOptions, upstream ...string) *listenServer {
+func startListen(ctx context.Context, t testing.TB, o listenOptions, upstream ...string) *listenServer {
 	t.Helper()
 	dir := t.TempDir()
 	s := &listenServer{

@@ -60,6 +60,8 @@ func TestMain(m *testing.M) {
 			os.Exit(runStdioClient(os.Args[2:]))
 		case tracedServerArg:
 			os.Exit(runTracedServer())
+		case reverseProxyArg:
+			os.Exit(runReverseProxy(os.Args[2:]))
 		}
 	}
 	if len(os.Args) > 1 && os.Args[1] == throughArg {

@@ -6,7 +6,11 @@
 //     and "wrapped" (mcpwrap), with wrapped/direct, mcpwrap/floor and, for
 //     latencies, what mcpwrap adds over direct divided by what the floor
 //     adds ("added ×floor");
-//   - the remote bridges: "mcp-remote" vs "mcpwrap".
+//   - the remote bridges: "mcp-remote" vs "mcpwrap";
+//   - BenchmarkHTTP: "direct" (no hop), "proxy" (a minimal reverse proxy,
+//     the floor) and "mcpwrap" in front of a server's HTTP, and
+//     "supergateway" (the peer) and "mcpwrap" in front of its stdio, with
+//     mcpwrap/proxy and mcpwrap/supergateway.
 package main
 
 import (
@@ -29,7 +33,10 @@ var line = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
 var round = regexp.MustCompile(`#\d+$`)
 
 // modes are the path elements of a benchmark name that name a mode.
-var modes = []string{"direct", "floor", "wrapped", "traced", "mcp-remote", "mcpwrap"}
+var modes = []string{"direct", "floor", "wrapped", "traced", "mcp-remote", "mcpwrap", "proxy", "supergateway"}
+
+// httpPrefix names BenchmarkHTTP's cases, which have a table of their own.
+const httpPrefix = "HTTP/"
 
 // latency reports whether a unit is a time, for which "added" makes sense.
 func latency(unit string) bool { return unit == "ns/op" || strings.HasSuffix(unit, "-µs") }
@@ -134,6 +141,9 @@ func run(in io.Reader, out io.Writer) error {
 	fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t")
 	fmt.Fprintln(tw, "bridge (medians)\tmetric\tmcp-remote\tmcpwrap\tmcpwrap/mcp-remote\t\t\t\t")
 	for _, b := range benches {
+		if strings.HasPrefix(b, httpPrefix) {
+			continue
+		}
 		for _, unit := range units(s[b]["mcpwrap"]) {
 			r, ok := s.median(b, "mcp-remote", unit)
 			if !ok {
@@ -141,6 +151,24 @@ func run(in io.Reader, out io.Writer) error {
 			}
 			w, _ := s.median(b, "mcpwrap", unit)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\t\t\t\n", b, unit, num(r, true), num(w, true), ratio(w, r, true))
+		}
+	}
+	fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t")
+	fmt.Fprintln(tw, "HTTP (medians)\tmetric\tdirect\tproxy\tsupergateway\tmcpwrap\tmcpwrap/proxy\tmcpwrap/supergateway\t")
+	for _, b := range benches {
+		if !strings.HasPrefix(b, httpPrefix) {
+			continue
+		}
+		for _, unit := range units(s[b]["mcpwrap"]) {
+			if unit == "ns/op" { // calls/s says it, the other way up
+				continue
+			}
+			w, _ := s.median(b, "mcpwrap", unit)
+			d, hasD := s.median(b, "direct", unit)
+			p, hasP := s.median(b, "proxy", unit)
+			g, hasG := s.median(b, "supergateway", unit)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b, unit, num(d, hasD), num(p, hasP), num(g, hasG), num(w, true),
+				ratio(w, p, hasP), ratio(w, g, hasG))
 		}
 	}
 	return tw.Flush()

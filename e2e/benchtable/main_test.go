@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -22,6 +23,12 @@ BenchmarkRelay/RoundTrip#02/wrapped-2    100   230000 ns/op   120.0 p50-µs   12
 BenchmarkRemoteCall/mcp-remote-2  3   4000000 ns/op  120.0 peak-RSS-MiB
 BenchmarkRemoteCall/mcpwrap-2     3   1000000 ns/op   12.0 peak-RSS-MiB
 BenchmarkLonely-2                 3   1 ns/op
+BenchmarkHTTP/url-2025-11-25/direct-2   3084   433130 ns/op   2300 calls/s   11000 p50-µs
+BenchmarkHTTP/url-2025-11-25/proxy-2    2120   517286 ns/op   1900 calls/s   12000 p50-µs   165.0 hop-cpu-µs/op
+BenchmarkHTTP/url-2025-11-25/mcpwrap-2  2200   559700 ns/op   1800 calls/s   13000 p50-µs   270.0 hop-cpu-µs/op
+BenchmarkHTTP/url-2025-11-25#01/mcpwrap-2  2200   559700 ns/op   1700 calls/s   13000 p50-µs   260.0 hop-cpu-µs/op
+BenchmarkHTTP/stdio-2025-11-25/supergateway-2  595   2103172 ns/op   475.0 calls/s   163.0 hop-peak-RSS-MiB
+BenchmarkHTTP/stdio-2025-11-25/mcpwrap-2       2925   418824 ns/op   2375.0 calls/s   32.6 hop-peak-RSS-MiB
 PASS`
 	var out strings.Builder
 	require.NoError(t, run(strings.NewReader(in), &out))
@@ -33,5 +40,12 @@ PASS`
 	assert.Regexp(t, `Relay/RoundTrip\s+ns/op\s+200000.0\s+210000.0\s+230000.0\s+1.15\s+1.10\s+3.00`, text)
 	assert.Regexp(t, `RemoteCall\s+peak-RSS-MiB\s+120.0\s+12.0\s+0.10`, text)
 	assert.NotContains(t, text, "Lonely")
+	// BenchmarkHTTP's table: its cases are in none of the others, and ns/op is left to calls/s.
+	assert.Regexp(t, `HTTP/url-2025-11-25\s+calls/s\s+2300.0\s+1900.0\s+-\s+1750.0\s+0.92\s+-`, text)
+	assert.Regexp(t, `HTTP/url-2025-11-25\s+hop-cpu-µs/op\s+-\s+165.0\s+-\s+265.0\s+1.61\s+-`, text)
+	assert.Regexp(t, `HTTP/stdio-2025-11-25\s+calls/s\s+-\s+-\s+475.0\s+2375.0\s+-\s+5.00`, text)
+	assert.Regexp(t, `HTTP/stdio-2025-11-25\s+hop-peak-RSS-MiB\s+-\s+-\s+163.0\s+32.6\s+-\s+0.20`, text)
+	assert.Len(t, regexp.MustCompile(`HTTP/url-2025-11-25\s+calls/s`).FindAllString(text, -1), 1, "one row, in the HTTP table")
+	assert.NotRegexp(t, `HTTP/\S+\s+ns/op`, text)
 	assert.NotContains(t, text, "B/op")
 }

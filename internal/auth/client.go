@@ -76,7 +76,8 @@ type Client struct {
 	stepUps launchBound // step-up sign-ins opened in the browser
 
 	mu         sync.Mutex
-	tok        *Token        // cached; nil until read
+	tok        *Token        // cached; nil until read, or when absent
+	absent     bool          // the store was read and holds no token for the server
 	autoLogins int           // background sign-ins started (see mayStartLogin)
 	loginErr   error         // how the last background sign-in failed, or nil
 	loggingIn  bool          // a background sign-in is under way
@@ -121,16 +122,23 @@ const browserExitGrace = 2 * time.Second
 func (c *Client) setToken(t *Token) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.tok = t
+	c.tok, c.absent = t, false
 }
 
-// cached returns the token in memory, reading the store the first time.
+// cached returns the token in memory, reading the store the first time,
+// or ErrNoToken when the store was read and holds none. Either is kept
+// until the store changes, when Watch reloads it, or this Client signs in
+// or out: every request of an unauthenticated server read the store (a
+// file, or the OS keychain) and decoded it.
 func (c *Client) cached(ctx context.Context) (*Token, error) {
 	c.mu.Lock()
-	t := c.tok
+	t, absent := c.tok, c.absent
 	c.mu.Unlock()
-	if t != nil {
+	switch {
+	case t != nil:
 		return t, nil
+	case absent:
+		return nil, ErrNoToken
 	}
 	return c.reload(ctx)
 }
@@ -139,7 +147,9 @@ func (c *Client) cached(ctx context.Context) (*Token, error) {
 func (c *Client) reload(ctx context.Context) (*Token, error) {
 	t, err := c.Store.Token(ctx, c.ServerURL)
 	if errors.Is(err, ErrNoToken) {
-		c.setToken(nil)
+		c.mu.Lock()
+		c.tok, c.absent = nil, true
+		c.mu.Unlock()
 		return nil, ErrNoToken
 	}
 	var keyErr *KeyError

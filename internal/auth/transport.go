@@ -72,6 +72,17 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+	if resp.StatusCode == http.StatusUnauthorized && tok == "" {
+		// The absence of a token is cached (see Client.cached): one may
+		// have been stored since, by a sign-in in another process that
+		// Watch has not reloaded yet.
+		if fresh, rerr := t.c.reload(req.Context()); rerr == nil {
+			discard(resp)
+			if resp, err = t.resend(req, fresh.AccessToken); err != nil {
+				return nil, err
+			}
+		}
+	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
 		// Only a Bearer challenge, which the MCP authorization spec

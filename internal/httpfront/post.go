@@ -146,13 +146,21 @@ func isCancellation(env framing.Envelope) bool {
 // hold once the relay took them all, and answers its requests. It reports
 // false when the client left before its answers.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, ss *session, ex *exchange, msgs []incoming, held *hold) bool {
-	if ex.stream != nil && (!ss.stateless || ex.listen != nil) {
-		// A stateless request's stream starts with its first event: an
-		// error answered at once is sent with its HTTP status instead.
+	switch {
+	case ex.listen != nil:
+		// A subscriptions/listen stream is open at once: it may carry
+		// nothing for a long time.
 		if err := ex.stream.start(); err != nil {
 			ss.unregister(ex)
 			return false
 		}
+	case ex.stream != nil && !ss.stateless:
+		// A request's stream opens with its first event, or after
+		// lazyStart: an answer that comes sooner goes with its headers
+		// and the end of the response in one write. (A stateless
+		// request's stream starts with its first event: an error answered
+		// at once is sent with its HTTP status instead.)
+		ex.stream.startAfter(lazyStart)
 	}
 	delivered := 0
 	for _, m := range msgs {
@@ -215,8 +223,9 @@ wait:
 		// session's, whose relay leaves them to the handler (see
 		// routeResponse and noteLocked); the notifications came first.
 		ss.writeNotes(ex)
-		for _, msg := range append(responses, failed...) {
-			if err := ss.respond(ex.stream, msg); err != nil {
+		all := append(responses, failed...)
+		for i, msg := range all {
+			if err := ss.respond(ex.stream, msg, i == len(all)-1); err != nil {
 				ss.log.Debug("cannot deliver a response; the client left")
 				break
 			}
@@ -245,10 +254,14 @@ wait:
 
 // respond writes msg, a response, to st. On the stateless session an error
 // that the protocol gives an HTTP status goes with it, as the whole
-// response, when nothing was streamed yet.
-func (ss *session) respond(st *stream, msg []byte) error {
+// response, when nothing was streamed yet. The last response is left for
+// the handler's return to flush (see [stream.sendLast]).
+func (ss *session) respond(st *stream, msg []byte, last bool) error {
 	if status := errorStatus(msg); ss.stateless && status != 0 {
 		return st.sendStatus(msg, status)
+	}
+	if last {
+		return st.sendLast(msg)
 	}
 	return st.send(msg)
 }
@@ -273,10 +286,12 @@ func parseBody(body []byte) ([]incoming, bool, *postError) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, false, &postError{code: codeInvalidRequest, message: "Invalid Request: the body is empty"}
 	}
-	if !json.Valid(body) {
+	// One pass validates the body and reads its envelope, which a single
+	// message on one line keeps; json.Valid only tells the errors apart.
+	env, err := framing.PeekValid(body)
+	if err != nil && !errors.Is(err, framing.ErrAmbiguous) && !json.Valid(body) {
 		return nil, false, &postError{code: codeParseError, message: "Parse error: the body is not valid JSON"}
 	}
-	env, err := framing.Peek(body)
 	if err != nil {
 		return nil, false, &postError{code: codeInvalidRequest, message: "Invalid Request: " + err.Error()}
 	}
@@ -289,10 +304,13 @@ func parseBody(body []byte) ([]incoming, bool, *postError) {
 	}
 	msgs := make([]incoming, 0, len(raws))
 	for _, raw := range raws {
-		if bytes.ContainsAny(raw, "\r\n") {
-			raw = compactInPlace(raw) // valid: checked above
+		env, err := env, error(nil) // the body's: a single message
+		if compact := bytes.ContainsAny(raw, "\r\n"); compact || batch {
+			if compact {
+				raw = compactInPlace(raw) // valid: checked above
+			}
+			env, err = framing.Peek(raw)
 		}
-		env, err := framing.Peek(raw)
 		switch {
 		case err != nil:
 			return nil, batch, &postError{id: env.ID, code: codeInvalidRequest, message: "Invalid Request: " + err.Error()}

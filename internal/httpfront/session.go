@@ -359,6 +359,7 @@ func (ss *session) routeResponse(msg []byte, env framing.Envelope) {
 	// must not wait on one that stopped reading, even for StallTimeout,
 	// since it would wait so for each such client in turn.
 	handoff := ex.stream == nil || ss.stateless
+	last := ex.complete
 	if handoff {
 		ex.responses = append(ex.responses, bytes.Clone(msg))
 	} else {
@@ -366,7 +367,11 @@ func (ss *session) routeResponse(msg []byte, env framing.Envelope) {
 	}
 	ss.mu.Unlock()
 	if !handoff {
-		if err := ex.stream.send(msg); err != nil {
+		send := ex.stream.send
+		if last {
+			send = ex.stream.sendLast // its POST returns now, which flushes it
+		}
+		if err := send(msg); err != nil {
 			ss.log.Debug("cannot deliver a response; the client left", "id", string(env.ID))
 		}
 		ss.mu.Lock()

@@ -58,12 +58,11 @@ func isStateless(r *http.Request) bool {
 
 // requestFacts are what the transport checks of a 2026-07-28 message.
 type requestFacts struct {
-	metaVersion   string          // _meta's protocol version
-	metaAmbiguous bool            // _meta, or its version, is spelled twice or in another letter case
-	name          string          // tool or prompt name, or resource URI, for Mcp-Name
-	hasName       bool            // the method has one
-	nameOK        bool            // the body spells it once, exactly, as a string
-	meta          json.RawMessage // the whole _meta
+	metaVersion   string // _meta's protocol version
+	metaAmbiguous bool   // _meta, or its version, is spelled twice or in another letter case
+	name          string // tool or prompt name, or resource URI, for Mcp-Name
+	hasName       bool   // the method has one
+	nameOK        bool   // the body spells it once, exactly, as a string
 }
 
 // parseFacts reads what the transport checks of a 2026-07-28 message as
@@ -75,14 +74,14 @@ func parseFacts(env framing.Envelope) requestFacts {
 	var f requestFacts
 	metaRaw, _, err := framing.LookupMember(env.Params, "_meta")
 	f.metaAmbiguous = err != nil
-	var meta map[string]json.RawMessage
-	if metaRaw != nil && json.Unmarshal(metaRaw, &meta) == nil {
+	// Read in place: the message is valid JSON (parseBody), so an object
+	// here decodes, and nothing is decoded or encoded again.
+	if len(metaRaw) > 0 && metaRaw[0] == '{' {
 		version, _, err := framing.LookupMember(metaRaw, era.MetaProtocolVersion)
 		f.metaAmbiguous = f.metaAmbiguous || err != nil
 		if version != nil {
-			_ = json.Unmarshal(version, &f.metaVersion)
+			f.metaVersion, _ = stringOf(version)
 		}
-		f.meta, _ = json.Marshal(meta)
 	}
 	switch env.Method {
 	case "tools/call", "prompts/get":
@@ -459,7 +458,7 @@ func (ss *session) awaitReady(r *http.Request, m incoming) (failed []byte, err e
 func discoverFor(r *http.Request, m incoming) []byte {
 	meta := map[string]json.RawMessage{}
 	var full map[string]json.RawMessage
-	if f := parseFacts(m.env); json.Unmarshal(f.meta, &full) == nil {
+	if raw, _, _ := framing.LookupMember(m.env.Params, "_meta"); json.Unmarshal(raw, &full) == nil {
 		for _, k := range []string{era.MetaProtocolVersion, era.MetaClientInfo, era.MetaClientCapabilities} {
 			if v, ok := full[k]; ok {
 				meta[k] = v
@@ -894,11 +893,11 @@ func offersModernVersion(rpcErr []byte) bool {
 // (see package paramheader). A tool the relay's catalog does not know yet
 // is not checked: its upstream judges the call.
 func checkParamHeaders(h http.Header, relay *middleware.Session, m incoming) *postError {
-	if m.env.Kind != framing.Request || m.env.Method != "tools/call" {
+	if m.env.Kind != framing.Request || m.env.Method != "tools/call" || m.env.Name == nil {
 		return nil
 	}
-	f := parseFacts(m.env)
-	def, ok := relay.ToolDefinition(f.name)
+	name, _ := stringOf(m.env.Name) // as checkStateless read it
+	def, ok := relay.ToolDefinition(name)
 	if !ok {
 		return nil
 	}

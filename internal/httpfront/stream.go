@@ -33,6 +33,8 @@ type stream struct {
 	started bool // the status and headers are sent
 	closed  bool
 
+	starting *time.Timer // startAfter's; set before the stream is shared
+
 	// dmu orders the write deadlines: a write renews its own (due) while
 	// close or abort has not set theirs (cut), which only move it earlier.
 	// It is held only to set a deadline, never across a write.
@@ -64,11 +66,32 @@ func (st *stream) start() error {
 	return st.writeLocked(nil)
 }
 
+// lazyStart is how long a request's stream may wait for its first event
+// before its status and headers are sent without one, so that the client
+// sees it open (a client may time the headers out).
+const lazyStart = 100 * time.Millisecond
+
+// startAfter starts the stream after d unless an event has started it by
+// then. It is called once, before the stream is shared.
+func (st *stream) startAfter(d time.Duration) {
+	st.starting = time.AfterFunc(d, func() { _ = st.start() }) // nothing once closed
+}
+
 // send writes msg as one "message" event.
 func (st *stream) send(msg []byte) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.writeLocked(encodeEvent(msg))
+}
+
+// sendLast writes msg as one "message" event that ends the stream, without
+// flushing it: the owning handler is about to return, and net/http then
+// writes it with the end of the response, in one write instead of two. The
+// stall deadline of the write stays for that flush.
+func (st *stream) sendLast(msg []byte) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.writeLockedFlush(encodeEvent(msg), false)
 }
 
 // sendStatus writes msg, a JSON-RPC error, as the whole response with
@@ -95,7 +118,9 @@ func (st *stream) comment(text string) error {
 	return st.writeLocked([]byte(": " + text + "\n\n"))
 }
 
-func (st *stream) writeLocked(b []byte) error {
+func (st *stream) writeLocked(b []byte) error { return st.writeLockedFlush(b, true) }
+
+func (st *stream) writeLockedFlush(b []byte, flush bool) error {
 	if st.closed {
 		return errStreamClosed
 	}
@@ -108,7 +133,7 @@ func (st *stream) writeLocked(b []byte) error {
 		st.started = true
 		b = append([]byte(retryField), b...)
 	}
-	if err := st.writeOut(b, true); err != nil {
+	if err := st.writeOut(b, flush); err != nil {
 		st.fail()
 		return err
 	}
@@ -144,10 +169,13 @@ func (st *stream) writeOut(b []byte, flush bool) error {
 	// The deadline that passed was this write's own unless close or
 	// abort set one that has passed too.
 	stalled := errors.Is(err, os.ErrDeadlineExceeded) && (!st.cut || time.Now().Before(st.cutAt))
-	st.due = time.Time{}
-	if !st.cut {
-		// The next write sets its own; until then none is due.
-		_ = st.rc.SetWriteDeadline(time.Time{})
+	if flush || err != nil {
+		// The next write sets its own; until then none is due. What was
+		// not flushed keeps it, for the flush the handler's return makes.
+		st.due = time.Time{}
+		if !st.cut {
+			_ = st.rc.SetWriteDeadline(time.Time{})
+		}
 	}
 	st.dmu.Unlock()
 	if stalled {
@@ -211,6 +239,9 @@ const closeGrace = 5 * time.Second
 // its connection open) would otherwise hold the handler, and the relay
 // writing, forever.
 func (st *stream) close() {
+	if st.starting != nil {
+		st.starting.Stop()
+	}
 	st.gone.Store(true)
 	if !st.mu.TryLock() {
 		// A write deadline also unblocks a write already waiting; the

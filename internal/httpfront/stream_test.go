@@ -355,6 +355,7 @@ func TestStreamWriteDeadlines(t *testing.T) {
 		name  string
 		stall time.Duration
 		cut   bool
+		last  bool // sendLast's write, which the handler's return flushes
 		want  []string
 	}{
 		{name: "stall timeout", stall: stall, want: []string{
@@ -363,6 +364,11 @@ func TestStreamWriteDeadlines(t *testing.T) {
 			"stall deadline", fmt.Sprintf("write %d", event-2*stallStep),
 			"stall deadline", // the flush
 			"no deadline",
+		}},
+		{name: "the last event keeps its deadline for the handler's flush", stall: stall, last: true, want: []string{
+			"stall deadline", fmt.Sprintf("write %d", stallStep),
+			"stall deadline", fmt.Sprintf("write %d", stallStep),
+			"stall deadline", fmt.Sprintf("write %d", event-2*stallStep),
 		}},
 		{name: "no stall timeout", stall: 0, want: []string{fmt.Sprintf("write %d", event)}},
 		{name: "aborted before", stall: stall, cut: true, want: []string{
@@ -381,7 +387,7 @@ func TestStreamWriteDeadlines(t *testing.T) {
 				st.gone.Store(false) // as if the write raced the abort
 			}
 			st.mu.Lock()
-			err := st.writeLocked(encodeEvent(msg))
+			err := st.writeLockedFlush(encodeEvent(msg), !tt.last)
 			st.mu.Unlock()
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, rec.events)
@@ -476,4 +482,55 @@ type pacedReader struct {
 func (p *pacedReader) Read(b []byte) (int, error) {
 	<-p.tick.C
 	return p.r.Read(b[:min(len(b), p.chunk)])
+}
+
+// flushNotifier is a recorder that says when it is flushed.
+type flushNotifier struct {
+	*httptest.ResponseRecorder
+	flushed chan struct{}
+}
+
+func (f *flushNotifier) Flush() {
+	f.ResponseRecorder.Flush()
+	select {
+	case f.flushed <- struct{}{}:
+	default:
+	}
+}
+
+// A request's stream waits for its first event to send its headers with,
+// but not for ever: a client waiting for a long call sees it open.
+func TestStreamStartsAfterItsDelay(t *testing.T) {
+	t.Parallel()
+	rec := &flushNotifier{ResponseRecorder: httptest.NewRecorder(), flushed: make(chan struct{}, 1)}
+	st := newStream(rec, 0, nil)
+	st.startAfter(time.Millisecond)
+	select {
+	case <-rec.flushed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream did not start without an event")
+	}
+	st.close()
+	assert.Equal(t, http.StatusOK, rec.Code)
+	assert.Equal(t, "text/event-stream", rec.Header().Get("Content-Type"))
+	assert.Equal(t, retryField, rec.Body.String())
+}
+
+// An answer before the delay goes out with the headers, and a stream
+// closed before it never writes again.
+func TestStreamAnsweredBeforeItsDelay(t *testing.T) {
+	t.Parallel()
+	rec := &flushNotifier{ResponseRecorder: httptest.NewRecorder(), flushed: make(chan struct{}, 1)}
+	st := newStream(rec, 0, nil)
+	st.startAfter(time.Hour)
+	answer := `{"jsonrpc":"2.0","id":1,"result":{}}`
+	require.NoError(t, st.sendLast([]byte(answer)))
+	st.close()
+	select {
+	case <-rec.flushed:
+		t.Fatal("the answer was flushed on its own: the handler's return does it")
+	default:
+	}
+	assert.Equal(t, retryField+string(encodeEvent([]byte(answer))), rec.Body.String())
+	assert.ErrorIs(t, st.start(), errStreamClosed, "nothing is written once closed")
 }

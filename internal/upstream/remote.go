@@ -33,10 +33,14 @@ type Remote struct {
 	// Protocol headers (Content-Type, Accept, Mcp-*) are set by the
 	// connection and override entries here.
 	Header http.Header
-	// HTTPClient sends the requests. Nil means a client with connect and TLS
-	// handshake timeouts but no overall timeout, because response streams
-	// live as long as the session, and which refuses redirects to another
-	// origin so that Header never leaves the configured server. A custom
+	// HTTPClient sends the requests. Nil means a client shared by every
+	// connection made so, with connect and TLS handshake timeouts but no
+	// overall timeout, because response streams live as long as the
+	// session, which refuses redirects to another origin so that Header
+	// never leaves the configured server, and whose one pool keeps an idle
+	// connection for every POST a RemoteConn may have in flight: the
+	// sessions of a --listen front, each a RemoteConn, and a RemoteConn
+	// after a reconnect, reuse the connections the others made. A custom
 	// client (for example with a Transport whose DialContext is a fake) is
 	// used as is.
 	HTTPClient *http.Client
@@ -88,6 +92,10 @@ const (
 	quietStreamLife = 5 * time.Second
 	// closeDeleteTimeout bounds the DELETE that ends the session on Close.
 	closeDeleteTimeout = 3 * time.Second
+	// maxIdleConns is how many idle connections the default client keeps
+	// per server, and in all: a RemoteConn's POSTs in flight and as many
+	// again for the other sessions' (the standalone streams are never idle).
+	maxIdleConns = 2 * maxInflightPosts
 	// dialTimeout and tlsTimeout are the default client's connect bounds.
 	dialTimeout = 10 * time.Second
 	tlsTimeout  = 10 * time.Second
@@ -192,7 +200,7 @@ func DialRemote(ctx context.Context, r Remote) (*RemoteConn, error) {
 	}
 	client := r.HTTPClient
 	if client == nil {
-		client = defaultHTTPClient()
+		client = sharedHTTPClient()
 	}
 	if r.WrapTransport != nil {
 		wrapped := *client
@@ -244,12 +252,19 @@ func ParseURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// defaultHTTPClient is the client a Remote without one gets.
-func defaultHTTPClient() *http.Client {
+// sharedHTTPClient is the client every Remote without one shares.
+var sharedHTTPClient = sync.OnceValue(newHTTPClient)
+
+// newHTTPClient returns the client a Remote without one gets. Its pool
+// keeps maxIdleConns connections per server, as many as one RemoteConn
+// has POSTs in flight, and the net/http default of 2 closed most of them
+// after each burst.
+func newHTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	t.TLSHandshakeTimeout = tlsTimeout
-	t.MaxIdleConnsPerHost = 16
+	t.MaxIdleConns = maxIdleConns
+	t.MaxIdleConnsPerHost = maxIdleConns
 	return &http.Client{Transport: t, CheckRedirect: sameOriginRedirects}
 }
 

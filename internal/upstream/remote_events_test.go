@@ -134,3 +134,19 @@ func TestSSEScannerDropsOversizedEvents(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSSEAnswer reads one POST's answer stream as readStream does: a
+// scanner, its one event, and its release.
+func BenchmarkSSEAnswer(b *testing.B) {
+	const stream = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}}\n\n"
+	r := strings.NewReader(stream)
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(stream)
+		sc := newSSEScanner(r, 0)
+		if _, err := sc.next(); err != nil {
+			b.Fatal(err)
+		}
+		sc.release()
+	}
+}

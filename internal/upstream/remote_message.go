@@ -57,16 +57,70 @@ func newOutbound(msg []byte) *outbound {
 // requestFacts picks the protocol version from a request's _meta and the
 // name the Mcp-Name header carries, without decoding anything else.
 func requestFacts(method string, params []byte) (metaVersion, name string) {
+	// Only 2026-07-28 requests need these facts, and they all carry the
+	// version in _meta: skip the others (a tool's arguments may be large).
+	if !bytes.Contains(params, []byte(era.MetaProtocolVersion)) {
+		return "", ""
+	}
+	if metaVersion, name, ok := requestFactsInPlace(method, params); ok {
+		return metaVersion, name
+	}
+	return requestFactsDecoded(method, params)
+}
+
+// requestFactsInPlace is requestFactsDecoded read in place, without a
+// decoder; ok is false when a member is spelled in a way parsers may read
+// differently, which is then left to encoding/json, as the server reads it.
+func requestFactsInPlace(method string, params []byte) (metaVersion, name string, ok bool) {
+	var member [3][]byte // _meta, name, uri
+	for i, key := range [...]string{"_meta", "name", "uri"} {
+		raw, _, err := framing.LookupMember(params, key)
+		if err != nil {
+			return "", "", false
+		}
+		member[i] = raw
+	}
+	meta, nameRaw, uriRaw := member[0], member[1], member[2]
+	// What makes encoding/json refuse the whole struct: the facts are
+	// then none.
+	if meta != nil && meta[0] != '{' && string(meta) != "null" {
+		return "", "", true
+	}
+	strs := [2]string{}
+	for i, raw := range [][]byte{nameRaw, uriRaw} {
+		if raw == nil || string(raw) == "null" {
+			continue
+		}
+		s, err := framing.String(raw)
+		if err != nil {
+			return "", "", true
+		}
+		strs[i] = s
+	}
+	if meta != nil && meta[0] == '{' {
+		version, found, err := framing.LookupMember(meta, era.MetaProtocolVersion)
+		if err != nil {
+			return "", "", false
+		}
+		if found {
+			metaVersion, _ = framing.String(version) // not a string: none
+		}
+	}
+	switch method {
+	case "tools/call", "prompts/get":
+		name = strs[0]
+	case "resources/read":
+		name = strs[1]
+	}
+	return metaVersion, name, true
+}
+
+// requestFactsDecoded is requestFacts by encoding/json.
+func requestFactsDecoded(method string, params []byte) (metaVersion, name string) {
 	var p struct {
 		Name string                     `json:"name"`
 		URI  string                     `json:"uri"`
 		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	// Only 2026-07-28 requests need these facts, and they all carry the
-	// version in _meta: skip decoding (a tool's arguments may be large) for
-	// the others.
-	if !bytes.Contains(params, []byte(era.MetaProtocolVersion)) {
-		return "", ""
 	}
 	if json.Unmarshal(params, &p) != nil {
 		return "", ""

@@ -1,6 +1,9 @@
 package upstream
 
 import (
+	"bytes"
+	"encoding/json"
+	"github.com/mcpwrap/mcpwrap/internal/era"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -156,4 +159,38 @@ func TestAnsweredIDs(t *testing.T) {
 			assert.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// FuzzRequestFacts holds requestFacts, which reads in place, to
+// requestFactsDecoded (encoding/json, as a server reads the request).
+func FuzzRequestFacts(f *testing.F) {
+	for _, seed := range []string{
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"a","arguments":{}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"uri":"file:///x"}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":5},"name":"a"}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":5}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"uri":[],"name":"a"}`,
+		`{"_meta":"io.modelcontextprotocol/protocolVersion","name":"a"}`,
+		`{"_meta":null,"name":null,"x":"io.modelcontextprotocol/protocolVersion"}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"a"},"NAME":"b","name":"c"}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"a"},"_meta":{"io.modelcontextprotocol/protocolVersion":"b"}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"\ud800"},"name":"\u0061"}`,
+		`["io.modelcontextprotocol/protocolVersion"]`,
+	} {
+		f.Add("tools/call", []byte(seed))
+	}
+	f.Add("resources/read", []byte(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"v"},"uri":"u","name":"n"}`))
+	f.Add("prompts/get", []byte(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"v"},"uri":"u","name":"n"}`))
+	f.Fuzz(func(t *testing.T, method string, params []byte) {
+		if !json.Valid(params) {
+			return // a request's params are valid JSON by then
+		}
+		wantVersion, wantName := "", ""
+		if bytes.Contains(params, []byte(era.MetaProtocolVersion)) {
+			wantVersion, wantName = requestFactsDecoded(method, params)
+		}
+		gotVersion, gotName := requestFacts(method, params)
+		assert.Equal(t, wantVersion, gotVersion, "version")
+		assert.Equal(t, wantName, gotName, "name")
+	})
 }

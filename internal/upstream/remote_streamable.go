@@ -61,7 +61,7 @@ func (c *RemoteConn) firstContact(ctx context.Context, out *outbound) error {
 		c.log.Debug("connected", "url", c.logURL, "transport", TransportStreamableHTTP)
 		answering = c.goAsync(func() {
 			defer w.end()
-			c.accepted(out, resp, func() {})
+			c.accepted(out, resp, func() {}, w.end)
 		})
 		if !answering {
 			resp.Body.Close()
@@ -243,7 +243,7 @@ func (c *RemoteConn) postStreamable(ctx context.Context, out *outbound) error {
 			c.refused(out, resp)
 			return
 		}
-		c.accepted(out, resp, markSent)
+		c.accepted(out, resp, markSent, cancel)
 	})
 	if !started {
 		cancel()
@@ -270,8 +270,10 @@ func (c *RemoteConn) postStreamable(ctx context.Context, out *outbound) error {
 }
 
 // accepted handles a 2xx answer to a POST: it reads the answer to the
-// requests in out, if any. sent is called once the headers are handled.
-func (c *RemoteConn) accepted(out *outbound, resp *http.Response, sent func()) {
+// requests in out, if any. sent is called once the headers are handled;
+// cancel ends the POST, when what follows its answers is not worth waiting
+// for (see drain).
+func (c *RemoteConn) accepted(out *outbound, resp *http.Response, sent, cancel func()) {
 	defer resp.Body.Close()
 	if out.kind == framing.Notification && out.method == "notifications/initialized" {
 		c.listen()
@@ -285,7 +287,9 @@ func (c *RemoteConn) accepted(out *outbound, resp *http.Response, sent func()) {
 	case "application/json":
 		c.readJSON(resp.Body, pending)
 	case "text/event-stream":
-		c.readStream(resp.Body, pending)
+		if c.readStream(resp.Body, pending) {
+			drain(resp.Body, cancel)
+		}
 	default:
 		c.log.Warn("the remote server answered with an unexpected content type", "url", c.logURL, "content_type", mediaType(resp))
 		c.answerCalls(pending, "the upstream server answered with an unexpected content type")
@@ -340,10 +344,15 @@ func (c *RemoteConn) readJSON(body io.Reader, pending pendingCalls) {
 // readStream delivers the messages of an SSE answer until the requests in
 // pending are answered. A stream the server ends early is resumed from its
 // last event id (SEP-1699 lets a server close it and expect a GET with
-// Last-Event-ID); when it cannot be, the requests get an error.
-func (c *RemoteConn) readStream(body io.Reader, pending pendingCalls) {
+// Last-Event-ID); when it cannot be, the requests get an error. It reports
+// whether body answered them all, the rest of it unread.
+func (c *RemoteConn) readStream(body io.Reader, pending pendingCalls) (answered bool) {
 	sc := newSSEScanner(body, c.max)
+	defer func() { sc.release() }() // the last one: each resumed stream's replaces it
 	err := c.consume(sc, pending)
+	if err == nil && len(pending) == 0 {
+		return true
+	}
 	cause := streamCut(err)
 	for failures := 0; len(pending) > 0 && sc.lastID != "" && c.usable() == nil; {
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -374,6 +383,7 @@ func (c *RemoteConn) readStream(body io.Reader, pending pendingCalls) {
 			break
 		}
 		lastID, retry := sc.lastID, sc.retry
+		sc.release()
 		sc = newSSEScanner(resp.Body, c.max)
 		sc.lastID, sc.retry = lastID, retry
 		err = c.consume(sc, pending)
@@ -391,6 +401,27 @@ func (c *RemoteConn) readStream(body io.Reader, pending pendingCalls) {
 	if c.usable() == nil {
 		c.failCalls(pending, cause)
 	}
+	return false
+}
+
+// What drain reads at most, and waits for at most, of the rest of a POST's
+// stream once its requests are answered.
+const (
+	drainBytes = 4 << 10
+	drainWait  = 50 * time.Millisecond
+)
+
+// drain reads the rest of body, a POST's SSE stream whose requests are all
+// answered, and drops it, so that its connection carries the next request:
+// net/http closes the connection under a body closed before its end, and
+// a server ends such a stream right after the last answer (the end of its
+// chunked encoding follows). What comes after the answers is dropped, as
+// it always was. A stream that goes on for longer than drainWait or
+// drainBytes is left to cancel, which ends the request and its connection.
+func drain(body io.Reader, cancel func()) {
+	t := time.AfterFunc(drainWait, cancel)
+	defer t.Stop()
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, drainBytes))
 }
 
 // streamCut is why a response stream that ended with err (io.EOF when the
