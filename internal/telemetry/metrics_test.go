@@ -38,7 +38,7 @@ func points(t *testing.T, reader *sdkmetric.ManualReader, name string) map[strin
 			for _, dp := range dps {
 				key := ""
 				for _, kv := range dp.Attributes.ToSlice() {
-					key += kv.Value.Emit() + ";"
+					key += kv.Value.String() + ";"
 				}
 				out[key] = dp.Value
 			}

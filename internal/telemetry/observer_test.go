@@ -47,7 +47,7 @@ const clientTrace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 func attrs(kvs []attribute.KeyValue) map[string]string {
 	m := map[string]string{}
 	for _, kv := range kvs {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
