@@ -2,8 +2,12 @@ package middleware
 
 import (
 	"context"
+	"os"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
@@ -176,4 +180,57 @@ func TestCrashDuringTheFirstCatalogIsACrash(t *testing.T) {
 	assert.ErrorIs(t, st.Err, resilience.ErrCrashLoop)
 	cancel()
 	<-done
+}
+
+// exitingConn is an upstream that has exited: a write finds its stdin gone
+// (EPIPE), and its reader reports the exit only once released, as the
+// child's reaping comes after the write that found the pipe broken.
+type exitingConn struct {
+	wrote  chan struct{}
+	exited chan struct{}
+	once   sync.Once
+}
+
+func (c *exitingConn) ReadMessage() ([]byte, error) {
+	<-c.exited
+	return nil, &resilience.ExitError{Code: 3}
+}
+
+func (c *exitingConn) WriteMessage(context.Context, []byte) error {
+	c.once.Do(func() { close(c.wrote) })
+	return &os.PathError{Op: "write", Path: "|1", Err: syscall.EPIPE}
+}
+
+func (c *exitingConn) Close() error { return nil }
+
+// TestHandshakeWriteToAnExitedServerIsItsExit: an upstream that exits
+// before its handshake is a permanent load failure with its exit status,
+// even when the handshake's write finds the pipe broken before the reader
+// has seen the exit: the write's EPIPE ("connection reset or closed
+// mid-stream", transient) is not the cause. Before, the load was retried as
+// transient when the write lost that race (doctor then started a server
+// that exits at once twice).
+func TestHandshakeWriteToAnExitedServerIsItsExit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client, clientConn := newPeer(t, 0)
+		up := &exitingConn{wrote: make(chan struct{}), exited: make(chan struct{})}
+		s := &Session{Name: "fx", Client: clientConn, Dial: dialOnce(up), ReadyTimeout: time.Hour,
+			Retrier: &resilience.Retrier{NewTimer: newInstantTimer}}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		client.send(clientInitialize + "\n")
+		<-up.wrote
+		synctest.Wait() // the session has judged the write's failure, or waits for the reader
+		close(up.exited)
+		synctest.Wait()
+		st := s.Status()
+		var exit *resilience.ExitError
+		require.ErrorAs(t, st.Err, &exit, "the cause is the exit: %+v", st)
+		assert.Equal(t, 3, exit.Code)
+		assert.Equal(t, resilience.Permanent, st.Class)
+		assert.Equal(t, 1, st.Attempts)
+		cancel()
+		<-done
+	})
 }

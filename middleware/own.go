@@ -7,7 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
+	"syscall"
+	"time"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 	"github.com/mcpwrap/mcpwrap/internal/rpcclient"
@@ -66,6 +70,19 @@ func (s *Session) request(ctx context.Context, l *link, method string, params an
 		rawParams = s.withClientMeta(rawParams)
 	}
 	r := s.own.Call(ctx, l.conn.WriteMessage, l.dead, method, rawParams)
+	if brokenPipe(r.Err) {
+		// The write found the upstream's input gone before its reader saw
+		// why (a child that exited): the reason is the reader's, which comes
+		// at once. A link that outlives the grace has its write's error.
+		t := time.NewTimer(brokenPipeGrace)
+		select {
+		case <-l.dead:
+			r.Err = rpcclient.ErrClosed
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
 	if errors.Is(r.Err, rpcclient.ErrClosed) {
 		s.mu.Lock()
 		ready := l.ready // a link lost after its handshake crashed (see linkError)
@@ -73,6 +90,16 @@ func (s *Session) request(ctx context.Context, l *link, method string, params an
 		r.Err = fmt.Errorf("upstream connection lost: %w", s.linkError(l, ready))
 	}
 	return r
+}
+
+// brokenPipeGrace bounds the wait, after a write found the upstream's
+// input closed, for its reader to report why.
+const brokenPipeGrace = time.Second
+
+// brokenPipe reports whether err is a write to a peer that closed its end
+// (EPIPE, or a pipe closed here).
+func brokenPipe(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, os.ErrClosed)
 }
 
 // deliverOwn hands the upstream's answer msg to the own request it
