@@ -22,7 +22,10 @@ import (
 
 // pgReplicaConfig locks every tool until the user approves it, so that an approval is visible to
 // every client as a tool appearing.
-const pgReplicaConfig = `{"servers": {"fixture": {"approval": "manual"}}}`
+// pgReplicaConfig names the fixture the replicas serve, and "toggles", a server none runs: with
+// no catalog recorded for it, the writers below may disable any name (a tool the fixture's
+// catalog lacks would be refused as unknown), and all of them write the one row it has.
+const pgReplicaConfig = `{"servers": {"fixture": {"approval": "manual"}, "toggles": {}}}`
 
 // fixtureTools are the fixture's tools in fixtureLedger mode.
 var fixtureTools = []string{fixtureEnvTool, fixtureLedgerTool, fixturePIDTool, fixtureSleepTool}
@@ -142,8 +145,8 @@ func TestReplicasShareStateOnPostgreSQL(t *testing.T) {
 	t.Logf("approval: every replica's clients notified within %s of the CLI's start", slowest.Round(time.Millisecond))
 
 	// 8 writers at once, 10 toggles each, in the replicas' environments in turn: none is lost.
-	// Writer w disables its 10 names, then enables the even ones; writers 0 and 1 also disable a
-	// real tool.
+	// Writer w disables its 10 names of server "toggles", then enables the even ones; writers 0
+	// and 1 also disable a real tool of the fixture.
 	const writers, toggles = 8, 10
 	var want []string
 	var wg sync.WaitGroup
@@ -155,10 +158,10 @@ func TestReplicasShareStateOnPostgreSQL(t *testing.T) {
 		wg.Go(func() {
 			config := replicas[w%n].ConfigPath
 			for k := range toggles {
-				storeCLI(ctx, t, env, config, "disable", "fixture", fmt.Sprintf("w%d-%d", w, k))
+				storeCLI(ctx, t, env, config, "disable", "toggles", fmt.Sprintf("w%d-%d", w, k))
 			}
 			for k := 0; k < toggles; k += 2 {
-				storeCLI(ctx, t, env, config, "enable", "fixture", fmt.Sprintf("w%d-%d", w, k))
+				storeCLI(ctx, t, env, config, "enable", "toggles", fmt.Sprintf("w%d-%d", w, k))
 			}
 			if w < 2 {
 				storeCLI(ctx, t, env, config, "disable", "fixture", []string{fixtureEnvTool, fixtureSleepTool}[w])
@@ -166,21 +169,24 @@ func TestReplicasShareStateOnPostgreSQL(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	want = append(want, fixtureEnvTool, fixtureSleepTool)
 	slices.Sort(want)
-	var rows []struct {
-		Tool   string `json:"tool"`
-		Status string `json:"status"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(storeCLI(ctx, t, env, replicas[2].ConfigPath, "list", "fixture", "--json")), &rows))
-	var disabled []string
-	for _, r := range rows {
-		if r.Status == "disabled_by_user" {
-			disabled = append(disabled, r.Tool)
+	disabledOf := func(server string) []string {
+		var rows []struct {
+			Tool   string `json:"tool"`
+			Status string `json:"status"`
 		}
+		require.NoError(t, json.Unmarshal([]byte(storeCLI(ctx, t, env, replicas[2].ConfigPath, "list", server, "--json")), &rows))
+		var disabled []string
+		for _, r := range rows {
+			if r.Status == "disabled_by_user" {
+				disabled = append(disabled, r.Tool)
+			}
+		}
+		slices.Sort(disabled)
+		return disabled
 	}
-	slices.Sort(disabled)
-	assert.Equal(t, want, disabled, "every writer's toggles, and only them")
+	assert.Equal(t, want, disabledOf("toggles"), "every writer's toggles, and only them")
+	assert.ElementsMatch(t, []string{fixtureEnvTool, fixtureSleepTool}, disabledOf("fixture"), "the fixture's, and only them")
 	t.Logf("toggles: %d CLI writes from %d writers in %s", writers*(toggles+toggles/2)+2, writers, time.Since(began).Round(time.Millisecond))
 	converged := func(names []string) bool {
 		return !slices.Contains(names, fixtureEnvTool) && !slices.Contains(names, fixtureSleepTool) && slices.Contains(names, fixturePIDTool)
