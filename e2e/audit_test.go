@@ -31,11 +31,13 @@ func TestAuditLogSharedBySidecars(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*testTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
+	var sessions []*mcp.ClientSession
 	for i := range sidecars {
 		client := mcp.NewClient(&mcp.Implementation{Name: "audit-e2e", Version: "1"}, nil)
 		session := connectWrapped(ctx, t, client, wrapOptions{
 			Name: fmt.Sprintf("srv%d", i), Config: config, Flags: []string{"--audit-log", logPath},
 		}, fixtureCommand(t, fixtureBanner)...)
+		sessions = append(sessions, session)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -55,6 +57,12 @@ func TestAuditLogSharedBySidecars(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// A call's line is written once its answer is (the sidecar times the
+	// answer written): read the file once the sidecars have ended, not as
+	// the last answers arrive.
+	for _, session := range sessions {
+		require.NoError(t, session.Close())
+	}
 
 	raw, err := os.ReadFile(logPath)
 	require.NoError(t, err)
