@@ -77,11 +77,12 @@ lint: ## gofmt, go vet, staticcheck
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-bench: build e2e-deps ## direct vs a minimal relay vs mcpwrap, and the HTTP hop vs a reverse proxy and supergateway (medians of BENCHCOUNT rounds, the modes taking turns), the remote bridges, the 10k tools/list rewrite
+bench: build e2e-deps pg-deps ## direct vs a minimal relay vs mcpwrap, and the HTTP hop vs a reverse proxy and supergateway (medians of BENCHCOUNT rounds, the modes taking turns), the remote bridges, the 10k tools/list rewrite, a verdict on the file and the PostgreSQL store
 	MCPWRAP_BENCH_ROUNDS=$${BENCHCOUNT:-5} $(GO) test -run '^$$' -bench 'BenchmarkRelay$$|BenchmarkHTTP$$' -benchmem -count=1 -timeout 30m ./e2e | tee bench.out
 	$(GO) test -run '^$$' -bench . -skip 'BenchmarkRelay$$|BenchmarkHTTP$$' -benchmem -count=$${BENCHCOUNT:-5} -timeout 30m ./e2e/... | tee -a bench.out
 	$(GO) run ./e2e/benchtable < bench.out
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./middleware ./internal/policy
+	MCPWRAP_REQUIRE_PG=1 $(GO) test -run '^$$' -bench 'BenchmarkVerdict$$' -count=3 ./internal/pgstore
 
 fuzz: ## every fuzz target for a short while (FUZZTIME=30s each); findings land in testdata/fuzz
 	@for pkg in $(UNIT_PKGS); do \
