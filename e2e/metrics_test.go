@@ -11,15 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/mcpwrap/mcpwrap/internal/syncbuf"
 )
 
 // freeAddr returns a loopback address no one listens on now.
@@ -48,20 +45,8 @@ func startPrometheus(ctx context.Context, t *testing.T, target string) string {
 	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: mcpwrap\n    static_configs:\n      - targets: [%q]\n", target)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600))
 	addr := freeAddr(t)
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+	startProcess(ctx, t, processOptions{}, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
-	out := &syncbuf.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = killGroup(cmd.Process.Pid)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("prometheus:\n%s", out)
-		}
-	})
 	base := "http://" + addr
 	require.Eventually(t, func() bool {
 		resp, err := http.Get(base + "/-/ready")

@@ -7,10 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,8 +22,6 @@ import (
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/mcpwrap/mcpwrap/internal/syncbuf"
 )
 
 // tracedServerArg makes the test binary a go-sdk server whose tool calls are spans continuing
@@ -145,19 +141,7 @@ service:
   pipelines: {traces: {receivers: [otlp], exporters: [otlp_http]}}
 `, recv, sinkSrv.URL)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "otelcol.yaml"), []byte(cfg), 0o600))
-	col := exec.CommandContext(ctx, otelcolPath(t), "--config", "file:"+filepath.Join(dir, "otelcol.yaml"))
-	colOut := &syncbuf.Buffer{}
-	col.Stdout, col.Stderr = colOut, colOut
-	col.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	col.Cancel = func() error { return killGroup(col.Process.Pid) }
-	require.NoError(t, col.Start())
-	t.Cleanup(func() {
-		_ = killGroup(col.Process.Pid)
-		_ = col.Wait()
-		if t.Failed() {
-			t.Logf("collector:\n%s", colOut)
-		}
-	})
+	startProcess(ctx, t, processOptions{}, otelcolPath(t), "--config", "file:"+filepath.Join(dir, "otelcol.yaml"))
 	endpoint := "http://" + recv
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint) // the client's, mcpwrap's and the server's
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
