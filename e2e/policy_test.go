@@ -182,7 +182,12 @@ func TestNothingOverMCPChangesTheStore(t *testing.T) {
 	s.Initialize(ctx, t)
 	s.Call(ctx, t, 1, "tools/list", map[string]any{})
 	path := filepath.Join(p.stateDir, "servers", "notes.json")
-	require.Eventually(t, func() bool { _, err := os.Stat(path); return err == nil }, 10*time.Second, 20*time.Millisecond)
+	// What the sidecar itself records of its load (the catalog, then what the server said of
+	// itself, "upstream") is in before the comparison starts.
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(path)
+		return err == nil && strings.Contains(string(b), `"upstream"`)
+	}, 10*time.Second, 20*time.Millisecond)
 	before, err := os.ReadFile(path)
 	require.NoError(t, err)
 
