@@ -466,6 +466,8 @@ func TestLookupMember(t *testing.T) {
 		{name: "also in another letter case", obj: `{"uri":"x","URI":"y"}`, ambiguous: true},
 		{name: "only in another letter case", obj: `{"Uri":"y"}`, ambiguous: true},
 		{name: "a bad escape", obj: `{"\ud800":1,"uri":"x"}`, want: `"x"`}, // a lone surrogate decodes (to U+FFFD)
+		{name: "malformed after a match", obj: `{"uri":"x",`},
+		{name: "malformed after twice", obj: `{"uri":"x","uri":"y",}`}, // malformed is not found, not ambiguous
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -503,6 +505,34 @@ func FuzzLookupMember(f *testing.F) {
 		}
 		assert.Equal(t, string(m["uri"]), string(value), "as a map")
 		assert.Equal(t, string(st.URI), string(value), "as a struct")
+	})
+}
+
+// FuzzEachMember: EachMember yields what Members returns, member by
+// member, and the error it returns; stopped early, it yields a prefix.
+func FuzzEachMember(f *testing.F) {
+	for _, obj := range []string{`{}`, `{"a":1,"b":[2,{"c":3}]}`, `{"a":1,`, `{"a" 1}`, ` { "\u0061" : "x" } `, `[1]`} {
+		f.Add([]byte(obj), uint8(1))
+	}
+	f.Fuzz(func(t *testing.T, obj []byte, stop uint8) {
+		want, wantErr := Members(obj)
+		var got []Member
+		err := EachMember(obj, func(m Member) bool {
+			got = append(got, m)
+			return true
+		})
+		assert.Equal(t, wantErr, err)
+		if wantErr == nil {
+			assert.Equal(t, want, got)
+		} else {
+			assert.Nil(t, want)
+		}
+		var prefix []Member
+		_ = EachMember(obj, func(m Member) bool {
+			prefix = append(prefix, m)
+			return len(prefix) < int(stop)
+		})
+		assert.Equal(t, got[:min(len(got), max(int(stop), 1))], prefix)
 	})
 }
 

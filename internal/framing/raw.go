@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"hash/maphash"
-	"strings"
 )
 
 // Elements returns the raw elements of the JSON array arr, aliasing it.
@@ -150,24 +149,38 @@ func Members(obj []byte) ([]Member, error) {
 // encoding/json, a case-insensitive match, merged into a map), the only
 // one spelled otherwise, or a member name whose escapes do not decode.
 func LookupMember(obj []byte, name string) (value []byte, found bool, err error) {
-	members, err := Members(obj)
-	if err != nil {
+	var ambiguous error
+	scanErr := EachMember(obj, func(m Member) bool {
+		if ambiguous != nil {
+			return true // the object is still read to its end: malformed is not ambiguous
+		}
+		key, err := memberName(m.Name)
+		switch {
+		case err != nil:
+			ambiguous = fmt.Errorf("%w: a member name does not decode", ErrAmbiguous)
+		case !bytes.EqualFold(key, []byte(name)):
+		case string(key) != name || found:
+			ambiguous = fmt.Errorf("%w: %q is spelled more than once, or in another letter case", ErrAmbiguous, name)
+		default:
+			value, found = m.Value, true
+		}
+		return true
+	})
+	switch {
+	case scanErr != nil:
 		return nil, false, nil
-	}
-	for _, m := range members {
-		key, err := String(m.Name)
-		if err != nil {
-			return nil, false, fmt.Errorf("%w: a member name does not decode", ErrAmbiguous)
-		}
-		if !strings.EqualFold(key, name) {
-			continue
-		}
-		if key != name || found {
-			return nil, false, fmt.Errorf("%w: %q is spelled more than once, or in another letter case", ErrAmbiguous, name)
-		}
-		value, found = m.Value, true
+	case ambiguous != nil:
+		return nil, false, ambiguous
 	}
 	return value, found, nil
+}
+
+// EachMember calls yield with each member of the JSON object obj in
+// order, until yield returns false: [Members] without the slice, for a
+// reader that wants one pass and no allocation. A malformed obj is an
+// error, reported once the members before the fault have been yielded.
+func EachMember(obj []byte, yield func(Member) bool) error {
+	return eachMember(obj, nil, nil, yield)
 }
 
 // MembersSplit is [Members] that also splits, in the same pass, the array
@@ -183,27 +196,41 @@ func MembersSplit(obj []byte, split func(name string) bool) ([]Member, error) {
 // the one recognised before it is taken by comparing its bytes, without
 // scanning it; the result is the same as MembersSplit's.
 func MembersSplitKnown(obj []byte, split func(name string) bool, known *Known) ([]Member, error) {
+	var out []Member
+	err := eachMember(obj, split, known, func(m Member) bool {
+		out = append(out, m)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachMember is the one scanner of an object's members: it yields each
+// member of obj, splitting the arrays split accepts (see
+// [MembersSplitKnown]), until yield returns false or obj ends.
+func eachMember(obj []byte, split func(name string) bool, known *Known, yield func(Member) bool) error {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
-		return nil, syntaxError(i, "'{'")
+		return syntaxError(i, "'{'")
 	}
-	var out []Member
 	i = skipSpace(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
-		return out, nil
+		return nil
 	}
 	for {
 		if i >= len(obj) || obj[i] != '"' {
-			return nil, syntaxError(i, "member name")
+			return syntaxError(i, "member name")
 		}
 		end, err := skipString(obj, i)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		name := obj[i:end]
 		i = skipSpace(obj, end)
 		if i >= len(obj) || obj[i] != ':' {
-			return nil, syntaxError(i, "':'")
+			return syntaxError(i, "':'")
 		}
 		start := skipSpace(obj, i+1)
 		var elems [][]byte
@@ -214,18 +241,20 @@ func MembersSplitKnown(obj []byte, split func(name string) bool, known *Known) (
 			end, err = skipValue(obj, start)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, Member{Name: name, Value: obj[start:end], Elements: elems, Known: at})
+		if !yield(Member{Name: name, Value: obj[start:end], Elements: elems, Known: at}) {
+			return nil
+		}
 		i = skipSpace(obj, end)
 		if i < len(obj) && obj[i] == ',' {
 			i = skipSpace(obj, i+1)
 			continue
 		}
 		if i < len(obj) && obj[i] == '}' {
-			return out, nil
+			return nil
 		}
-		return nil, syntaxError(i, "',' or '}'")
+		return syntaxError(i, "',' or '}'")
 	}
 }
 
