@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -228,4 +230,52 @@ service:
 	assert.Equal(t, "disabled_by_config", a["mcpwrap.status"])
 	assert.Equal(t, tracepb.Status_STATUS_CODE_ERROR, rejected[0].Status.GetCode())
 	assert.Equal(t, spans["client "+fixtureEnvTool][0].SpanId, rejected[0].ParentSpanId)
+}
+
+// TestTraceContextReachesARemoteUpstream: a traced call to a --url server carries mcpwrap's
+// client span as the W3C traceparent header of its HTTP request, the same context as in its
+// params._meta, so a server that traces by headers continues it too.
+func TestTraceContextReachesARemoteUpstream(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	sink := &spanSink{}
+	sinkSrv := httptest.NewServer(sink)
+	defer sinkSrv.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sinkSrv.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
+	t.Setenv("OTEL_METRICS_EXPORTER", "none")
+
+	type seen struct{ header, meta string }
+	var mu sync.Mutex
+	var calls []seen
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newRemoteFixture() }, nil)
+	url := serveLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			Method string
+			Params struct {
+				Meta map[string]any `json:"_meta"`
+			}
+		}
+		if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+			tp, _ := msg.Params.Meta["traceparent"].(string)
+			mu.Lock()
+			calls = append(calls, seen{header: r.Header.Get("Traceparent"), meta: tp})
+			mu.Unlock()
+		}
+		mcpHandler.ServeHTTP(w, r)
+	}))
+
+	session := sidecar{Name: "remote", Config: fastRetryConfig("remote", false, true), Upstream: remoteArgs(url)}.connect(ctx, t, newClient(nil))
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "traced"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, contentText(res.Content))
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, calls, 1)
+	assert.Regexp(t, `^00-[0-9a-f]{32}-[0-9a-f]{16}-01$`, calls[0].header, "the request's traceparent header")
+	assert.Equal(t, calls[0].meta, calls[0].header, "the same context as in params._meta")
 }

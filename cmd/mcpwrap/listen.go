@@ -119,7 +119,7 @@ func runListen(ctx context.Context, o wrapOptions, srv config.Server, tools *gat
 			s := newSession(o, srv, tools, dialer(o, srv, setupErr, stderr, log), base)
 			s.Client, s.Logger = client, log
 			s.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
-			ob.observe(s, "tcp")
+			ob.observe(s, "tcp", o.url != "")
 			return s
 		},
 		Token:          token,

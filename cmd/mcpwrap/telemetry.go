@@ -190,12 +190,14 @@ func newResource(ctx context.Context) (*resource.Resource, error) {
 func (ob *observability) on() bool { return ob.audit != nil || ob.metrics != nil || ob.traces != nil }
 
 // observe decorates s's client and dialer when anything is on; transport
-// is the client side's network.transport. Set s.Client and s.Dial first.
-func (ob *observability) observe(s *middleware.Session, transport string) {
+// is the client side's network.transport, and httpUpstream says the
+// upstream is a --url server. Set s.Client and s.Dial first.
+func (ob *observability) observe(s *middleware.Session, transport string, httpUpstream bool) {
 	if !ob.on() {
 		return // nothing added to the relay's path
 	}
-	o := &telemetry.Observer{Server: s.Name, Transport: transport, Audit: ob.audit, Metrics: ob.metrics, Traces: ob.traces}
+	o := &telemetry.Observer{Server: s.Name, Transport: transport, HTTPUpstream: httpUpstream,
+		Audit: ob.audit, Metrics: ob.metrics, Traces: ob.traces}
 	s.Client = o.Client(s, s.Client)
 	s.Dial = o.Dial(s.Dial)
 	if ob.metrics != nil {

@@ -219,7 +219,7 @@ func runWrap(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	clientIn, closeClientIn := closableStdin(stdin)
 	session.Client = middleware.NewStreamConn(clientIn, stdout, closeClientIn, srv.MaxLineBytes)
 	session.CatalogSeen = func(catalog []json.RawMessage) { tools.CatalogSeen(ctx, catalog) }
-	ob.observe(session, "pipe")
+	ob.observe(session, "pipe", o.url != "")
 	defer goUntilStopped(ctx, func(ctx context.Context) { tools.Watch(ctx, session.ReevaluateTools) })()
 	defer watchConfig(ctx, o, tools, func() {
 		session.ReevaluateTools()

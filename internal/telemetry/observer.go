@@ -62,11 +62,12 @@ type call struct {
 	end time.Time
 
 	// When traced: the server span, its context, the spans' name and
-	// attributes (see requestAttrs).
-	server trace.Span
-	ctx    context.Context
-	name   string
-	attrs  []attribute.KeyValue
+	// attributes (see appendRequestAttrs), kept in attrRoom.
+	server   trace.Span
+	ctx      context.Context
+	name     string
+	attrs    []attribute.KeyValue
+	attrRoom [9]attribute.KeyValue
 }
 
 // A result is how an answer ended a request.
@@ -86,6 +87,9 @@ type Observer struct {
 	// Transport is the client side's network.transport: "pipe" for
 	// stdio, "tcp" for --listen.
 	Transport string
+	// HTTPUpstream says the upstream is an HTTP server (--url): a traced
+	// request to it carries the trace context as W3C headers too.
+	HTTPUpstream bool
 	// Audit, Metrics and Traces receive what is seen; each nil is off.
 	Audit   *audit.Log
 	Metrics *Metrics
@@ -262,7 +266,7 @@ func (o *Observer) forwarding(ctx context.Context, msg []byte) (context.Context,
 	if c == nil || o.Traces == nil {
 		return ctx, msg
 	}
-	ctx, msg, span := o.Traces.clientStart(ctx, c, env, msg)
+	ctx, msg, span := o.Traces.clientStart(ctx, c, env, msg, o.HTTPUpstream)
 	if span == nil {
 		return ctx, msg
 	}
@@ -353,21 +357,22 @@ func answer(env framing.Envelope) (r result) {
 	if len(env.Result) == 0 || env.Result[0] != '{' {
 		return r
 	}
-	members, err := framing.Members(env.Result) // one pass for both
-	if err != nil {
-		return r
-	}
-	for _, m := range members {
+	seen := r
+	err := framing.EachMember(env.Result, func(m framing.Member) bool { // one pass for both
 		switch {
 		case memberIs(m.Name, "isError"):
 			if string(m.Value) == "true" {
-				r.outcome = "tool_error"
+				seen.outcome = "tool_error"
 			}
 		case memberIs(m.Name, "_meta"):
-			r.status, r.class = statusOf(m.Value)
+			seen.status, seen.class = statusOf(m.Value)
 		}
+		return true
+	})
+	if err != nil {
+		return r // malformed: what it says is not taken
 	}
-	return r
+	return seen
 }
 
 // statusOf reads the status mcpwrap answered with from its _meta (or an

@@ -58,7 +58,7 @@ func attrs(kvs []attribute.KeyValue) map[string]string {
 func TestTracesOfRelayedAndRejectedCalls(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	o := &Observer{Server: "fs", Transport: "pipe", Traces: NewTraces(tp)}
+	o := &Observer{Server: "fs", Transport: "pipe", HTTPUpstream: true, Traces: NewTraces(tp)}
 	client := &fakeConn{reads: [][]byte{
 		[]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{"p":1},"_meta":{"traceparent":"` + clientTrace + `","progressToken":7}}}`),
 		[]byte(`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"wipe","arguments":{}}}`),
@@ -131,4 +131,20 @@ func TestUntracedRelayKeepsBytes(t *testing.T) {
 	require.NoError(t, uc.WriteMessage(t.Context(), msg))
 	assert.Equal(t, string(in), string(up.writes[0]))
 	assert.Nil(t, up.header[0], "no header added")
+}
+
+// A traced request to a stdio upstream carries the trace context in its
+// _meta only: there is no HTTP request to put headers on.
+func TestTracedPipeUpstreamGetsNoHeader(t *testing.T) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracetest.NewSpanRecorder()))
+	o := &Observer{Server: "fs", Transport: "pipe", Traces: NewTraces(tp)}
+	up := &fakeConn{}
+	cc := o.Client(nil, &fakeConn{reads: [][]byte{[]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read"}}`)}})
+	uc, err := o.Dial(func(context.Context) (middleware.Conn, error) { return up, nil })(t.Context())
+	require.NoError(t, err)
+	msg, err := cc.ReadMessage()
+	require.NoError(t, err)
+	require.NoError(t, uc.WriteMessage(t.Context(), msg))
+	assert.Contains(t, string(up.writes[0]), `"_meta":{"traceparent":"00-`)
+	assert.Nil(t, up.header[0])
 }

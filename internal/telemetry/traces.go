@@ -52,11 +52,11 @@ func spanName(c *call) string {
 	return c.method
 }
 
-// requestAttrs are the conventions' attributes known when a request is
-// read, network.transport last: the server span takes them all, the
-// client span all but the last (one slice for both; the SDK copies them).
-func requestAttrs(o *Observer, c *call) []attribute.KeyValue {
-	attrs := make([]attribute.KeyValue, 0, 9)
+// appendRequestAttrs appends to attrs the conventions' attributes known
+// when a request is read, network.transport last: the server span takes
+// them all, the client span all but the last (one slice for both; the SDK
+// copies them).
+func appendRequestAttrs(attrs []attribute.KeyValue, o *Observer, c *call) []attribute.KeyValue {
 	attrs = append(attrs,
 		attribute.String("mcp.method.name", c.method),
 		attribute.String("jsonrpc.request.id", requestID(c.id)),
@@ -124,7 +124,7 @@ func (t *Traces) serverStart(o *Observer, c *call) {
 		parent = t.prop.Extract(parent, &c.meta)
 	}
 	c.name = spanName(c)
-	c.attrs = requestAttrs(o, c)
+	c.attrs = appendRequestAttrs(c.attrRoom[:0], o, c)
 	c.ctx, c.server = t.tracer.Start(parent, c.name, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithTimestamp(c.start), trace.WithAttributes(c.attrs...))
 }
@@ -153,9 +153,10 @@ func cmpTime(t, or time.Time) time.Time {
 }
 
 // clientStart opens the client span of c as it is relayed, and returns the
-// message with the span's context in its params._meta, and ctx with the
-// same context as the headers of a remote upstream's request.
-func (t *Traces) clientStart(ctx context.Context, c *call, env framing.Envelope, msg []byte) (context.Context, []byte, trace.Span) {
+// message with the span's context in its params._meta, and, when headers
+// is set (the upstream is an HTTP server), ctx with the same context as
+// its request's headers.
+func (t *Traces) clientStart(ctx context.Context, c *call, env framing.Envelope, msg []byte, headers bool) (context.Context, []byte, trace.Span) {
 	if c.server == nil {
 		return ctx, msg, nil
 	}
@@ -171,8 +172,10 @@ func (t *Traces) clientStart(ctx context.Context, c *call, env framing.Envelope,
 	if out, ok := withMeta(msg, env.Params, carrier); ok {
 		msg = out
 	}
-	// A remote upstream's HTTP request carries it as W3C headers too.
-	return upstream.WithRequestHeader(ctx, carrier.header()), msg, span
+	if headers { // a remote upstream's HTTP request carries it as W3C headers too
+		ctx = upstream.WithRequestHeader(ctx, carrier.header())
+	}
+	return ctx, msg, span
 }
 
 // dialed records one attempt to start or connect to the upstream.
@@ -248,20 +251,20 @@ func traceMeta(params []byte) (out traceContext, version string) {
 	if !found || len(meta) == 0 || meta[0] != '{' {
 		return out, ""
 	}
-	members, err := framing.Members(meta)
-	if err != nil {
-		return out, ""
-	}
-	for _, m := range members {
+	err := framing.EachMember(meta, func(m framing.Member) bool {
 		if memberIs(m.Name, era.MetaProtocolVersion) {
 			version = unquote(m.Value)
-			continue
+			return true
 		}
 		for _, k := range traceKeys {
 			if memberIs(m.Name, k) {
 				*out.field(k) = unquote(m.Value)
 			}
 		}
+		return true
+	})
+	if err != nil {
+		return traceContext{}, ""
 	}
 	return out, version
 }
@@ -311,18 +314,18 @@ func withMeta(msg, params []byte, kv traceContext) ([]byte, bool) {
 		}
 		return framing.Splice(msg, params[:1], repl), true
 	}
-	members, err := framing.Members(meta)
-	if err != nil {
-		return msg, false
-	}
-	for _, m := range members {
+	err = framing.EachMember(meta, func(m framing.Member) bool {
 		if key, err := m.Key(); err != nil || slices.Contains(traceKeys, key) {
-			continue
+			return true
 		}
 		if len(b) > 1 {
 			b = append(b, ',')
 		}
 		b = append(append(append(b, m.Name...), ':'), m.Value...)
+		return true
+	})
+	if err != nil {
+		return msg, false
 	}
 	return framing.Splice(msg, meta, append(b, '}')), true
 }
