@@ -43,7 +43,7 @@ import (
 // prints the medians as a table with the wrapped/direct and mcpwrap/floor
 // ratios (e2e/benchtable).
 func BenchmarkRelay(b *testing.B) {
-	modes := []string{benchDirect, benchFloor, benchWrapped, benchTraced}
+	modes := []string{benchDirect, benchFloor, benchWrapped, benchTracedFloor, benchTraced}
 	clients := make(map[string]*rawClient, len(modes))
 	for _, mode := range modes {
 		clients[mode] = startRawClient(b, benchArgv(b, mode))
@@ -133,6 +133,10 @@ const (
 	// benchTraced is mcpwrap with tracing on: every span sampled and
 	// exported over OTLP/HTTP to a local sink that accepts it.
 	benchTraced = "traced"
+	// benchTracedFloor is the floor relay making, through the same SDK
+	// and exporter, the two spans per call that mcpwrap makes: what
+	// tracing costs any relay here (tracedLineRelayArg).
+	benchTracedFloor = "traced-floor"
 )
 
 // benchArgv is the command line the client starts in mode.
@@ -147,11 +151,19 @@ func benchArgv(b *testing.B, mode string) []string {
 		return append([]string{mcpwrapPath, "--name", "bench", "--log-level", "warn",
 			"--state-dir", b.TempDir(), "--config", writeBenchConfig(b), "--"}, server...)
 	case benchTraced:
-		env := []string{"env", "OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
-			"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlpSink(b), "OTEL_TRACES_SAMPLER=always_on"}
-		return append(env, benchArgv(b, benchWrapped)...)
+		return append(tracingEnv(b), benchArgv(b, benchWrapped)...)
+	case benchTracedFloor:
+		return append(tracingEnv(b), append([]string{self, tracedLineRelayArg}, server...)...)
 	}
 	return server
+}
+
+// tracingEnv is the start of a command line that runs the rest with
+// tracing on and nothing else: every span sampled and exported over
+// OTLP/HTTP to a sink of its own.
+func tracingEnv(b *testing.B) []string {
+	return []string{"env", "OTEL_TRACES_EXPORTER=otlp", "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none",
+		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_EXPORTER_OTLP_ENDPOINT=" + otlpSink(b), "OTEL_TRACES_SAMPLER=always_on"}
 }
 
 // otlpSink serves an OTLP/HTTP endpoint that accepts every export (an empty

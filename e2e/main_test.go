@@ -54,6 +54,8 @@ func TestMain(m *testing.M) {
 			os.Exit(runRawServer())
 		case lineRelayArg:
 			os.Exit(runLineRelay(os.Args[2:]))
+		case tracedLineRelayArg:
+			os.Exit(runTracedLineRelay(os.Args[2:]))
 		case only2026Arg:
 			os.Exit(runOnly2026(os.Args[2:]))
 		case stdioClientArg:

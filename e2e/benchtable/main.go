@@ -5,7 +5,9 @@
 //   - BenchmarkRelay: "direct" (no relay), "floor" (a minimal line relay)
 //     and "wrapped" (mcpwrap), with wrapped/direct, mcpwrap/floor and, for
 //     latencies, what mcpwrap adds over direct divided by what the floor
-//     adds ("added ×floor");
+//     adds ("added ×floor"); and with tracing on, "traced" (mcpwrap) beside
+//     "traced-floor" (the floor making the same spans through the same
+//     SDK), each over its untraced self;
 //   - the remote bridges: "mcp-remote" vs "mcpwrap";
 //   - BenchmarkHTTP: "direct" (no hop), "proxy" (a minimal reverse proxy,
 //     the floor) and "mcpwrap" in front of a server's HTTP, and
@@ -33,7 +35,7 @@ var line = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
 var round = regexp.MustCompile(`#\d+$`)
 
 // modes are the path elements of a benchmark name that name a mode.
-var modes = []string{"direct", "floor", "wrapped", "traced", "mcp-remote", "mcpwrap", "proxy", "supergateway"}
+var modes = []string{"direct", "floor", "wrapped", "traced", "traced-floor", "mcp-remote", "mcpwrap", "proxy", "supergateway"}
 
 // httpPrefix names BenchmarkHTTP's cases, which have a table of their own.
 const httpPrefix = "HTTP/"
@@ -126,7 +128,7 @@ func run(in io.Reader, out io.Writer) error {
 	}
 	if hasMode(s, "traced") {
 		fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t")
-		fmt.Fprintln(tw, "tracing (medians)\tmetric\tmcpwrap\ttraced\ttraced/mcpwrap\t\t\t\t")
+		fmt.Fprintln(tw, "tracing (medians)\tmetric\tfloor\ttraced floor\ttraced/floor\tmcpwrap\ttraced\ttraced/mcpwrap\t")
 		for _, b := range benches {
 			for _, unit := range units(s[b]["traced"]) {
 				w, ok := s.median(b, "wrapped", unit)
@@ -134,7 +136,10 @@ func run(in io.Reader, out io.Writer) error {
 					continue
 				}
 				tr, _ := s.median(b, "traced", unit)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\t\t\t\n", b, unit, num(w, true), num(tr, true), ratio(tr, w, true))
+				f, hasF := s.median(b, "floor", unit)
+				tf, hasTF := s.median(b, "traced-floor", unit)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b, unit, num(f, hasF), num(tf, hasTF),
+					ratio(tf, f, hasF && hasTF), num(w, true), num(tr, true), ratio(tr, w, true))
 			}
 		}
 	}

@@ -20,6 +20,8 @@ BenchmarkRelay/RoundTrip#01/direct-2     100   200000 ns/op   100.0 p50-µs
 BenchmarkRelay/RoundTrip#01/floor-2      100   210000 ns/op   120.0 p50-µs   9.0 relay-cpu-µs/op
 BenchmarkRelay/RoundTrip#01/wrapped-2    100   230000 ns/op   999.0 p50-µs   10.0 relay-cpu-µs/op
 BenchmarkRelay/RoundTrip#02/wrapped-2    100   230000 ns/op   120.0 p50-µs   12.0 relay-cpu-µs/op
+BenchmarkRelay/RoundTrip/traced-floor-2  100   230000 ns/op   120.0 p50-µs   12.0 relay-cpu-µs/op
+BenchmarkRelay/RoundTrip/traced-2        100   230000 ns/op   140.0 p50-µs   18.0 relay-cpu-µs/op
 BenchmarkRemoteCall/mcp-remote-2  3   4000000 ns/op  120.0 peak-RSS-MiB
 BenchmarkRemoteCall/mcpwrap-2     3   1000000 ns/op   12.0 peak-RSS-MiB
 BenchmarkLonely-2                 3   1 ns/op
@@ -38,6 +40,8 @@ PASS`
 	assert.Regexp(t, `Relay/RoundTrip\s+p50-µs\s+100.0\s+115.0\s+130.0\s+1.30\s+1.13\s+2.00`, text)
 	assert.Regexp(t, `Relay/RoundTrip\s+relay-cpu-µs/op\s+-\s+8.0\s+12.0\s+-\s+1.50\s+-`, text)
 	assert.Regexp(t, `Relay/RoundTrip\s+ns/op\s+200000.0\s+210000.0\s+230000.0\s+1.15\s+1.10\s+3.00`, text)
+	// Tracing: each traced mode over its untraced self (floor CPU 8.0, mcpwrap 12.0).
+	assert.Regexp(t, `Relay/RoundTrip\s+relay-cpu-µs/op\s+8.0\s+12.0\s+1.50\s+12.0\s+18.0\s+1.50`, text)
 	assert.Regexp(t, `RemoteCall\s+peak-RSS-MiB\s+120.0\s+12.0\s+0.10`, text)
 	assert.NotContains(t, text, "Lonely")
 	// BenchmarkHTTP's table: its cases are in none of the others, and ns/op is left to calls/s.
