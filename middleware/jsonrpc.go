@@ -3,18 +3,19 @@ package middleware
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/mcpwrap/mcpwrap/internal/jsonrpc"
 )
 
-// JSON-RPC error codes used by the sidecar.
+// The JSON-RPC error codes the sidecar writes, named as the rest of the
+// package reads them; internal/jsonrpc owns them.
 const (
-	codeParseError     = -32700
-	codeInvalidRequest = -32600
-	codeInternalError  = -32603
-	codeInvalidParams  = -32602
-	codeMethodNotFound = -32601
-	// codeRequestTimeout is the code MCP SDKs use for a request that timed
-	// out (the TypeScript SDK's ErrorCode.RequestTimeout).
-	codeRequestTimeout = -32001
+	codeParseError     = jsonrpc.CodeParseError
+	codeInvalidRequest = jsonrpc.CodeInvalidRequest
+	codeInternalError  = jsonrpc.CodeInternalError
+	codeInvalidParams  = jsonrpc.CodeInvalidParams
+	codeMethodNotFound = jsonrpc.CodeMethodNotFound
+	codeRequestTimeout = jsonrpc.CodeRequestTimeout
 )
 
 // RPCError is a JSON-RPC error object, as returned by [Session.Call] when the
@@ -27,17 +28,10 @@ type RPCError struct {
 
 func (e *RPCError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
 
-// errorResponse encodes a JSON-RPC error response. A nil id is sent as null.
+// errorResponse encodes a JSON-RPC error response (internal/jsonrpc's
+// one encoder). A nil id is sent as null.
 func errorResponse(id []byte, code int, message string, data json.RawMessage) []byte {
-	if id == nil {
-		id = []byte("null")
-	}
-	b, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   RPCError        `json:"error"`
-	}{"2.0", id, RPCError{Code: code, Message: message, Data: data}})
-	return b
+	return jsonrpc.ErrorResponse(id, code, message, data)
 }
 
 // replyError sends the client an error response.

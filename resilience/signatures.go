@@ -2,6 +2,8 @@ package resilience
 
 import (
 	"strings"
+
+	"github.com/mcpwrap/mcpwrap/internal/jsonrpc"
 )
 
 // This file is the only place in mcpwrap that looks inside error text.
@@ -63,10 +65,6 @@ var denialSignatures = []string{
 // denialStatusWords are HTTP statuses quoted in stderr or used as JSON-RPC
 // error codes by servers that mean "unauthorized".
 var denialStatusWords = []string{"401", "403"}
-
-// rpcRequestTimeout is the code the TypeScript SDK (and servers built on
-// it) uses for a request that timed out.
-const rpcRequestTimeout = -32001
 
 // textSignatures recognise the Go runtime's and common libraries' wording
 // for transport failures whose error type was lost (formatted with %v).
@@ -133,7 +131,7 @@ func rpcSignature(code int, message string) Class {
 		return Transient
 	case containsAny(message, denialSignatures), code == 401, code == 403:
 		return Denied
-	case code == rpcRequestTimeout:
+	case code == jsonrpc.CodeRequestTimeout: // the TypeScript SDK's, and its servers'
 		return Transient
 	}
 	return Permanent

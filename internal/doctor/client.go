@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/jsonrpc"
 	"github.com/mcpwrap/mcpwrap/internal/rpcclient"
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
@@ -79,8 +80,7 @@ func (c *rpcClient) read() {
 		case framing.Request:
 			// The server asks the client something (roots, sampling): a
 			// check has nothing to offer.
-			reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(env.ID),
-				"error": middleware.RPCError{Code: -32601, Message: "not supported by mcpwrap doctor"}})
+			reply := jsonrpc.ErrorResponse(env.ID, jsonrpc.CodeMethodNotFound, "not supported by mcpwrap doctor", nil)
 			// Not bounded by a call's context: close ends a blocked write.
 			_ = c.conn.WriteMessage(context.Background(), reply)
 		case framing.Response:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/jsonrpc"
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
@@ -412,19 +413,6 @@ func response(id, result []byte) []byte {
 	return append(out, '}')
 }
 
-func errorResponse(id []byte, code int, message string) []byte {
-	if id == nil {
-		id = []byte("null")
-	}
-	text, _ := json.Marshal(message)
-	out := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
-	out = append(out, `,"error":{"code":`...)
-	out = strconv.AppendInt(out, int64(code), 10)
-	out = append(out, `,"message":`...)
-	out = append(out, text...)
-	return append(out, `}}`...)
-}
-
 func request(id []byte, method string, params []byte) []byte {
 	m, _ := json.Marshal(method)
 	out := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
@@ -466,7 +454,7 @@ func parseError(raw []byte) rpcError {
 // version error lists, or "".
 func (e rpcError) offeredStateless() string {
 	best := ""
-	if e.Code != CodeUnsupportedProtocolVersion {
+	if e.Code != jsonrpc.CodeUnsupportedProtocolVersion {
 		return ""
 	}
 	for _, v := range e.Data.Supported {

@@ -24,14 +24,6 @@ import (
 	"github.com/mcpwrap/mcpwrap/internal/framing"
 )
 
-// JSON-RPC error codes the bridge reads or writes.
-const (
-	CodeInvalidParams              = -32602
-	CodeMethodNotFound             = -32601
-	CodeInternalError              = -32603
-	CodeUnsupportedProtocolVersion = -32022 // SEP-2575: data.supported lists the server's versions
-)
-
 // Pin is which era the upstream is taken to speak: [Auto] finds out.
 type Pin string
 

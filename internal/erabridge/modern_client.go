@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/jsonrpc"
 )
 
 // A 2026-07-28 client in front of a session-era server (modernClient).
@@ -190,7 +191,7 @@ func (c *Conn) sendCall(ctx context.Context, msg []byte, env framing.Envelope) e
 	b, ok := bindingOf(env)
 	state, hasState, err := framing.LookupMember(env.Params, "requestState")
 	if !ok || err != nil {
-		c.inject(errorResponse(env.ID, CodeInvalidParams, "Invalid params: the request's name, arguments or requestState is spelled more than once, or in another letter case"))
+		c.inject(jsonrpc.ErrorResponse(env.ID, jsonrpc.CodeInvalidParams, "Invalid params: the request's name, arguments or requestState is spelled more than once, or in another letter case", nil))
 		return nil
 	}
 	if hasState {
@@ -235,7 +236,7 @@ func (c *Conn) resume(ctx context.Context, env framing.Envelope, b binding, stat
 	if err != nil || r == nil {
 		c.mu.Unlock()
 		c.log.Warn("a retry's requestState was refused", "method", env.Method)
-		c.inject(errorResponse(env.ID, CodeInvalidParams, "Invalid params: requestState is not one this server handed out for this request, or its round is over"))
+		c.inject(jsonrpc.ErrorResponse(env.ID, jsonrpc.CodeInvalidParams, "Invalid params: requestState is not one this server handed out for this request, or its round is over", nil))
 		return nil
 	}
 	delete(c.down.rounds, id)
@@ -261,7 +262,7 @@ func (c *Conn) resume(ctx context.Context, env framing.Envelope, b binding, stat
 		if aerr == nil && answers != nil {
 			v = member(answers, q.key)
 		}
-		out := errorResponse(q.id, CodeInternalError, "the client gave no answer to this request")
+		out := jsonrpc.ErrorResponse(q.id, jsonrpc.CodeInternalError, "the client gave no answer to this request", nil)
 		if v != nil {
 			out = response(q.id, v)
 		}
@@ -333,7 +334,7 @@ func (c *Conn) abandon(r *round) {
 	c.mu.Unlock()
 	c.log.Warn("an input-required round was not resumed in time; the call is cancelled upstream", "timeout", c.opts.RoundTimeout.String())
 	for _, q := range r.reqs {
-		c.post(errorResponse(q.id, CodeInternalError, "the client did not answer in time"))
+		c.post(jsonrpc.ErrorResponse(q.id, jsonrpc.CodeInternalError, "the client did not answer in time", nil))
 	}
 	c.post(notification("notifications/cancelled", append(append([]byte(`{"requestId":`), r.call.own...), `,"reason":"the client did not resume the call in time"}`...)))
 }
@@ -486,7 +487,7 @@ func (c *Conn) serverRequest(env framing.Envelope) [][]byte {
 		return nil
 	case "elicitation/create", "sampling/createMessage", "roots/list":
 	default:
-		c.post(errorResponse(env.ID, CodeMethodNotFound, "mcpwrap: the client speaks 2026-07-28, which has no server requests"))
+		c.post(jsonrpc.ErrorResponse(env.ID, jsonrpc.CodeMethodNotFound, "mcpwrap: the client speaks 2026-07-28, which has no server requests", nil))
 		return nil
 	}
 	c.mu.Lock()
@@ -499,7 +500,7 @@ func (c *Conn) serverRequest(env framing.Envelope) [][]byte {
 		n := len(c.down.calls)
 		c.mu.Unlock()
 		c.log.Warn("refusing a server request no single call can carry to the 2026-07-28 client", "method", env.Method, "calls", n)
-		c.post(errorResponse(env.ID, CodeInternalError, "mcpwrap: the client speaks 2026-07-28, and this request can reach it only during exactly one call in flight"))
+		c.post(jsonrpc.ErrorResponse(env.ID, jsonrpc.CodeInternalError, "mcpwrap: the client speaks 2026-07-28, and this request can reach it only during exactly one call in flight", nil))
 		return nil
 	}
 	call.pending = append(call.pending, serverReq{id: bytes.Clone(env.ID), method: env.Method, params: bytes.Clone(env.Params)})

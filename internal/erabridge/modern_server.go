@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/jsonrpc"
 	"github.com/mcpwrap/mcpwrap/internal/paramheader"
 )
 
@@ -125,7 +126,7 @@ func (c *Conn) sendUp(ctx context.Context, msg []byte, env framing.Envelope) err
 	c.mu.Unlock()
 	out, err := setParamsMeta(msg, env, true, meta...)
 	if err != nil {
-		c.inject(errorResponse(env.ID, CodeInvalidParams, "Invalid params: _meta is spelled more than once, or in another letter case, or is not an object"))
+		c.inject(jsonrpc.ErrorResponse(env.ID, jsonrpc.CodeInvalidParams, "Invalid params: _meta is spelled more than once, or in another letter case, or is not an object", nil))
 		return nil
 	}
 	key := framing.IDKey(env.ID)
@@ -258,7 +259,7 @@ func (c *Conn) gathered(ctx context.Context, env framing.Envelope) error {
 		call.failed = true
 		c.mu.Unlock()
 		e := parseError(env.Error)
-		c.inject(errorResponse(call.client, CodeInternalError, "the client refused the server's request for input: "+e.Message))
+		c.inject(jsonrpc.ErrorResponse(call.client, jsonrpc.CodeInternalError, "the client refused the server's request for input: "+e.Message, nil))
 		return nil
 	}
 	call.answers = append(call.answers, [2][]byte{g.key, bytes.Clone(env.Result)})
@@ -286,7 +287,7 @@ func (c *Conn) gathered(ctx context.Context, env framing.Envelope) error {
 		params, err = SetMember(params, "requestState", state)
 	}
 	if err != nil {
-		c.inject(errorResponse(call.client, CodeInternalError, "mcpwrap could not retry the request with the client's answers"))
+		c.inject(jsonrpc.ErrorResponse(call.client, jsonrpc.CodeInternalError, "mcpwrap could not retry the request with the client's answers", nil))
 		return nil
 	}
 	return c.inner.WriteMessage(ctx, request(id, call.method, params))
@@ -345,9 +346,9 @@ func (c *Conn) askClient(call *upCall, env framing.Envelope) [][]byte {
 	call.rounds++
 	switch {
 	case err != nil || len(reqs) == 0:
-		return [][]byte{errorResponse(call.client, CodeInternalError, "the server asked for input it did not describe (or is busy); retry later")}
+		return [][]byte{jsonrpc.ErrorResponse(call.client, jsonrpc.CodeInternalError, "the server asked for input it did not describe (or is busy); retry later", nil)}
 	case call.rounds > maxRounds:
-		return [][]byte{errorResponse(call.client, CodeInternalError, "the server asked for input more than 10 times for one request")}
+		return [][]byte{jsonrpc.ErrorResponse(call.client, jsonrpc.CodeInternalError, "the server asked for input more than 10 times for one request", nil)}
 	}
 	var outs [][]byte
 	c.mu.Lock()
@@ -364,7 +365,7 @@ func (c *Conn) askClient(call *upCall, env framing.Envelope) [][]byte {
 		method := stringMember(m.Value, "method")
 		if method == "" {
 			call.failed = true
-			return [][]byte{errorResponse(call.client, CodeInternalError, "the server asked for input without a method")}
+			return [][]byte{jsonrpc.ErrorResponse(call.client, jsonrpc.CodeInternalError, "the server asked for input without a method", nil)}
 		}
 		id := c.newID()
 		c.up.gathers[framing.IDKey(id)] = &gather{call: call, key: bytes.Clone(m.Name)}

@@ -8,47 +8,22 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpwrap/mcpwrap/internal/era"
+	"github.com/mcpwrap/mcpwrap/internal/jsonrpc"
 )
-
-// JSON-RPC error codes in the Server's answers.
-const (
-	codeParseError     = -32700
-	codeInvalidRequest = -32600
-	codeInternalError  = -32603
-	codeServerError    = -32000 // transport-level refusals: forbidden, unauthorised, unavailable
-)
-
-// errorMessage encodes a JSON-RPC error response; a nil id is sent as null.
-func errorMessage(id []byte, code int, message string, data any) []byte {
-	if id == nil {
-		id = []byte("null")
-	}
-	type rpcError struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-		Data    any    `json:"data,omitempty"`
-	}
-	b, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   rpcError        `json:"error"`
-	}{"2.0", id, rpcError{code, message, data}})
-	return b
-}
 
 // writeError answers with an HTTP error status and a JSON-RPC error body,
 // which clients can show as is.
 func writeError(w http.ResponseWriter, status int, id []byte, code int, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(errorMessage(id, code, message, nil))
+	_, _ = w.Write(jsonrpc.ErrorResponse(id, code, message, nil))
 }
 
 // writeBusy answers 503 with Retry-After: the request may succeed once
 // others are done.
 func writeBusy(w http.ResponseWriter, id []byte, err error) {
 	w.Header().Set("Retry-After", retryAfter)
-	writeError(w, http.StatusServiceUnavailable, id, codeServerError, "Service Unavailable: "+err.Error())
+	writeError(w, http.StatusServiceUnavailable, id, jsonrpc.CodeServerError, "Service Unavailable: "+err.Error())
 }
 
 // writeSessionNotFound answers 404 for an unknown or ended session. The body
@@ -70,9 +45,9 @@ func writeDiscoverUnsupported(w http.ResponseWriter, status, code int, id []byte
 			legacy = append(legacy, v)
 		}
 	}
-	data := mcp.UnsupportedProtocolVersionData{Supported: legacy, Requested: requested}
+	data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: legacy, Requested: requested})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(errorMessage(id, code,
+	_, _ = w.Write(jsonrpc.ErrorResponse(id, code,
 		"mcpwrap serves MCP sessions: open one with initialize (supported: "+strings.Join(legacy, ", ")+")", data))
 }

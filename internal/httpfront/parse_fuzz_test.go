@@ -10,26 +10,27 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/jsonrpc"
 )
 
 // parseBodyReference is parseBody as it was before it read a body in one
 // pass: json.Valid, then framing.Peek of the body and of each message.
 func parseBodyReference(body []byte) ([]incoming, bool, *postError) {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, false, &postError{code: codeInvalidRequest, message: "Invalid Request: the body is empty"}
+		return nil, false, &postError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: the body is empty"}
 	}
 	if !json.Valid(body) {
-		return nil, false, &postError{code: codeParseError, message: "Parse error: the body is not valid JSON"}
+		return nil, false, &postError{code: jsonrpc.CodeParseError, message: "Parse error: the body is not valid JSON"}
 	}
 	env, err := framing.Peek(body)
 	if err != nil {
-		return nil, false, &postError{code: codeInvalidRequest, message: "Invalid Request: " + err.Error()}
+		return nil, false, &postError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: " + err.Error()}
 	}
 	raws := [][]byte{body}
 	batch := env.Kind == framing.Batch
 	if batch {
 		if raws, err = framing.Elements(body); err != nil || len(raws) == 0 {
-			return nil, true, &postError{code: codeInvalidRequest, message: "Invalid Request: an empty or malformed batch"}
+			return nil, true, &postError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: an empty or malformed batch"}
 		}
 	}
 	msgs := make([]incoming, 0, len(raws))
@@ -40,9 +41,9 @@ func parseBodyReference(body []byte) ([]incoming, bool, *postError) {
 		env, err := framing.Peek(raw)
 		switch {
 		case err != nil:
-			return nil, batch, &postError{id: env.ID, code: codeInvalidRequest, message: "Invalid Request: " + err.Error()}
+			return nil, batch, &postError{id: env.ID, code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: " + err.Error()}
 		case env.Kind == framing.Invalid, env.Kind == framing.Batch:
-			return nil, batch, &postError{id: env.ID, code: codeInvalidRequest,
+			return nil, batch, &postError{id: env.ID, code: jsonrpc.CodeInvalidRequest,
 				message: "Invalid Request: a message must be a JSON-RPC request, notification or response"}
 		}
 		msgs = append(msgs, incoming{msg: raw, env: env})

@@ -8,9 +8,8 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/jsonrpc"
 )
 
 // servePOST takes one message, or a batch, from the client. Requests are
@@ -18,12 +17,12 @@ import (
 // session emits meanwhile); notifications and responses get 202 Accepted.
 func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && mediaType(ct) != "application/json" {
-		writeError(w, http.StatusUnsupportedMediaType, nil, codeInvalidRequest, "Unsupported Media Type: POST a JSON-RPC message as application/json")
+		writeError(w, http.StatusUnsupportedMediaType, nil, jsonrpc.CodeInvalidRequest, "Unsupported Media Type: POST a JSON-RPC message as application/json")
 		return
 	}
 	acc := accepts(r.Header.Values("Accept"))
 	if !acc.json && !acc.sse {
-		writeError(w, http.StatusNotAcceptable, nil, codeInvalidRequest, "Not Acceptable: accept application/json or text/event-stream")
+		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.CodeInvalidRequest, "Not Acceptable: accept application/json or text/event-stream")
 		return
 	}
 	// The session is looked up before the body is read: a body no session
@@ -40,13 +39,13 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
-			writeError(w, http.StatusRequestEntityTooLarge, nil, codeInvalidRequest,
+			writeError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest,
 				fmt.Sprintf("Request Entity Too Large: the body exceeds the %d-byte limit", tooBig.Limit))
 		case errors.Is(err, ErrBodiesBusy):
 			s.log.Warn("request refused: the bodies being read take the budget", "budget", s.maxBufferedBytes(), "remote", r.RemoteAddr)
 			refuseBusy(w, r, s.maxBodyBytes())
 		default:
-			writeError(w, http.StatusBadRequest, nil, codeInvalidRequest, "Bad Request: cannot read the body: "+err.Error())
+			writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "Bad Request: cannot read the body: "+err.Error())
 		}
 		return
 	}
@@ -70,10 +69,10 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 			}
 			created = true
 		case !batch && msgs[0].env.Kind == framing.Request && msgs[0].env.Method == "server/discover":
-			writeDiscoverUnsupported(w, http.StatusOK, mcp.CodeUnsupportedProtocolVersion, msgs[0].env.ID, r.Header.Get(HeaderProtocolVersion))
+			writeDiscoverUnsupported(w, http.StatusOK, jsonrpc.CodeUnsupportedProtocolVersion, msgs[0].env.ID, r.Header.Get(HeaderProtocolVersion))
 			return
 		default:
-			writeError(w, http.StatusBadRequest, nil, codeInvalidRequest,
+			writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest,
 				"Bad Request: missing "+HeaderSessionID+" header; open a session with an initialize request first")
 			return
 		}
@@ -81,7 +80,7 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 
 	ex, dup := newExchange(msgs, batch)
 	if dup != nil {
-		writeError(w, http.StatusBadRequest, dup, codeInvalidRequest, fmt.Sprintf("Invalid Request: request id %s appears twice in the batch", dup))
+		writeError(w, http.StatusBadRequest, dup, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: request id %s appears twice in the batch", dup))
 		return
 	}
 	if len(ex.pending) == 0 {
@@ -89,7 +88,7 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.callStarted() {
-		writeError(w, http.StatusServiceUnavailable, nil, codeServerError, "Service Unavailable: "+ErrShuttingDown.Error())
+		writeError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeServerError, "Service Unavailable: "+ErrShuttingDown.Error())
 		return
 	}
 	defer s.callDone()
@@ -105,7 +104,7 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 		ex.stream = newStream(w, s.stallTimeout(), ss.log)
 	}
 	if dup := ss.register(ex); dup != nil {
-		writeError(w, http.StatusBadRequest, dup, codeInvalidRequest, fmt.Sprintf("Invalid Request: request id %s is already in flight in this session", dup))
+		writeError(w, http.StatusBadRequest, dup, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: request id %s is already in flight in this session", dup))
 		return
 	}
 	if !s.answer(w, r, ss, ex, msgs, held) && created {
@@ -216,7 +215,7 @@ wait:
 		if orig := ex.orig[idKey(id)]; orig != nil {
 			id = orig
 		}
-		failed = append(failed, errorMessage(id, codeInternalError, "the session ended before the request was answered", nil))
+		failed = append(failed, jsonrpc.ErrorResponse(id, jsonrpc.CodeInternalError, "the session ended before the request was answered", nil))
 	}
 	if ex.stream != nil {
 		// The notifications and answers collected are the stateless
@@ -284,22 +283,22 @@ type postError struct {
 // lines is compacted, in place, because the relay frames messages by lines.
 func parseBody(body []byte) ([]incoming, bool, *postError) {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, false, &postError{code: codeInvalidRequest, message: "Invalid Request: the body is empty"}
+		return nil, false, &postError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: the body is empty"}
 	}
 	// One pass validates the body and reads its envelope, which a single
 	// message on one line keeps; json.Valid only tells the errors apart.
 	env, err := framing.PeekValid(body)
 	if err != nil && !errors.Is(err, framing.ErrAmbiguous) && !json.Valid(body) {
-		return nil, false, &postError{code: codeParseError, message: "Parse error: the body is not valid JSON"}
+		return nil, false, &postError{code: jsonrpc.CodeParseError, message: "Parse error: the body is not valid JSON"}
 	}
 	if err != nil {
-		return nil, false, &postError{code: codeInvalidRequest, message: "Invalid Request: " + err.Error()}
+		return nil, false, &postError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: " + err.Error()}
 	}
 	raws := [][]byte{body}
 	batch := env.Kind == framing.Batch
 	if batch {
 		if raws, err = framing.Elements(body); err != nil || len(raws) == 0 {
-			return nil, true, &postError{code: codeInvalidRequest, message: "Invalid Request: an empty or malformed batch"}
+			return nil, true, &postError{code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: an empty or malformed batch"}
 		}
 	}
 	msgs := make([]incoming, 0, len(raws))
@@ -313,9 +312,9 @@ func parseBody(body []byte) ([]incoming, bool, *postError) {
 		}
 		switch {
 		case err != nil:
-			return nil, batch, &postError{id: env.ID, code: codeInvalidRequest, message: "Invalid Request: " + err.Error()}
+			return nil, batch, &postError{id: env.ID, code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: " + err.Error()}
 		case env.Kind == framing.Invalid, env.Kind == framing.Batch:
-			return nil, batch, &postError{id: env.ID, code: codeInvalidRequest,
+			return nil, batch, &postError{id: env.ID, code: jsonrpc.CodeInvalidRequest,
 				message: "Invalid Request: a message must be a JSON-RPC request, notification or response"}
 		}
 		msgs = append(msgs, incoming{msg: raw, env: env})

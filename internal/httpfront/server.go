@@ -31,6 +31,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/hostcheck"
+	"github.com/mcpwrap/mcpwrap/internal/jsonrpc"
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
 
@@ -248,13 +249,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.once.Do(s.init)
 	if err := hostcheck.Check(r, s.AllowedOrigins); err != nil {
 		s.log.Warn("request refused", "reason", err.Error(), "remote", r.RemoteAddr)
-		writeError(w, http.StatusForbidden, nil, codeServerError, "Forbidden: "+err.Error())
+		writeError(w, http.StatusForbidden, nil, jsonrpc.CodeServerError, "Forbidden: "+err.Error())
 		return
 	}
 	if !s.authorized(r) {
 		// The header names no token, so a missing and a wrong one look alike.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpwrap"`)
-		writeError(w, http.StatusUnauthorized, nil, codeServerError, "Unauthorized: a valid bearer token is required")
+		writeError(w, http.StatusUnauthorized, nil, jsonrpc.CodeServerError, "Unauthorized: a valid bearer token is required")
 		return
 	}
 	// An unknown version that sorts after the sessions' ones is answered
@@ -262,7 +263,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// serveStateless).
 	if v := r.Header.Get(HeaderProtocolVersion); v != "" && !slices.Contains(protocolVersions, v) &&
 		(r.Method != http.MethodPost || r.Header.Get(HeaderSessionID) != "" || v < era.StatelessVersion) {
-		writeError(w, http.StatusBadRequest, nil, codeInvalidRequest,
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest,
 			fmt.Sprintf("Bad Request: unsupported %s %q (supported: %s)", HeaderProtocolVersion, v, strings.Join(protocolVersions, ", ")))
 		return
 	}
@@ -275,7 +276,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveDELETE(w, r)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
-		writeError(w, http.StatusMethodNotAllowed, nil, codeInvalidRequest, "Method Not Allowed: use POST, GET or DELETE")
+		writeError(w, http.StatusMethodNotAllowed, nil, jsonrpc.CodeInvalidRequest, "Method Not Allowed: use POST, GET or DELETE")
 	}
 }
 
@@ -302,7 +303,7 @@ func IsLoopbackAddr(addr string) bool { return hostcheck.IsLoopbackAddr(addr) }
 // serveGET opens the session's standalone SSE stream.
 func (s *Server) serveGET(w http.ResponseWriter, r *http.Request) {
 	if a := accepts(r.Header.Values("Accept")); !a.sse && !a.wildcard {
-		writeError(w, http.StatusNotAcceptable, nil, codeInvalidRequest, "Not Acceptable: a GET stream needs Accept: text/event-stream")
+		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.CodeInvalidRequest, "Not Acceptable: a GET stream needs Accept: text/event-stream")
 		return
 	}
 	ss, ok := s.lookup(w, r)
@@ -310,7 +311,7 @@ func (s *Server) serveGET(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.isDraining() {
-		writeError(w, http.StatusServiceUnavailable, nil, codeServerError, ErrShuttingDown.Error())
+		writeError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeServerError, ErrShuttingDown.Error())
 		return
 	}
 	if !ss.enter() {
@@ -354,7 +355,7 @@ func (s *Server) serveDELETE(w http.ResponseWriter, r *http.Request) {
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) (*session, bool) {
 	id := r.Header.Get(HeaderSessionID)
 	if id == "" {
-		writeError(w, http.StatusBadRequest, nil, codeInvalidRequest,
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest,
 			"Bad Request: missing "+HeaderSessionID+" header; open a session with an initialize request first")
 		return nil, false
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpwrap/mcpwrap/internal/jsonrpc"
 )
 
 // bareSession is a session with no relay, for routing tests.
@@ -179,11 +181,11 @@ func TestParseBody(t *testing.T) {
 		{name: "multi-line compacted", body: "{\"jsonrpc\":\"2.0\",\n\"id\":1,\r\n\"result\":{\"a\":\"x y\"}}", wantMsgs: []string{`{"jsonrpc":"2.0","id":1,"result":{"a":"x y"}}`}},
 		{name: "batch", body: `[{"jsonrpc":"2.0","method":"a"}, {"jsonrpc":"2.0","id":2,"result":{}}]`, wantBatch: true,
 			wantMsgs: []string{`{"jsonrpc":"2.0","method":"a"}`, `{"jsonrpc":"2.0","id":2,"result":{}}`}},
-		{name: "empty", body: " ", wantCode: codeInvalidRequest},
-		{name: "not JSON", body: `{"id":`, wantCode: codeParseError},
-		{name: "not an object", body: `"ping"`, wantCode: codeInvalidRequest},
-		{name: "nested batch", body: `[[{"jsonrpc":"2.0","method":"a"}]]`, wantCode: codeInvalidRequest},
-		{name: "neither request nor response", body: `{"jsonrpc":"2.0","id":1}`, wantCode: codeInvalidRequest},
+		{name: "empty", body: " ", wantCode: jsonrpc.CodeInvalidRequest},
+		{name: "not JSON", body: `{"id":`, wantCode: jsonrpc.CodeParseError},
+		{name: "not an object", body: `"ping"`, wantCode: jsonrpc.CodeInvalidRequest},
+		{name: "nested batch", body: `[[{"jsonrpc":"2.0","method":"a"}]]`, wantCode: jsonrpc.CodeInvalidRequest},
+		{name: "neither request nor response", body: `{"jsonrpc":"2.0","id":1}`, wantCode: jsonrpc.CodeInvalidRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

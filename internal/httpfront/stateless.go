@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/jsonrpc"
 	"github.com/mcpwrap/mcpwrap/internal/paramheader"
 	"github.com/mcpwrap/mcpwrap/middleware"
 )
@@ -33,15 +34,6 @@ import (
 const (
 	HeaderMethod = "Mcp-Method"
 	HeaderName   = "Mcp-Name"
-)
-
-// JSON-RPC error codes of the 2026-07-28 transport.
-const (
-	codeMethodNotFound             = -32601
-	codeInvalidParams              = -32602
-	codeHeaderMismatch             = -32020
-	codeMissingClientCapabilities  = -32021
-	codeUnsupportedProtocolVersion = -32022
 )
 
 // handshakeID is the id of the server/discover the Server sends on a new
@@ -113,7 +105,7 @@ func checkStateless(h http.Header, m incoming) *postError {
 	if m.env.Kind == framing.Response {
 		// Every stateless client shares the upstream: an answer from one
 		// could only answer a request the upstream sent for another's call.
-		return &postError{code: codeInvalidRequest,
+		return &postError{code: jsonrpc.CodeInvalidRequest,
 			message: "Invalid Request: protocol version " + h.Get(HeaderProtocolVersion) + " has no server requests to answer"}
 	}
 	if m.env.Kind != framing.Request && m.env.Kind != framing.Notification {
@@ -122,7 +114,7 @@ func checkStateless(h http.Header, m incoming) *postError {
 	if m.env.Kind == framing.Request && strings.HasPrefix(m.env.Method, "notifications/") {
 		// A request so named (with an id) could name another client's
 		// request to cancel, which an upstream may act on.
-		return &postError{id: m.env.ID, code: codeInvalidRequest,
+		return &postError{id: m.env.ID, code: jsonrpc.CodeInvalidRequest,
 			message: fmt.Sprintf("Invalid Request: %s is a notification, sent without an id", m.env.Method)}
 	}
 	f := parseFacts(m.env)
@@ -130,33 +122,33 @@ func checkStateless(h http.Header, m incoming) *postError {
 		version := h.Get(HeaderProtocolVersion)
 		switch {
 		case f.metaAmbiguous:
-			return &postError{id: m.env.ID, code: codeInvalidParams,
+			return &postError{id: m.env.ID, code: jsonrpc.CodeInvalidParams,
 				message: fmt.Sprintf("ambiguous _meta: it, or its field %q, is spelled more than once or in another letter case", era.MetaProtocolVersion)}
 		case f.metaVersion == "":
-			return &postError{id: m.env.ID, code: codeInvalidParams,
+			return &postError{id: m.env.ID, code: jsonrpc.CodeInvalidParams,
 				message: fmt.Sprintf("missing or invalid _meta field %q", era.MetaProtocolVersion)}
 		case f.metaVersion != version:
-			return &postError{id: m.env.ID, code: codeHeaderMismatch,
+			return &postError{id: m.env.ID, code: jsonrpc.CodeHeaderMismatch,
 				message: fmt.Sprintf("%s header %q does not match request %s %q", HeaderProtocolVersion, version, era.MetaProtocolVersion, f.metaVersion)}
 		}
 	}
 	switch method := h.Get(HeaderMethod); {
 	case method == "":
-		return &postError{id: m.env.ID, code: codeHeaderMismatch, message: "missing required " + HeaderMethod + " header"}
+		return &postError{id: m.env.ID, code: jsonrpc.CodeHeaderMismatch, message: "missing required " + HeaderMethod + " header"}
 	case method != m.env.Method:
-		return &postError{id: m.env.ID, code: codeHeaderMismatch,
+		return &postError{id: m.env.ID, code: jsonrpc.CodeHeaderMismatch,
 			message: fmt.Sprintf("header mismatch: %s header value %q does not match body value %q", HeaderMethod, method, m.env.Method)}
 	}
 	if f.hasName {
 		switch name := h.Get(HeaderName); {
 		case name == "":
-			return &postError{id: m.env.ID, code: codeHeaderMismatch,
+			return &postError{id: m.env.ID, code: jsonrpc.CodeHeaderMismatch,
 				message: fmt.Sprintf("missing required %s header for method %q", HeaderName, m.env.Method)}
 		case !f.nameOK:
-			return &postError{id: m.env.ID, code: codeHeaderMismatch,
+			return &postError{id: m.env.ID, code: jsonrpc.CodeHeaderMismatch,
 				message: fmt.Sprintf("header mismatch: the body's value for %s is missing, not a string, or spelled more than once (in any letter case)", HeaderName)}
 		case name != f.name:
-			return &postError{id: m.env.ID, code: codeHeaderMismatch,
+			return &postError{id: m.env.ID, code: jsonrpc.CodeHeaderMismatch,
 				message: fmt.Sprintf("header mismatch: %s header value %q does not match body value %q", HeaderName, name, f.name)}
 		}
 	}
@@ -183,16 +175,16 @@ var sessionEraOnly = map[string]bool{
 // held is the hold of the body's bytes, which answer releases.
 func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []incoming, batch bool, acc acceptance, held *hold) {
 	if batch {
-		writeError(w, http.StatusBadRequest, nil, codeInvalidRequest,
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest,
 			"Bad Request: protocol version "+r.Header.Get(HeaderProtocolVersion)+" has no JSON-RPC batches")
 		return
 	}
 	m := msgs[0]
 	if v := r.Header.Get(HeaderProtocolVersion); !slices.Contains(protocolVersions, v) {
-		data := mcp.UnsupportedProtocolVersionData{Supported: protocolVersions, Requested: v}
+		data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: protocolVersions, Requested: v})
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(errorMessage(m.env.ID, codeUnsupportedProtocolVersion,
+		_, _ = w.Write(jsonrpc.ErrorResponse(m.env.ID, jsonrpc.CodeUnsupportedProtocolVersion,
 			fmt.Sprintf("protocol version %q is not supported (supported: %s)", v, strings.Join(protocolVersions, ", ")), data))
 		return
 	}
@@ -201,17 +193,17 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 		return
 	}
 	if sessionEraOnly[m.env.Method] {
-		writeError(w, http.StatusNotFound, m.env.ID, codeMethodNotFound,
+		writeError(w, http.StatusNotFound, m.env.ID, jsonrpc.CodeMethodNotFound,
 			fmt.Sprintf("%s is not supported in protocol version %s, which has no sessions", m.env.Method, r.Header.Get(HeaderProtocolVersion)))
 		return
 	}
 	if s.legacyOnly.Load() {
-		writeDiscoverUnsupported(w, http.StatusOK, codeUnsupportedProtocolVersion, m.env.ID, r.Header.Get(HeaderProtocolVersion))
+		writeDiscoverUnsupported(w, http.StatusOK, jsonrpc.CodeUnsupportedProtocolVersion, m.env.ID, r.Header.Get(HeaderProtocolVersion))
 		return
 	}
 	ss, err := s.enterStateless(r, m)
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, m.env.ID, codeServerError, "Service Unavailable: "+err.Error())
+		writeError(w, http.StatusServiceUnavailable, m.env.ID, jsonrpc.CodeServerError, "Service Unavailable: "+err.Error())
 		return
 	}
 	defer ss.leave()
@@ -224,7 +216,7 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 		switch {
 		case err != nil:
 			if r.Context().Err() == nil {
-				writeError(w, http.StatusServiceUnavailable, m.env.ID, codeServerError, "Service Unavailable: "+err.Error())
+				writeError(w, http.StatusServiceUnavailable, m.env.ID, jsonrpc.CodeServerError, "Service Unavailable: "+err.Error())
 			}
 			return
 		case failed != nil:
@@ -240,7 +232,7 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 	if ss.isRefused() {
 		// An upstream of the session era only: the client falls back to
 		// initialize on this answer.
-		writeDiscoverUnsupported(w, http.StatusOK, codeUnsupportedProtocolVersion, m.env.ID, r.Header.Get(HeaderProtocolVersion))
+		writeDiscoverUnsupported(w, http.StatusOK, jsonrpc.CodeUnsupportedProtocolVersion, m.env.ID, r.Header.Get(HeaderProtocolVersion))
 		return
 	}
 
@@ -258,14 +250,14 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 			return
 		}
 		if !ss.deliver(r.Context(), m.msg) {
-			writeError(w, http.StatusServiceUnavailable, nil, codeServerError, "Service Unavailable: the server is shutting down")
+			writeError(w, http.StatusServiceUnavailable, nil, jsonrpc.CodeServerError, "Service Unavailable: the server is shutting down")
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	if !s.callStarted() {
-		writeError(w, http.StatusServiceUnavailable, m.env.ID, codeServerError, "Service Unavailable: "+ErrShuttingDown.Error())
+		writeError(w, http.StatusServiceUnavailable, m.env.ID, jsonrpc.CodeServerError, "Service Unavailable: "+ErrShuttingDown.Error())
 		return
 	}
 	defer s.callDone()
@@ -288,7 +280,7 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 	msg := spliceAll(m.msg, id, m.env.ID, m.env.ProgressToken)
 	env, err := framing.Peek(msg)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, clientID, codeInvalidRequest, "Invalid Request: "+err.Error())
+		writeError(w, http.StatusBadRequest, clientID, jsonrpc.CodeInvalidRequest, "Invalid Request: "+err.Error())
 		return
 	}
 	rewritten := []incoming{{msg: msg, env: env}}
@@ -660,7 +652,7 @@ func (ss *session) routeStateless(msg []byte, env framing.Envelope) {
 // own client pump.
 func (ss *session) refuseServerRequest(env framing.Envelope) {
 	ss.log.Warn("refusing a server request on the stateless session: the 2026-07-28 protocol has none", "method", env.Method)
-	ss.sendOwn(errorMessage(env.ID, codeMethodNotFound, "no client can answer a server request in the 2026-07-28 protocol", nil))
+	ss.sendOwn(jsonrpc.ErrorResponse(env.ID, jsonrpc.CodeMethodNotFound, "no client can answer a server request in the 2026-07-28 protocol", nil))
 }
 
 // ownLimit bounds the messages the stateless session has queued for its
@@ -775,9 +767,9 @@ func errorStatus(msg []byte) int {
 		return 0
 	}
 	switch e.Code {
-	case codeMethodNotFound:
+	case jsonrpc.CodeMethodNotFound:
 		return http.StatusNotFound
-	case codeInvalidParams, codeUnsupportedProtocolVersion, codeMissingClientCapabilities:
+	case jsonrpc.CodeInvalidParams, jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.CodeMissingClientCapabilities:
 		return http.StatusBadRequest
 	}
 	return 0
@@ -859,9 +851,9 @@ func refusesModernProtocol(rpcErr []byte) bool {
 		return false
 	}
 	switch e.Code {
-	case codeMethodNotFound:
+	case jsonrpc.CodeMethodNotFound:
 		return true
-	case codeUnsupportedProtocolVersion:
+	case jsonrpc.CodeUnsupportedProtocolVersion:
 		return !offersModernVersion(rpcErr)
 	}
 	return false
@@ -877,7 +869,7 @@ func offersModernVersion(rpcErr []byte) bool {
 			Supported []string `json:"supported"`
 		} `json:"data"`
 	}
-	if json.Unmarshal(rpcErr, &e) != nil || e.Code != codeUnsupportedProtocolVersion {
+	if json.Unmarshal(rpcErr, &e) != nil || e.Code != jsonrpc.CodeUnsupportedProtocolVersion {
 		return false
 	}
 	for _, v := range e.Data.Supported {
@@ -912,7 +904,7 @@ func checkParamHeaders(h http.Header, relay *middleware.Session, m incoming) *po
 		return nil
 	}
 	if err := paramheader.Validate(h, bindings, m.env.Params); err != nil {
-		return &postError{id: m.env.ID, code: codeHeaderMismatch, message: err.Error()}
+		return &postError{id: m.env.ID, code: jsonrpc.CodeHeaderMismatch, message: err.Error()}
 	}
 	return nil
 }

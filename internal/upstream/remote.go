@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/jsonrpc"
 	"github.com/mcpwrap/mcpwrap/internal/paramheader"
 	"github.com/mcpwrap/mcpwrap/internal/redact"
 	"github.com/mcpwrap/mcpwrap/middleware"
@@ -545,7 +546,9 @@ func (c *RemoteConn) settle(msg []byte, pending pendingCalls) {
 // with a JSON-RPC error saying why: the server broke the transport's rules
 // (an answer of an unexpected content type, or one that answers nothing).
 func (c *RemoteConn) answerCalls(pending pendingCalls, why string) {
-	c.settleCalls(pending, func(id []byte) inbound { return inbound{msg: errorResponse(id, why)} })
+	c.settleCalls(pending, func(id []byte) inbound {
+		return inbound{msg: jsonrpc.ErrorResponse(id, jsonrpc.CodeInternalError, why, nil)}
+	})
 }
 
 // failCalls reports the requests in pending that no stream has answered as

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -244,16 +243,6 @@ func (p pendingCalls) answered(msg []byte) bool {
 		found = found || ok
 	}
 	return found
-}
-
-// errorResponse builds the JSON-RPC error a request gets when the transport,
-// not the server, ends it: the client must never be left waiting.
-func errorResponse(id []byte, message string) []byte {
-	if id == nil {
-		id = []byte("null")
-	}
-	text, _ := json.Marshal(message)
-	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":%s}}`, id, text)
 }
 
 // errNotJSON reports a server message that is not JSON.

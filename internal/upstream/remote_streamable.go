@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/internal/jsonrpc"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -88,7 +89,8 @@ func (c *RemoteConn) firstContact(ctx context.Context, out *outbound) error {
 		//
 		// Method not found: what a server that does not know the method
 		// answers, and what tells the client to fall back.
-		answer := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"the server refused server/discover (HTTP %d): it speaks an earlier protocol version"}}`, out.calls[0], resp.StatusCode)
+		answer := jsonrpc.ErrorResponse(out.calls[0], jsonrpc.CodeMethodNotFound,
+			fmt.Sprintf("the server refused server/discover (HTTP %d): it speaks an earlier protocol version", resp.StatusCode), nil)
 		c.goAsync(func() { c.deliverRaw(answer, nil) })
 		return nil
 	case fallbackStatus(resp.StatusCode):
