@@ -100,7 +100,7 @@ func (s *Session) hold(env framing.Envelope, size int) bool {
 // tools/call, a JSON-RPC error otherwise.
 func (s *Session) answerBusy(env framing.Envelope, text, status string) {
 	meta := map[string]any{"status": status, "retryable": true}
-	if env.Method == "tools/call" {
+	if clientMethods[env.Method].is(answeredAsTool) {
 		s.reply(env.ID, toolError(text, meta))
 		return
 	}
@@ -187,14 +187,8 @@ func (s *Session) awaitUpstream(ctx context.Context, msg []byte, env framing.Env
 // itself, with nothing the upstream's status changes: such a request need
 // not wait for a restart.
 func (s *Session) answeredUnready(env framing.Envelope) bool {
-	switch env.Method {
-	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
-		return true // the state is replayed to the restarted upstream
-	case "tools/call":
-		p, err := s.parseCall(env)
-		return err == nil && p.Name == s.discoveryName()
-	}
-	return false
+	info := clientMethods[env.Method]
+	return info.is(answeredEmpty) || info.alone != nil && info.alone(s, env)
 }
 
 // upstreamReady reports, as of one instant, whether an upstream is ready

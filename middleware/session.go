@@ -543,26 +543,13 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 		s.replyError(env.ID, codeInvalidRequest, s.errOwnID())
 		return
 	}
-	switch env.Method {
-	case "initialize", "server/discover":
-		s.clientHandshake(ctx, env)
+	info := clientMethods[env.Method]
+	if info.handle != nil {
+		info.handle(s, ctx, env)
 		return
-	case "logging/setLevel":
-		s.hs.setLogLevel(env.Params)
-	case "resources/subscribe", "resources/unsubscribe":
-		var p struct {
-			URI string `json:"uri"`
-		}
-		if json.Unmarshal(env.Params, &p) == nil {
-			if env.Method == "resources/subscribe" {
-				s.rememberSubscription(p.URI)
-			} else {
-				s.hs.unsubscribe(p.URI)
-			}
-		}
 	}
-	if env.Method == "tools/call" {
-		s.counts.calls.Add(1)
+	if info.note != nil {
+		info.note(s, env)
 	}
 	if s.readyLink() == nil {
 		s.awaitUpstream(ctx, msg, env, false)
@@ -575,7 +562,7 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 // the ready upstream. held says msg is kept (see keep); relayRequest
 // releases it.
 func (s *Session) relayRequest(ctx context.Context, msg []byte, env framing.Envelope, held bool) {
-	if env.Method == "tools/call" && s.Tools != nil {
+	if s.Tools != nil && clientMethods[env.Method].is(gated) {
 		s.gateCall(ctx, msg, env, held)
 		return
 	}
@@ -599,10 +586,7 @@ func (s *Session) send(ctx context.Context, msg []byte, env framing.Envelope) {
 		s.answerUnready(ctx, env)
 		return
 	}
-	if env.Method == "subscriptions/listen" {
-		// The client's subscription outlives an upstream: a restarted one
-		// is sent the request again (the 2026-07-28 protocol has no
-		// session state to replay but this).
+	if clientMethods[env.Method].is(reopened) {
 		s.rememberListen(env.ID, msg)
 	}
 	if err := s.writeRequest(ctx, l, msg); err != nil {
@@ -613,21 +597,12 @@ func (s *Session) send(ctx context.Context, msg []byte, env framing.Envelope) {
 	}
 }
 
+// clientNotification forwards the client's notification to the ready
+// upstream, once its method's notify handler, if any, has taken it and
+// said it goes on.
 func (s *Session) clientNotification(msg []byte, env framing.Envelope) {
-	if env.Method == "notifications/initialized" {
-		// The sidecar sends its own after every successful initialize, so
-		// that a restarted upstream gets one too; the client's is not needed.
-		s.hs.setInitialized()
+	if notify := clientMethods[env.Method].notify; notify != nil && !notify(s, env) {
 		return
-	}
-	if env.Method == "tools/call" && s.Tools != nil {
-		// Without an id it cannot be answered, nor judged like a request;
-		// an upstream that dispatches on the method alone would run it.
-		s.log.Warn("tools/call sent as a notification; dropped")
-		return
-	}
-	if env.Method == "notifications/cancelled" {
-		s.clientCancelled(env.Params)
 	}
 	s.forward(msg)
 }
@@ -667,17 +642,6 @@ func (s *Session) clientResponse(msg []byte, env framing.Envelope) {
 	s.writeUpstream(l, msg)
 }
 
-// intercepted reports whether the sidecar must see a message of method on
-// its own, which it cannot inside a batch.
-func intercepted(method string) bool {
-	switch method {
-	case "initialize", "server/discover", "notifications/initialized", "tools/list", "tools/call",
-		"logging/setLevel", "resources/subscribe", "resources/unsubscribe":
-		return true
-	}
-	return false
-}
-
 // clientBatch forwards a JSON-RPC batch as it is (MCP 2025-03-26 allowed
 // them; later versions dropped them) unless it holds a message the sidecar
 // must intercept, such as a tools/call that may be locked, or no upstream is
@@ -712,7 +676,7 @@ func (s *Session) clientBatch(ctx context.Context, msg []byte) {
 			reqs = append(reqs, framing.Envelope{})
 			continue
 		}
-		if intercepted(env.Method) && reason == "" {
+		if clientMethods[env.Method].is(intercepted) && reason == "" {
 			reason = "mcpwrap does not relay " + env.Method + " inside a batch; send it on its own"
 		}
 		if env.Kind == framing.Request {
@@ -737,9 +701,9 @@ func (s *Session) clientBatch(ctx context.Context, msg []byte) {
 			// What a cancellation or an answer ends, it ends inside a batch
 			// too, as on its own.
 			for _, env := range others {
-				switch {
-				case env.Method == "notifications/cancelled":
-					s.clientCancelled(env.Params)
+				switch notify := clientMethods[env.Method].notify; {
+				case notify != nil:
+					notify(s, env) // a cancellation: the intercepted ones refused the batch
 				case env.Kind == framing.Response:
 					s.takeServerRequest(env)
 				}

@@ -134,7 +134,7 @@ func (s *Session) streamClient(heads headReader, head []byte) bool {
 			s.writeUpstream(l, errorResponse(serverID, codeInternalError, "mcpwrap: the client's answer ended in the middle of its message, which was cut off", nil))
 		}
 	case framing.Request:
-		if intercepted(env.Method) || env.Method == "subscriptions/listen" {
+		if !clientMethods[env.Method].streamable() {
 			return false
 		}
 		tracked, refused := s.trackReady(env)

@@ -568,35 +568,54 @@ func (s *Session) answerDegraded(w *hsWaiter) {
 func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 	st := s.Status()
 	s.reconnectOnUse(st)
-	switch env.Method {
-	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
+	switch info := clientMethods[env.Method]; {
+	case info.is(answeredEmpty):
 		s.reply(env.ID, json.RawMessage(`{}`)) // the state is replayed once the upstream is ready
-	case "resources/list", "resources/templates/list", "prompts/list":
-		// Empty until the upstream is ready, when the client is told the
-		// list changed (see notifyListsChanged), as a degraded handshake
-		// that remembered these capabilities promised.
-		s.reply(env.ID, json.RawMessage(emptyLists[env.Method]))
-	case "tools/list":
-		tools := []json.RawMessage{}
-		if locked := s.cat.lockedTools(); s.showDiscovery(locked) {
-			tools = append(tools, s.discoveryDefinition(locked))
-		}
-		res, _ := json.Marshal(map[string]any{"tools": tools})
-		s.reply(env.ID, res)
-	case "tools/call":
-		p, err := s.parseCall(env)
-		switch {
-		case err == nil && p.Name == s.discoveryName():
-			s.reply(env.ID, s.discover(ctx, p.Arguments))
-		case err == nil && st.Err != nil && st.Err.Code == resilience.CodeServerDisabled:
-			s.reject(env.ID, p.Name, statusServerDisabled) // not started: every tool is locked so
-		default:
-			s.reply(env.ID, toolError(st.Message(), statusMeta(st)))
-		}
+	case info.unready != nil:
+		info.unready(s, ctx, env, st)
 	default:
 		b, _ := json.Marshal(statusMeta(st))
 		s.replyErrorData(env.ID, codeInternalError, st.Message(), b)
 	}
+}
+
+// answerWith returns an unready handler that answers result.
+func answerWith(result string) func(*Session, context.Context, framing.Envelope, resilience.Outcome) {
+	return func(s *Session, _ context.Context, env framing.Envelope, _ resilience.Outcome) {
+		s.reply(env.ID, json.RawMessage(result))
+	}
+}
+
+// unreadyToolsList answers tools/list while no upstream is ready: the
+// discovery tool alone, when it is shown.
+func (s *Session) unreadyToolsList(_ context.Context, env framing.Envelope, _ resilience.Outcome) {
+	tools := []json.RawMessage{}
+	if locked := s.cat.lockedTools(); s.showDiscovery(locked) {
+		tools = append(tools, s.discoveryDefinition(locked))
+	}
+	res, _ := json.Marshal(map[string]any{"tools": tools})
+	s.reply(env.ID, res)
+}
+
+// unreadyToolsCall answers tools/call while no upstream is ready, st being
+// its status: the discovery tool works, other tools are told the status.
+func (s *Session) unreadyToolsCall(ctx context.Context, env framing.Envelope, st resilience.Outcome) {
+	p, err := s.parseCall(env)
+	switch {
+	case err == nil && p.Name == s.discoveryName():
+		s.reply(env.ID, s.discover(ctx, p.Arguments))
+	case err == nil && st.Err != nil && st.Err.Code == resilience.CodeServerDisabled:
+		s.reject(env.ID, p.Name, statusServerDisabled) // not started: every tool is locked so
+	default:
+		s.reply(env.ID, toolError(st.Message(), statusMeta(st)))
+	}
+}
+
+// isDiscoveryCall reports whether env, a tools/call, calls the discovery
+// tool, which unreadyToolsCall answers whatever the status.
+func (s *Session) isDiscoveryCall(env framing.Envelope) bool {
+	p, err := s.parseCall(env)
+	return err == nil && p.Name == s.discoveryName()
 }
 
 // crashData is the error data of a request the crash that status
@@ -648,14 +667,6 @@ const (
 	viewAvailable          // the upstream answered the client's handshake, or list_changed followed
 	viewUnavailable        // the sidecar answered it (degraded), or the upstream went away since
 )
-
-// emptyLists are the answers to the list requests of resources and prompts
-// while no upstream is ready.
-var emptyLists = map[string]string{
-	"resources/list":           `{"resources":[]}`,
-	"resources/templates/list": `{"resourceTemplates":[]}`,
-	"prompts/list":             `{"prompts":[]}`,
-}
 
 // setStatus publishes the upstream's load status. When availability changes
 // from what the client last saw, the client's tool list changed (the real
