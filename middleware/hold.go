@@ -206,7 +206,7 @@ func (s *Session) upstreamReady() (ready, restarting bool) {
 // whether an upstream is ready.
 func (s *Session) awaitRestart(ctx context.Context) bool {
 	expired := make(chan struct{})
-	t := s.afterFunc(s.readyTimeout(), func() { close(expired) })
+	t := s.hooks.afterFunc(s.readyTimeout(), func() { close(expired) })
 	defer t.Stop()
 	for {
 		s.mu.Lock()

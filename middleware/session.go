@@ -147,9 +147,7 @@ type Session struct {
 	// (its _meta.progressToken) restarts the bound. Zero means no bound.
 	CallTimeout time.Duration
 
-	// afterFunc arms the ready timeout and the call timeouts; tests replace
-	// time.AfterFunc.
-	afterFunc func(time.Duration, func()) interface{ Stop() bool }
+	hooks hooks // where tests step in
 
 	once  sync.Once
 	log   *slog.Logger
@@ -180,20 +178,6 @@ type Session struct {
 	// its handshakes waiting; it has its own lock, never held with mu.
 	hs        handshakeState
 	versioned VersionedPolicy // Tools, when it is one; set by init
-	// verdictRead, when set (by tests), is called by gateCall right after
-	// it reads the verdict on a call to the named tool.
-	verdictRead func(name string)
-	// handshakeCaptured, when set (by tests), is called by clientHandshake
-	// between capturing the client's handshake and looking at the upstream.
-	handshakeCaptured func()
-	// handshakeReady, when set (by tests), is called by the upstream's
-	// handshake between marking the upstream ready and answering the
-	// client's handshakes waiting.
-	handshakeReady func()
-	// streamHead, when set (by tests), is called by streamUpstream with the
-	// head of a response it may relay as it arrives, before it takes the
-	// request the response answers.
-	streamHead func()
 	// ready is up when its handshake is done, else nil: set with up and
 	// its ready under mu, read without it by every client request.
 	ready atomic.Pointer[link]
@@ -215,6 +199,28 @@ type Session struct {
 	heldBytes      int           // their size
 	restarting     bool          // the upstream is being restarted after a crash, or started after an initialize answered from memory: requests wait for it
 	restartChanged chan struct{} // closed and replaced when restarting changes
+}
+
+// hooks are where tests step into a Session. Each is set before Run and
+// never written after; the zero value steps in nowhere.
+type hooks struct {
+	// afterFunc arms the ready timeout and the call timeouts; nil means
+	// time.AfterFunc (set by init).
+	afterFunc func(time.Duration, func()) interface{ Stop() bool }
+	// verdictRead, when set, is called by gateCall right after it reads
+	// the verdict on a call to the named tool.
+	verdictRead func(name string)
+	// handshakeCaptured, when set, is called by clientHandshake between
+	// capturing the client's handshake and looking at the upstream.
+	handshakeCaptured func()
+	// handshakeReady, when set, is called by the upstream's handshake
+	// between marking the upstream ready and answering the client's
+	// handshakes waiting.
+	handshakeReady func()
+	// streamHead, when set, is called by streamUpstream with the head of a
+	// response it may relay as it arrives, before it takes the request the
+	// response answers.
+	streamHead func()
 }
 
 // link is one connection to the upstream, from dial to death.
@@ -276,10 +282,10 @@ func (s *Session) init() {
 	s.retrier.OnRetry = s.setStatus
 	s.crashes = cmp.Or(s.CrashBudget, &resilience.CrashBudget{})
 	s.reconnect = cmp.Or(s.Reconnect, &resilience.Throttle{})
-	if s.afterFunc == nil {
-		s.afterFunc = func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) }
+	if s.hooks.afterFunc == nil {
+		s.hooks.afterFunc = func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) }
 	}
-	s.tracker = newTracker(s.CallTimeout, s.afterFunc, s.expired)
+	s.tracker = newTracker(s.CallTimeout, s.hooks.afterFunc, s.expired)
 }
 
 // Run relays messages until the client goes away or ctx is done, then waits

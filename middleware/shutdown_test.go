@@ -346,7 +346,7 @@ func TestDrainWaitsForARelayedHandshake(t *testing.T) {
 // ready timer, which would fire after Run has returned.
 func TestHandshakeAfterRunEndedTheWaitingArmsNoTimer(t *testing.T) {
 	clock := &fakeClock{}
-	s := &Session{Name: "fixture", afterFunc: clock.afterFunc}
+	s := &Session{Name: "fixture", hooks: hooks{afterFunc: clock.afterFunc}}
 	s.once.Do(s.init)
 	s.endHandshakes()
 	s.clientHandshake(context.Background(), framing.Envelope{Kind: framing.Request, ID: []byte("1"), Method: "initialize", Params: []byte(`{}`)})

@@ -379,8 +379,8 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 	// the upstream announced stale, the refresh ending in between.
 	stale := s.catalogStale()
 	a, known, claimed := s.callVerdict(p.Name)
-	if s.verdictRead != nil {
-		s.verdictRead(p.Name)
+	if s.hooks.verdictRead != nil {
+		s.hooks.verdictRead(p.Name)
 	}
 	if stale {
 		known, claimed = false, false // wait for the catalog the upstream announced

@@ -358,8 +358,8 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 			s.ready.Store(l)
 		}
 		s.mu.Unlock()
-		if s.handshakeReady != nil {
-			s.handshakeReady()
+		if s.hooks.handshakeReady != nil {
+			s.hooks.handshakeReady()
 		}
 		// Read once the upstream is ready: what the client sets from now on
 		// is relayed, and what it set before is replayed.
@@ -415,8 +415,8 @@ func (s *Session) clientHandshake(ctx context.Context, env framing.Envelope) {
 		w.once.Do(func() { s.endWaiter(w) })
 		return
 	}
-	if s.handshakeCaptured != nil {
-		s.handshakeCaptured()
+	if s.hooks.handshakeCaptured != nil {
+		s.hooks.handshakeCaptured()
 	}
 	// Looked at after w waits: a dial that begins to wait after the look
 	// answers w (see demand.await).
@@ -438,7 +438,7 @@ func (s *Session) clientHandshake(ctx context.Context, env framing.Envelope) {
 		// the capture and the look: its end answers w, and the ready timer
 		// one of another method it did not answer. Relaying it as well
 		// would initialise the upstream twice.
-		w.arm(s.afterFunc(s.readyTimeout(), func() { s.answerDegraded(w) }))
+		w.arm(s.hooks.afterFunc(s.readyTimeout(), func() { s.answerDegraded(w) }))
 	case ready && !s.hs.claim(w):
 		// The ready upstream's handshake answered w (or is answering it)
 		// between the capture and the look, with what it answered the
@@ -462,7 +462,7 @@ func (s *Session) clientHandshake(ctx context.Context, env framing.Envelope) {
 	case degraded || (status.Class != resilience.Transient && status.Attempts > 0):
 		s.answerDegraded(w) // known not to come soon: do not make the client wait
 	default:
-		w.arm(s.afterFunc(s.readyTimeout(), func() { s.answerDegraded(w) }))
+		w.arm(s.hooks.afterFunc(s.readyTimeout(), func() { s.answerDegraded(w) }))
 	}
 }
 
