@@ -314,7 +314,7 @@ func TestRequestPastReadyTimeoutDuringRestart(t *testing.T) {
 func (s *Session) heldCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.held
+	return s.holds.held
 }
 
 // TestHeldCallsAreBounded: calls to a tool not known yet wait for the

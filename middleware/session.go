@@ -195,10 +195,7 @@ type Session struct {
 	stopping   bool          // Run is returning: no new gating
 	background goroutines    // catalog loads, refreshes, relayed handshakes: Run waits for them
 
-	held           int           // client requests held (see hold)
-	heldBytes      int           // their size
-	restarting     bool          // the upstream is being restarted after a crash, or started after an initialize answered from memory: requests wait for it
-	restartChanged chan struct{} // closed and replaced when restarting changes
+	holds holdState // the requests held and the restart they may wait for (see hold.go)
 }
 
 // hooks are where tests step into a Session. Each is set before Run and
@@ -267,7 +264,6 @@ func (s *Session) init() {
 	s.versioned, _ = s.Tools.(VersionedPolicy)
 	s.gatingIdle = make(chan struct{})
 	close(s.gatingIdle)
-	s.restartChanged = make(chan struct{})
 	s.cat.identities.limit = s.maxCatalogBytes()
 	s.kick = make(chan struct{}, 1)
 	s.life, s.endLife = context.WithCancel(context.Background())

@@ -357,7 +357,7 @@ func TestHandshakeAfterRunEndedTheWaitingArmsNoTimer(t *testing.T) {
 	assert.Empty(t, s.hs.takeWaiters(""), "no handshake left waiting")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	assert.Zero(t, s.held, "its hold released")
+	assert.Zero(t, s.holds.held, "its hold released")
 }
 
 // TestHandshakeThenEOFIsAnswered: a client that sends initialize and closes its side at once

@@ -31,7 +31,7 @@ func (s *Session) supervise(ctx context.Context) {
 		out := r.Load(ctx, s.Name, load)
 		load = s.loadOnce
 		s.mu.Lock()
-		s.setRestartingLocked(false) // the requests waiting for a restart go on, or are answered
+		s.holds.setRestarting(false) // the requests waiting for a restart go on, or are answered
 		s.mu.Unlock()
 		if out.Class == resilience.Transient && ctx.Err() == nil {
 			s.setStatus(out)
@@ -83,7 +83,7 @@ func (s *Session) supervise(ctx context.Context) {
 		s.up = nil
 		s.ready.Store(nil)
 		// With the link gone, in one step: a request finds the link, or waits for the restart.
-		s.setRestartingLocked(loop == nil)
+		s.holds.setRestarting(loop == nil)
 		s.mu.Unlock()
 		l.conn.Close()                                                                    // its pipes, its process group, its remote session
 		s.failInflight(l, "upstream restarted; request not completed", crashData(status)) // before the news, as they were asked first
@@ -694,7 +694,7 @@ func (s *Session) publishStatus(o resilience.Outcome) (tell bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.restarting && o.Class == resilience.Transient && o.Restart == 0 {
+	if s.holds.restarting && o.Class == resilience.Transient && o.Restart == 0 {
 		// A retry of the restart's load: it is still that restart.
 		o.Restart, o.MaxRestarts = s.status.Restart, s.status.MaxRestarts
 	}
