@@ -214,13 +214,13 @@ func (s *Session) awaitUpstream(ctx context.Context, msg []byte, env framing.Env
 	if !ok {
 		return
 	}
-	if !s.startGating() {
+	if !s.gating.start() {
 		s.answerUnready(ctx, env)
 		s.unhold(msg, true)
 		return
 	}
 	go func() {
-		defer s.doneGating()
+		defer s.gating.done()
 		if !s.awaitRestart(ctx) {
 			s.answerUnready(ctx, env)
 			s.viewUnready()

@@ -190,10 +190,8 @@ type Session struct {
 	status     resilience.Outcome
 	clientView int // what the client last learned of status: availability (view*)
 
-	gating     int           // calls being judged off the client pump
-	gatingIdle chan struct{} // closed while gating is zero
-	stopping   bool          // Run is returning: no new gating
-	background goroutines    // catalog loads, refreshes, relayed handshakes: Run waits for them
+	gating     goroutines // requests waiting off the client pump: the drain and Run wait for them
+	background goroutines // catalog loads, refreshes, relayed handshakes: Run waits for them
 
 	holds holdState // the requests held and the restart they may wait for (see hold.go)
 }
@@ -262,8 +260,6 @@ func (s *Session) init() {
 	s.ownID = newOwnIDPrefix()
 	s.own = rpcclient.New(s.ownID, decodeRPCError)
 	s.versioned, _ = s.Tools.(VersionedPolicy)
-	s.gatingIdle = make(chan struct{})
-	close(s.gatingIdle)
 	s.cat.identities.limit = s.maxCatalogBytes()
 	s.kick = make(chan struct{}, 1)
 	s.life, s.endLife = context.WithCancel(context.Background())
@@ -337,11 +333,7 @@ func (s *Session) Run(ctx context.Context) error {
 	// The upstream is closed and its reader gone: what is still in flight
 	// will never be answered by it.
 	s.failInflight(nil, "the session ended before the request was answered", nil)
-	s.mu.Lock()
-	s.stopping = true
-	gating := s.gatingIdle
-	s.mu.Unlock()
-	s.awaitWriters(gating)
+	s.awaitWriters(s.gating.stop())
 	s.awaitWriters(s.stopCallTimers())
 	s.endHandshakes()
 	s.awaitWriters(s.background.stop())
@@ -403,8 +395,9 @@ func (s *Session) drain() {
 	t := time.NewTimer(s.drainTimeout())
 	defer t.Stop()
 	waiters := s.hs.waiting()
+	gating := s.gating.idleChan()
 	s.mu.Lock()
-	gating, l := s.gatingIdle, s.up
+	l := s.up
 	s.mu.Unlock()
 	var dead <-chan struct{}
 	if l != nil {
@@ -433,30 +426,6 @@ func (s *Session) awaitDrain(done, dead <-chan struct{}, timeout <-chan time.Tim
 		s.log.Warn("in-flight requests not answered before shutdown", "count", s.inflight())
 	}
 	return false
-}
-
-// startGating counts a call judged off the client pump; it reports false
-// once Run is returning.
-func (s *Session) startGating() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopping {
-		return false
-	}
-	if s.gating == 0 {
-		s.gatingIdle = make(chan struct{})
-	}
-	s.gating++
-	return true
-}
-
-// doneGating ends what startGating began.
-func (s *Session) doneGating() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gating--; s.gating == 0 {
-		close(s.gatingIdle)
-	}
 }
 
 func (s *Session) drainTimeout() time.Duration {
