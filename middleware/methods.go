@@ -49,6 +49,9 @@ const (
 	// reached, a timeout, the upstream's status) are an isError tool
 	// result, which the agent reads, rather than a JSON-RPC error.
 	answeredAsTool
+	// filtered: the upstream's answer is rewritten by the ToolPolicy, when
+	// there is one (see rewriteToolsList), and refused when ambiguous.
+	filtered
 )
 
 // methodInfo is what the Session does with a client's message of one
@@ -103,7 +106,7 @@ func init() {
 		"logging/setLevel":          {flags: intercepted | replayed | answeredEmpty, note: (*Session).noteLogLevel},
 		"resources/subscribe":       {flags: intercepted | replayed | answeredEmpty, note: (*Session).noteSubscribe},
 		"resources/unsubscribe":     {flags: intercepted | answeredEmpty, note: (*Session).noteUnsubscribe},
-		"tools/list":                {flags: intercepted, unready: (*Session).unreadyToolsList},
+		"tools/list":                {flags: intercepted | filtered, unready: (*Session).unreadyToolsList},
 		"tools/call": {
 			flags:   intercepted | gated | answeredAsTool,
 			note:    (*Session).noteCall,

@@ -31,6 +31,7 @@ func TestClientMethods(t *testing.T) {
 		unready     bool // answered by a handler of its own while no upstream is ready
 		alone       bool // may be answered alone while unready, depending on its params
 		notified    bool // a notification of it is handled
+		filtered    bool // its answer is rewritten by the gate
 	}{
 		{method: "initialize", intercepted: true, replayed: true, handled: true},
 		{method: "server/discover", intercepted: true, replayed: true, handled: true},
@@ -39,7 +40,7 @@ func TestClientMethods(t *testing.T) {
 		{method: "logging/setLevel", intercepted: true, replayed: true, empty: true, noted: true},
 		{method: "resources/subscribe", intercepted: true, replayed: true, empty: true, noted: true},
 		{method: "resources/unsubscribe", intercepted: true, empty: true, noted: true},
-		{method: "tools/list", intercepted: true, unready: true},
+		{method: "tools/list", intercepted: true, filtered: true, unready: true},
 		{method: "tools/call", intercepted: true, gated: true, asTool: true, noted: true, unready: true, alone: true, notified: true},
 		{method: "resources/list", streamable: true, unready: true},
 		{method: "resources/templates/list", streamable: true, unready: true},
@@ -68,6 +69,7 @@ func TestClientMethods(t *testing.T) {
 			assert.Equal(t, tt.unready, m.unready != nil, "unready")
 			assert.Equal(t, tt.alone, m.alone != nil, "alone")
 			assert.Equal(t, tt.notified, m.notify != nil, "notify")
+			assert.Equal(t, tt.filtered, m.is(filtered), "filtered")
 		})
 	}
 	for _, method := range slices.Sorted(maps.Keys(clientMethods)) {
@@ -89,6 +91,10 @@ func TestClientMethodsAreConsistent(t *testing.T) {
 			assert.Equal(t, "notifications/cancelled", method, "a notification handled inside a batch must be forwarded")
 		}
 		assert.False(t, m.is(answeredEmpty) && m.unready != nil, "%s: answeredEmpty or an unready handler, not both", method)
+		if m.is(filtered) {
+			// Its answer is rewritten whole: its request is read whole too.
+			assert.True(t, m.is(intercepted), "%s is filtered but not intercepted", method)
+		}
 		if m.alone != nil {
 			assert.NotNil(t, m.unready, "%s: alone says what unready answers", method)
 		}

@@ -822,7 +822,7 @@ func (s *Session) pumpUpstream(l *link) {
 				continue
 			}
 			switch {
-			case method != "tools/list" || s.Tools == nil:
+			case s.Tools == nil || !clientMethods[method].is(filtered):
 			case ambiguous:
 				// Which result the client reads is unknown: it cannot be filtered.
 				msg = errorResponse(env.ID, codeInternalError, "the upstream's tools/list response is ambiguous; refused: "+err.Error(), nil)
@@ -922,7 +922,7 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 				continue
 			}
 			switch {
-			case method != "tools/list" || s.Tools == nil:
+			case s.Tools == nil || !clientMethods[method].is(filtered):
 			case ambiguous:
 				e, changed = errorResponse(env.ID, codeInternalError, "the upstream's tools/list response is ambiguous; refused: "+err.Error(), nil), true
 			case env.Result != nil:
