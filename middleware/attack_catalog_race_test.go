@@ -178,7 +178,7 @@ func TestCallJudgedAsARefreshEndsWaitsForIt(t *testing.T) {
 	judging, refreshed := make(chan struct{}), make(chan struct{})
 	h := start(t, 0, func(s *Session) {
 		s.Tools = approvalPolicy{}
-		s.verdictRead = func(name string) {
+		s.hooks.verdictRead = func(name string) {
 			if name == "echo" {
 				close(judging)
 				<-refreshed

@@ -244,7 +244,7 @@ func TestLongResponseNeverPassesForAListTrackedAfterItsHead(t *testing.T) {
 	var once sync.Once
 	h = start(t, 0, func(s *Session) {
 		s.Tools = policy
-		s.streamHead = func() {
+		s.hooks.streamHead = func() {
 			once.Do(func() {
 				h.client.send(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}` + "\n")
 				h.up.next() // tracked before it was written

@@ -27,7 +27,7 @@ func (s *Session) expired(r *inflight) {
 	s.writeUpstream(r.link, cancel)
 
 	meta := map[string]any{"status": "timeout", "class": "transient", "retryable": true}
-	if r.method == "tools/call" {
+	if clientMethods[r.method].is(answeredAsTool) {
 		text := fmt.Sprintf("Server '%s' did not answer this tool call within %s (call_timeout), so mcpwrap cancelled it. "+
 			"The tool may have run in part; retry only if that is safe.", s.Name, s.CallTimeout)
 		s.reply(r.id, toolError(text, meta))
@@ -35,14 +35,6 @@ func (s *Session) expired(r *inflight) {
 	}
 	data, _ := json.Marshal(meta)
 	s.replyErrorData(r.id, codeRequestTimeout, fmt.Sprintf("Request timed out: server '%s' did not answer %s within %s (call_timeout); cancelled", s.Name, r.method, s.CallTimeout), data)
-}
-
-// openEnded reports whether a request of method stays unanswered by
-// design for as long as the client wants it: the 2026-07-28 protocol's
-// subscriptions/listen carries the server's notifications until the
-// client cancels it. No call timeout applies to it.
-func openEnded(method string) bool {
-	return method == "subscriptions/listen"
 }
 
 // progressed restarts the call timer of the request whose progress token

@@ -66,7 +66,7 @@ func (c *fakeClock) armed() int {
 func withCallTimeout(clock *fakeClock) func(*Session) {
 	return func(s *Session) {
 		s.CallTimeout = 3 * time.Second
-		s.afterFunc = clock.afterFunc
+		s.hooks.afterFunc = clock.afterFunc
 	}
 }
 
@@ -150,7 +150,7 @@ func TestCallTimeoutIsNotArmed(t *testing.T) {
 		request   string
 	}{
 		{name: "without a call timeout", request: `{"jsonrpc":"2.0","id":1,"method":"ping"}`,
-			configure: func(c *fakeClock) func(*Session) { return func(s *Session) { s.afterFunc = c.afterFunc } }},
+			configure: func(c *fakeClock) func(*Session) { return func(s *Session) { s.hooks.afterFunc = c.afterFunc } }},
 		{name: "for subscriptions/listen, open by design", request: `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{}}`,
 			configure: withCallTimeout},
 	}

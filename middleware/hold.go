@@ -70,22 +70,71 @@ func (s *Session) heldBounds() (count, size int) {
 	return count, size
 }
 
+// holdState is what the Session keeps of the client requests that wait:
+// how many are held and their bytes, and whether the upstream is being
+// restarted, which they may wait for. It is guarded by Session.mu, not a
+// lock of its own: the restart is set in one step with the upstream link
+// (see supervise) and read in one with it (see upstreamReady). Its methods
+// are called with Session.mu held. Its zero value holds nothing, with no
+// restart under way.
+type holdState struct {
+	held       int  // client requests held (see hold)
+	heldBytes  int  // their size
+	restarting bool // the upstream is being restarted after a crash, or started after an initialize answered from memory: requests wait for it
+	// restartChanged is closed when restarting changes; nil until changed
+	// makes one, and again once closed.
+	restartChanged chan struct{}
+}
+
+// take counts a request of size bytes as held and returns "", or, when
+// that would pass maxCount requests or maxBytes, counts nothing and
+// returns the bound reached.
+func (h *holdState) take(size, maxCount, maxBytes int) (limit string) {
+	switch {
+	case h.held+1 > maxCount:
+		return fmt.Sprintf("%d held requests", maxCount)
+	case h.heldBytes+size > maxBytes:
+		return fmt.Sprintf("%d held bytes", maxBytes)
+	}
+	h.held++
+	h.heldBytes += size
+	return ""
+}
+
+// release ends what take began.
+func (h *holdState) release(size int) {
+	h.held--
+	h.heldBytes -= size
+}
+
+// setRestarting records whether a restart is under way and wakes the
+// requests waiting for it to change.
+func (h *holdState) setRestarting(on bool) {
+	if h.restarting == on {
+		return
+	}
+	h.restarting = on
+	if h.restartChanged != nil {
+		close(h.restartChanged)
+		h.restartChanged = nil
+	}
+}
+
+// changed returns a channel closed when restarting next changes.
+func (h *holdState) changed() <-chan struct{} {
+	if h.restartChanged == nil {
+		h.restartChanged = make(chan struct{})
+	}
+	return h.restartChanged
+}
+
 // hold counts a request of size bytes as held, or, when that would pass
 // MaxHeldRequests or MaxHeldBytes, answers it at once with a retryable
 // error and reports false. Each true is undone by one release(size).
 func (s *Session) hold(env framing.Envelope, size int) bool {
 	maxCount, maxBytes := s.heldBounds()
 	s.mu.Lock()
-	var limit string
-	switch {
-	case s.held+1 > maxCount:
-		limit = fmt.Sprintf("%d held requests", maxCount)
-	case s.heldBytes+size > maxBytes:
-		limit = fmt.Sprintf("%d held bytes", maxBytes)
-	default:
-		s.held++
-		s.heldBytes += size
-	}
+	limit := s.holds.take(size, maxCount, maxBytes)
 	s.mu.Unlock()
 	if limit == "" {
 		return true
@@ -100,7 +149,7 @@ func (s *Session) hold(env framing.Envelope, size int) bool {
 // tools/call, a JSON-RPC error otherwise.
 func (s *Session) answerBusy(env framing.Envelope, text, status string) {
 	meta := map[string]any{"status": status, "retryable": true}
-	if env.Method == "tools/call" {
+	if clientMethods[env.Method].is(answeredAsTool) {
 		s.reply(env.ID, toolError(text, meta))
 		return
 	}
@@ -112,8 +161,7 @@ func (s *Session) answerBusy(env framing.Envelope, text, status string) {
 func (s *Session) release(size int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.held--
-	s.heldBytes -= size
+	s.holds.release(size)
 }
 
 // keep makes msg, a client request, the Session's own to hold past the
@@ -166,13 +214,13 @@ func (s *Session) awaitUpstream(ctx context.Context, msg []byte, env framing.Env
 	if !ok {
 		return
 	}
-	if !s.startGating() {
+	if !s.gating.start() {
 		s.answerUnready(ctx, env)
 		s.unhold(msg, true)
 		return
 	}
 	go func() {
-		defer s.doneGating()
+		defer s.gating.done()
 		if !s.awaitRestart(ctx) {
 			s.answerUnready(ctx, env)
 			s.viewUnready()
@@ -187,14 +235,8 @@ func (s *Session) awaitUpstream(ctx context.Context, msg []byte, env framing.Env
 // itself, with nothing the upstream's status changes: such a request need
 // not wait for a restart.
 func (s *Session) answeredUnready(env framing.Envelope) bool {
-	switch env.Method {
-	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
-		return true // the state is replayed to the restarted upstream
-	case "tools/call":
-		p, err := s.parseCall(env)
-		return err == nil && p.Name == s.discoveryName()
-	}
-	return false
+	info := clientMethods[env.Method]
+	return info.is(answeredEmpty) || info.alone != nil && info.alone(s, env)
 }
 
 // upstreamReady reports, as of one instant, whether an upstream is ready
@@ -204,7 +246,7 @@ func (s *Session) answeredUnready(env framing.Envelope) bool {
 func (s *Session) upstreamReady() (ready, restarting bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.up != nil && s.up.ready, s.restarting
+	return s.up != nil && s.up.ready, s.holds.restarting
 }
 
 // awaitRestart waits until an upstream is ready, the restart under way
@@ -212,11 +254,11 @@ func (s *Session) upstreamReady() (ready, restarting bool) {
 // whether an upstream is ready.
 func (s *Session) awaitRestart(ctx context.Context) bool {
 	expired := make(chan struct{})
-	t := s.afterFunc(s.readyTimeout(), func() { close(expired) })
+	t := s.hooks.afterFunc(s.readyTimeout(), func() { close(expired) })
 	defer t.Stop()
 	for {
 		s.mu.Lock()
-		changed := s.restartChanged
+		changed := s.holds.changed()
 		s.mu.Unlock()
 		ready, restarting := s.upstreamReady()
 		switch {
@@ -255,17 +297,6 @@ func (s *Session) viewUnready() {
 		s.notifyToolsChanged()
 		s.notifyListsChanged()
 	}
-}
-
-// setRestartingLocked records whether a restart after a crash is under way
-// and wakes the requests waiting for it; s.mu must be held.
-func (s *Session) setRestartingLocked(on bool) {
-	if s.restarting == on {
-		return
-	}
-	s.restarting = on
-	close(s.restartChanged)
-	s.restartChanged = make(chan struct{})
 }
 
 // readyTimeout is ReadyTimeout or its default.

@@ -125,8 +125,8 @@ func startRestartable(t *testing.T, policy ToolPolicy, configure func(*Session))
 				return nil, ctx.Err()
 			}
 		},
-		Retrier:   &resilience.Retrier{NewTimer: newInstantTimer},
-		afterFunc: h.timers.afterFunc,
+		Retrier: &resilience.Retrier{NewTimer: newInstantTimer},
+		hooks:   hooks{afterFunc: h.timers.afterFunc},
 	}
 	logs := &syncbuf.Buffer{}
 	h.session.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -314,7 +314,7 @@ func TestRequestPastReadyTimeoutDuringRestart(t *testing.T) {
 func (s *Session) heldCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.held
+	return s.holds.held
 }
 
 // TestHeldCallsAreBounded: calls to a tool not known yet wait for the
@@ -368,7 +368,7 @@ func TestHandshakeWaitersAreBounded(t *testing.T) {
 	client, clientConn := newPeer(t, 0)
 	up, upConn := newPeer(t, 0)
 	timers := newManualTimers()
-	s := &Session{Name: "slow", Client: clientConn, Dial: dialOnce(upConn), MaxHeldRequests: 2, afterFunc: timers.afterFunc}
+	s := &Session{Name: "slow", Client: clientConn, Dial: dialOnce(upConn), MaxHeldRequests: 2, hooks: hooks{afterFunc: timers.afterFunc}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go s.Run(ctx)

@@ -191,7 +191,7 @@ func (s *Session) answerRemembered(d *demand, w *hsWaiter) bool {
 		d.setTold(u)
 		s.mu.Lock()
 		s.clientView = viewAvailable
-		s.setRestartingLocked(true)
+		s.holds.setRestarting(true)
 		s.mu.Unlock()
 		s.log.Info("answering the client's initialize as the server did in its last load; the server starts on the client's first request")
 		res, _ := json.Marshal(rememberedResult{ProtocolVersion: u.ProtocolVersion, Capabilities: u.Capabilities, ServerInfo: u.ServerInfo, Instructions: u.Instructions})

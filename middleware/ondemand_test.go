@@ -27,7 +27,7 @@ func onDemandSession(t *testing.T, clientConn, upConn Conn, remembered *Upstream
 	memory := &memoryPolicy{fakePolicy: &fakePolicy{status: map[string]string{}}, remembered: remembered, seen: make(chan UpstreamInfo, 4)}
 	s := &Session{Name: "lazy", Client: clientConn, Dial: OnDemand(dial), Tools: memory}
 	if clock != nil {
-		s.afterFunc = clock.afterFunc
+		s.hooks.afterFunc = clock.afterFunc
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -213,10 +213,10 @@ func TestInitializeCapturedBeforeTheDialWaits(t *testing.T) {
 			<-armed // the client's initialize waits for the upstream
 			return lazy(ctx)
 		},
-		afterFunc: func(d time.Duration, f func()) interface{ Stop() bool } {
+		hooks: hooks{afterFunc: func(d time.Duration, f func()) interface{ Stop() bool } {
 			once.Do(func() { close(armed) })
 			return clock.afterFunc(d, f)
-		},
+		}},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

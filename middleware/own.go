@@ -62,11 +62,9 @@ func (s *Session) request(ctx context.Context, l *link, method string, params an
 		}
 		rawParams = b
 	}
-	switch method {
-	case "initialize", "server/discover", "logging/setLevel", "resources/subscribe":
-		// The client's own requests, repeated to a new upstream: sent as
-		// the client sent them.
-	default:
+	if !clientMethods[method].is(replayed) {
+		// The client's own requests, repeated to a new upstream, are sent
+		// as the client sent them; the sidecar's own speak as the client.
 		rawParams = s.withClientMeta(rawParams)
 	}
 	r := s.own.Call(ctx, l.conn.WriteMessage, l.dead, method, rawParams)

@@ -64,7 +64,7 @@ func TestDegradedHandshakeKeepsTheUpstreamsCapabilities(t *testing.T) {
 			client, clientConn := newPeer(t, 0)
 			up, upConn := newPeer(t, 0)
 			memory := &memoryPolicy{fakePolicy: &fakePolicy{status: map[string]string{}}, remembered: tt.remembered, seen: make(chan UpstreamInfo, 1)}
-			s := &Session{Name: "slow", Client: clientConn, Dial: dialOnce(upConn), Tools: memory, afterFunc: clock.afterFunc}
+			s := &Session{Name: "slow", Client: clientConn, Dial: dialOnce(upConn), Tools: memory, hooks: hooks{afterFunc: clock.afterFunc}}
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
 			go s.Run(ctx)

@@ -147,9 +147,7 @@ type Session struct {
 	// (its _meta.progressToken) restarts the bound. Zero means no bound.
 	CallTimeout time.Duration
 
-	// afterFunc arms the ready timeout and the call timeouts; tests replace
-	// time.AfterFunc.
-	afterFunc func(time.Duration, func()) interface{ Stop() bool }
+	hooks hooks // where tests step in
 
 	once  sync.Once
 	log   *slog.Logger
@@ -180,20 +178,6 @@ type Session struct {
 	// its handshakes waiting; it has its own lock, never held with mu.
 	hs        handshakeState
 	versioned VersionedPolicy // Tools, when it is one; set by init
-	// verdictRead, when set (by tests), is called by gateCall right after
-	// it reads the verdict on a call to the named tool.
-	verdictRead func(name string)
-	// handshakeCaptured, when set (by tests), is called by clientHandshake
-	// between capturing the client's handshake and looking at the upstream.
-	handshakeCaptured func()
-	// handshakeReady, when set (by tests), is called by the upstream's
-	// handshake between marking the upstream ready and answering the
-	// client's handshakes waiting.
-	handshakeReady func()
-	// streamHead, when set (by tests), is called by streamUpstream with the
-	// head of a response it may relay as it arrives, before it takes the
-	// request the response answers.
-	streamHead func()
 	// ready is up when its handshake is done, else nil: set with up and
 	// its ready under mu, read without it by every client request.
 	ready atomic.Pointer[link]
@@ -206,15 +190,32 @@ type Session struct {
 	status     resilience.Outcome
 	clientView int // what the client last learned of status: availability (view*)
 
-	gating     int           // calls being judged off the client pump
-	gatingIdle chan struct{} // closed while gating is zero
-	stopping   bool          // Run is returning: no new gating
-	background goroutines    // catalog loads, refreshes, relayed handshakes: Run waits for them
+	gating     goroutines // requests waiting off the client pump: the drain and Run wait for them
+	background goroutines // catalog loads, refreshes, relayed handshakes: Run waits for them
 
-	held           int           // client requests held (see hold)
-	heldBytes      int           // their size
-	restarting     bool          // the upstream is being restarted after a crash, or started after an initialize answered from memory: requests wait for it
-	restartChanged chan struct{} // closed and replaced when restarting changes
+	holds holdState // the requests held and the restart they may wait for (see hold.go)
+}
+
+// hooks are where tests step into a Session. Each is set before Run and
+// never written after; the zero value steps in nowhere.
+type hooks struct {
+	// afterFunc arms the ready timeout and the call timeouts; nil means
+	// time.AfterFunc (set by init).
+	afterFunc func(time.Duration, func()) interface{ Stop() bool }
+	// verdictRead, when set, is called by gateCall right after it reads
+	// the verdict on a call to the named tool.
+	verdictRead func(name string)
+	// handshakeCaptured, when set, is called by clientHandshake between
+	// capturing the client's handshake and looking at the upstream.
+	handshakeCaptured func()
+	// handshakeReady, when set, is called by the upstream's handshake
+	// between marking the upstream ready and answering the client's
+	// handshakes waiting.
+	handshakeReady func()
+	// streamHead, when set, is called by streamUpstream with the head of a
+	// response it may relay as it arrives, before it takes the request the
+	// response answers.
+	streamHead func()
 }
 
 // link is one connection to the upstream, from dial to death.
@@ -259,9 +260,6 @@ func (s *Session) init() {
 	s.ownID = newOwnIDPrefix()
 	s.own = rpcclient.New(s.ownID, decodeRPCError)
 	s.versioned, _ = s.Tools.(VersionedPolicy)
-	s.gatingIdle = make(chan struct{})
-	close(s.gatingIdle)
-	s.restartChanged = make(chan struct{})
 	s.cat.identities.limit = s.maxCatalogBytes()
 	s.kick = make(chan struct{}, 1)
 	s.life, s.endLife = context.WithCancel(context.Background())
@@ -276,10 +274,10 @@ func (s *Session) init() {
 	s.retrier.OnRetry = s.setStatus
 	s.crashes = cmp.Or(s.CrashBudget, &resilience.CrashBudget{})
 	s.reconnect = cmp.Or(s.Reconnect, &resilience.Throttle{})
-	if s.afterFunc == nil {
-		s.afterFunc = func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) }
+	if s.hooks.afterFunc == nil {
+		s.hooks.afterFunc = func(d time.Duration, f func()) interface{ Stop() bool } { return time.AfterFunc(d, f) }
 	}
-	s.tracker = newTracker(s.CallTimeout, s.afterFunc, s.expired)
+	s.tracker = newTracker(s.CallTimeout, s.hooks.afterFunc, s.expired)
 }
 
 // Run relays messages until the client goes away or ctx is done, then waits
@@ -335,11 +333,7 @@ func (s *Session) Run(ctx context.Context) error {
 	// The upstream is closed and its reader gone: what is still in flight
 	// will never be answered by it.
 	s.failInflight(nil, "the session ended before the request was answered", nil)
-	s.mu.Lock()
-	s.stopping = true
-	gating := s.gatingIdle
-	s.mu.Unlock()
-	s.awaitWriters(gating)
+	s.awaitWriters(s.gating.stop())
 	s.awaitWriters(s.stopCallTimers())
 	s.endHandshakes()
 	s.awaitWriters(s.background.stop())
@@ -401,8 +395,9 @@ func (s *Session) drain() {
 	t := time.NewTimer(s.drainTimeout())
 	defer t.Stop()
 	waiters := s.hs.waiting()
+	gating := s.gating.idleChan()
 	s.mu.Lock()
-	gating, l := s.gatingIdle, s.up
+	l := s.up
 	s.mu.Unlock()
 	var dead <-chan struct{}
 	if l != nil {
@@ -431,30 +426,6 @@ func (s *Session) awaitDrain(done, dead <-chan struct{}, timeout <-chan time.Tim
 		s.log.Warn("in-flight requests not answered before shutdown", "count", s.inflight())
 	}
 	return false
-}
-
-// startGating counts a call judged off the client pump; it reports false
-// once Run is returning.
-func (s *Session) startGating() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopping {
-		return false
-	}
-	if s.gating == 0 {
-		s.gatingIdle = make(chan struct{})
-	}
-	s.gating++
-	return true
-}
-
-// doneGating ends what startGating began.
-func (s *Session) doneGating() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gating--; s.gating == 0 {
-		close(s.gatingIdle)
-	}
 }
 
 func (s *Session) drainTimeout() time.Duration {
@@ -543,26 +514,13 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 		s.replyError(env.ID, codeInvalidRequest, s.errOwnID())
 		return
 	}
-	switch env.Method {
-	case "initialize", "server/discover":
-		s.clientHandshake(ctx, env)
+	info := clientMethods[env.Method]
+	if info.handle != nil {
+		info.handle(s, ctx, env)
 		return
-	case "logging/setLevel":
-		s.hs.setLogLevel(env.Params)
-	case "resources/subscribe", "resources/unsubscribe":
-		var p struct {
-			URI string `json:"uri"`
-		}
-		if json.Unmarshal(env.Params, &p) == nil {
-			if env.Method == "resources/subscribe" {
-				s.rememberSubscription(p.URI)
-			} else {
-				s.hs.unsubscribe(p.URI)
-			}
-		}
 	}
-	if env.Method == "tools/call" {
-		s.counts.calls.Add(1)
+	if info.note != nil {
+		info.note(s, env)
 	}
 	if s.readyLink() == nil {
 		s.awaitUpstream(ctx, msg, env, false)
@@ -575,7 +533,7 @@ func (s *Session) clientRequest(ctx context.Context, msg []byte, env framing.Env
 // the ready upstream. held says msg is kept (see keep); relayRequest
 // releases it.
 func (s *Session) relayRequest(ctx context.Context, msg []byte, env framing.Envelope, held bool) {
-	if env.Method == "tools/call" && s.Tools != nil {
+	if s.Tools != nil && clientMethods[env.Method].is(gated) {
 		s.gateCall(ctx, msg, env, held)
 		return
 	}
@@ -599,10 +557,7 @@ func (s *Session) send(ctx context.Context, msg []byte, env framing.Envelope) {
 		s.answerUnready(ctx, env)
 		return
 	}
-	if env.Method == "subscriptions/listen" {
-		// The client's subscription outlives an upstream: a restarted one
-		// is sent the request again (the 2026-07-28 protocol has no
-		// session state to replay but this).
+	if clientMethods[env.Method].is(reopened) {
 		s.rememberListen(env.ID, msg)
 	}
 	if err := s.writeRequest(ctx, l, msg); err != nil {
@@ -613,21 +568,12 @@ func (s *Session) send(ctx context.Context, msg []byte, env framing.Envelope) {
 	}
 }
 
+// clientNotification forwards the client's notification to the ready
+// upstream, once its method's notify handler, if any, has taken it and
+// said it goes on.
 func (s *Session) clientNotification(msg []byte, env framing.Envelope) {
-	if env.Method == "notifications/initialized" {
-		// The sidecar sends its own after every successful initialize, so
-		// that a restarted upstream gets one too; the client's is not needed.
-		s.hs.setInitialized()
+	if notify := clientMethods[env.Method].notify; notify != nil && !notify(s, env) {
 		return
-	}
-	if env.Method == "tools/call" && s.Tools != nil {
-		// Without an id it cannot be answered, nor judged like a request;
-		// an upstream that dispatches on the method alone would run it.
-		s.log.Warn("tools/call sent as a notification; dropped")
-		return
-	}
-	if env.Method == "notifications/cancelled" {
-		s.clientCancelled(env.Params)
 	}
 	s.forward(msg)
 }
@@ -667,17 +613,6 @@ func (s *Session) clientResponse(msg []byte, env framing.Envelope) {
 	s.writeUpstream(l, msg)
 }
 
-// intercepted reports whether the sidecar must see a message of method on
-// its own, which it cannot inside a batch.
-func intercepted(method string) bool {
-	switch method {
-	case "initialize", "server/discover", "notifications/initialized", "tools/list", "tools/call",
-		"logging/setLevel", "resources/subscribe", "resources/unsubscribe":
-		return true
-	}
-	return false
-}
-
 // clientBatch forwards a JSON-RPC batch as it is (MCP 2025-03-26 allowed
 // them; later versions dropped them) unless it holds a message the sidecar
 // must intercept, such as a tools/call that may be locked, or no upstream is
@@ -712,7 +647,7 @@ func (s *Session) clientBatch(ctx context.Context, msg []byte) {
 			reqs = append(reqs, framing.Envelope{})
 			continue
 		}
-		if intercepted(env.Method) && reason == "" {
+		if clientMethods[env.Method].is(intercepted) && reason == "" {
 			reason = "mcpwrap does not relay " + env.Method + " inside a batch; send it on its own"
 		}
 		if env.Kind == framing.Request {
@@ -737,9 +672,9 @@ func (s *Session) clientBatch(ctx context.Context, msg []byte) {
 			// What a cancellation or an answer ends, it ends inside a batch
 			// too, as on its own.
 			for _, env := range others {
-				switch {
-				case env.Method == "notifications/cancelled":
-					s.clientCancelled(env.Params)
+				switch notify := clientMethods[env.Method].notify; {
+				case notify != nil:
+					notify(s, env) // a cancellation: the intercepted ones refused the batch
 				case env.Kind == framing.Response:
 					s.takeServerRequest(env)
 				}
@@ -887,7 +822,7 @@ func (s *Session) pumpUpstream(l *link) {
 				continue
 			}
 			switch {
-			case method != "tools/list" || s.Tools == nil:
+			case s.Tools == nil || !clientMethods[method].is(filtered):
 			case ambiguous:
 				// Which result the client reads is unknown: it cannot be filtered.
 				msg = errorResponse(env.ID, codeInternalError, "the upstream's tools/list response is ambiguous; refused: "+err.Error(), nil)
@@ -987,7 +922,7 @@ func (s *Session) upstreamBatch(l *link, msg []byte) []byte {
 				continue
 			}
 			switch {
-			case method != "tools/list" || s.Tools == nil:
+			case s.Tools == nil || !clientMethods[method].is(filtered):
 			case ambiguous:
 				e, changed = errorResponse(env.ID, codeInternalError, "the upstream's tools/list response is ambiguous; refused: "+err.Error(), nil), true
 			case env.Result != nil:

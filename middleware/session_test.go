@@ -297,11 +297,11 @@ func TestDegradedHandshakeWaitsOnce(t *testing.T) {
 	up, upConn := newPeer(t, 0)
 	var armed atomic.Int32
 	s := &Session{Name: "slow", Client: clientConn, Dial: dialOnce(upConn),
-		afterFunc: func(d time.Duration, f func()) interface{ Stop() bool } {
+		hooks: hooks{afterFunc: func(d time.Duration, f func()) interface{ Stop() bool } {
 			armed.Add(1)
 			go f() // the ready timeout expires at once
 			return fakeTimer{}
-		}}
+		}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go s.Run(ctx)
@@ -645,8 +645,8 @@ func TestClientHandshakeTheUpstreamTookIsNotRelayedAgain(t *testing.T) {
 		up, upConn := newPeer(t, 0)
 		ready := make(chan struct{})
 		s := &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn)}
-		s.handshakeCaptured = func() { <-ready } // the client pump looks once the upstream is ready
-		s.handshakeReady = func() {
+		s.hooks.handshakeCaptured = func() { <-ready } // the client pump looks once the upstream is ready
+		s.hooks.handshakeReady = func() {
 			close(ready)
 			synctest.Wait() // the pump has looked, before the waiters are answered
 		}
@@ -681,7 +681,7 @@ func TestClientHandshakeTheUpstreamAnsweredIsNotRelayed(t *testing.T) {
 		look := make(chan struct{})
 		var captures atomic.Int32
 		s := &Session{Name: "fx", Client: clientConn, Dial: dialOnce(upConn)}
-		s.handshakeCaptured = func() {
+		s.hooks.handshakeCaptured = func() {
 			if captures.Add(1) == 2 {
 				<-look // the client pump looks at the upstream once its handshake ended
 			}

@@ -346,7 +346,7 @@ func TestDrainWaitsForARelayedHandshake(t *testing.T) {
 // ready timer, which would fire after Run has returned.
 func TestHandshakeAfterRunEndedTheWaitingArmsNoTimer(t *testing.T) {
 	clock := &fakeClock{}
-	s := &Session{Name: "fixture", afterFunc: clock.afterFunc}
+	s := &Session{Name: "fixture", hooks: hooks{afterFunc: clock.afterFunc}}
 	s.once.Do(s.init)
 	s.endHandshakes()
 	s.clientHandshake(context.Background(), framing.Envelope{Kind: framing.Request, ID: []byte("1"), Method: "initialize", Params: []byte(`{}`)})
@@ -357,7 +357,7 @@ func TestHandshakeAfterRunEndedTheWaitingArmsNoTimer(t *testing.T) {
 	assert.Empty(t, s.hs.takeWaiters(""), "no handshake left waiting")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	assert.Zero(t, s.held, "its hold released")
+	assert.Zero(t, s.holds.held, "its hold released")
 }
 
 // TestHandshakeThenEOFIsAnswered: a client that sends initialize and closes its side at once

@@ -55,8 +55,8 @@ func (s *Session) streamUpstream(l *link, heads headReader, parts partsWriter, h
 		if s.isOwnID(env.ID) {
 			return false
 		}
-		if s.streamHead != nil {
-			s.streamHead()
+		if s.hooks.streamHead != nil {
+			s.hooks.streamHead()
 		}
 		var method string
 		var clientID []byte
@@ -134,7 +134,7 @@ func (s *Session) streamClient(heads headReader, head []byte) bool {
 			s.writeUpstream(l, errorResponse(serverID, codeInternalError, "mcpwrap: the client's answer ended in the middle of its message, which was cut off", nil))
 		}
 	case framing.Request:
-		if intercepted(env.Method) || env.Method == "subscriptions/listen" {
+		if !clientMethods[env.Method].streamable() {
 			return false
 		}
 		tracked, refused := s.trackReady(env)
@@ -192,7 +192,7 @@ func (s *Session) relayParts(heads headReader, line MessageWriter, who string, k
 		// the line holds every other writer to the receiver; it is armed
 		// only while the sender is silent, never while the receiver is slow.
 		fired := make(chan struct{})
-		watchdog := s.afterFunc(s.streamIdle(), func() {
+		watchdog := s.hooks.afterFunc(s.streamIdle(), func() {
 			defer close(fired)
 			if first, _ := line.End(); first {
 				s.log.Warn(who+" stalled in the middle of a message relayed as it arrived; the line was ended", "kind", kind.String(), "idle", s.streamIdle())

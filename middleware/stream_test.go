@@ -107,7 +107,7 @@ func TestLongMessagesTheSidecarJudgesAreHeldWhole(t *testing.T) {
 // the message, when it comes, is dropped.
 func TestStalledLongResponseIsEndedAndAnswered(t *testing.T) {
 	clock := &fakeClock{}
-	h := start(t, 0, func(s *Session) { s.afterFunc = clock.afterFunc })
+	h := start(t, 0, func(s *Session) { s.hooks.afterFunc = clock.afterFunc })
 	h.client.send(`{"jsonrpc":"2.0","id":6,"method":"resources/read","params":{"uri":"file:///big"}}` + "\n")
 	h.up.next()
 
@@ -266,7 +266,7 @@ func TestLongResponseNeverPassesForAnotherRequestsAnswer(t *testing.T) {
 // client told to send the request again.
 func TestStalledLongClientRequestIsEndedAndAnswered(t *testing.T) {
 	clock := &fakeClock{}
-	h := start(t, 0, func(s *Session) { s.afterFunc = clock.afterFunc })
+	h := start(t, 0, func(s *Session) { s.hooks.afterFunc = clock.afterFunc })
 	before := h.up.received.Load()
 	head := `{"jsonrpc":"2.0","id":6,"method":"resources/write","params":{"text":"` + long
 	h.client.send(head)

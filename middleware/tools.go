@@ -379,8 +379,8 @@ func (s *Session) gateCall(ctx context.Context, msg []byte, env framing.Envelope
 	// the upstream announced stale, the refresh ending in between.
 	stale := s.catalogStale()
 	a, known, claimed := s.callVerdict(p.Name)
-	if s.verdictRead != nil {
-		s.verdictRead(p.Name)
+	if s.hooks.verdictRead != nil {
+		s.hooks.verdictRead(p.Name)
 	}
 	if stale {
 		known, claimed = false, false // wait for the catalog the upstream announced
@@ -412,7 +412,7 @@ func (s *Session) gateCallLater(ctx context.Context, msg []byte, env framing.Env
 		return
 	}
 	p, _ := s.parseCall(env) // its Arguments alias the kept copy
-	if !s.startGating() {
+	if !s.gating.start() {
 		s.answerUnready(ctx, env)
 		s.unhold(msg, true)
 		return
@@ -423,7 +423,7 @@ func (s *Session) gateCallLater(ctx context.Context, msg []byte, env framing.Env
 	// through unjudged.
 	loaded := s.catalogLoad(ctx)
 	go func() {
-		defer s.doneGating()
+		defer s.gating.done()
 		<-loaded.done
 		if err := loaded.err; err != nil && p.Name != s.discoveryName() {
 			if s.readyLink() == nil {

@@ -31,7 +31,7 @@ func (s *Session) supervise(ctx context.Context) {
 		out := r.Load(ctx, s.Name, load)
 		load = s.loadOnce
 		s.mu.Lock()
-		s.setRestartingLocked(false) // the requests waiting for a restart go on, or are answered
+		s.holds.setRestarting(false) // the requests waiting for a restart go on, or are answered
 		s.mu.Unlock()
 		if out.Class == resilience.Transient && ctx.Err() == nil {
 			s.setStatus(out)
@@ -83,7 +83,7 @@ func (s *Session) supervise(ctx context.Context) {
 		s.up = nil
 		s.ready.Store(nil)
 		// With the link gone, in one step: a request finds the link, or waits for the restart.
-		s.setRestartingLocked(loop == nil)
+		s.holds.setRestarting(loop == nil)
 		s.mu.Unlock()
 		l.conn.Close()                                                                    // its pipes, its process group, its remote session
 		s.failInflight(l, "upstream restarted; request not completed", crashData(status)) // before the news, as they were asked first
@@ -358,8 +358,8 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 			s.ready.Store(l)
 		}
 		s.mu.Unlock()
-		if s.handshakeReady != nil {
-			s.handshakeReady()
+		if s.hooks.handshakeReady != nil {
+			s.hooks.handshakeReady()
 		}
 		// Read once the upstream is ready: what the client sets from now on
 		// is relayed, and what it set before is replayed.
@@ -415,8 +415,8 @@ func (s *Session) clientHandshake(ctx context.Context, env framing.Envelope) {
 		w.once.Do(func() { s.endWaiter(w) })
 		return
 	}
-	if s.handshakeCaptured != nil {
-		s.handshakeCaptured()
+	if s.hooks.handshakeCaptured != nil {
+		s.hooks.handshakeCaptured()
 	}
 	// Looked at after w waits: a dial that begins to wait after the look
 	// answers w (see demand.await).
@@ -438,7 +438,7 @@ func (s *Session) clientHandshake(ctx context.Context, env framing.Envelope) {
 		// the capture and the look: its end answers w, and the ready timer
 		// one of another method it did not answer. Relaying it as well
 		// would initialise the upstream twice.
-		w.arm(s.afterFunc(s.readyTimeout(), func() { s.answerDegraded(w) }))
+		w.arm(s.hooks.afterFunc(s.readyTimeout(), func() { s.answerDegraded(w) }))
 	case ready && !s.hs.claim(w):
 		// The ready upstream's handshake answered w (or is answering it)
 		// between the capture and the look, with what it answered the
@@ -462,7 +462,7 @@ func (s *Session) clientHandshake(ctx context.Context, env framing.Envelope) {
 	case degraded || (status.Class != resilience.Transient && status.Attempts > 0):
 		s.answerDegraded(w) // known not to come soon: do not make the client wait
 	default:
-		w.arm(s.afterFunc(s.readyTimeout(), func() { s.answerDegraded(w) }))
+		w.arm(s.hooks.afterFunc(s.readyTimeout(), func() { s.answerDegraded(w) }))
 	}
 }
 
@@ -568,35 +568,54 @@ func (s *Session) answerDegraded(w *hsWaiter) {
 func (s *Session) answerUnready(ctx context.Context, env framing.Envelope) {
 	st := s.Status()
 	s.reconnectOnUse(st)
-	switch env.Method {
-	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
+	switch info := clientMethods[env.Method]; {
+	case info.is(answeredEmpty):
 		s.reply(env.ID, json.RawMessage(`{}`)) // the state is replayed once the upstream is ready
-	case "resources/list", "resources/templates/list", "prompts/list":
-		// Empty until the upstream is ready, when the client is told the
-		// list changed (see notifyListsChanged), as a degraded handshake
-		// that remembered these capabilities promised.
-		s.reply(env.ID, json.RawMessage(emptyLists[env.Method]))
-	case "tools/list":
-		tools := []json.RawMessage{}
-		if locked := s.cat.lockedTools(); s.showDiscovery(locked) {
-			tools = append(tools, s.discoveryDefinition(locked))
-		}
-		res, _ := json.Marshal(map[string]any{"tools": tools})
-		s.reply(env.ID, res)
-	case "tools/call":
-		p, err := s.parseCall(env)
-		switch {
-		case err == nil && p.Name == s.discoveryName():
-			s.reply(env.ID, s.discover(ctx, p.Arguments))
-		case err == nil && st.Err != nil && st.Err.Code == resilience.CodeServerDisabled:
-			s.reject(env.ID, p.Name, statusServerDisabled) // not started: every tool is locked so
-		default:
-			s.reply(env.ID, toolError(st.Message(), statusMeta(st)))
-		}
+	case info.unready != nil:
+		info.unready(s, ctx, env, st)
 	default:
 		b, _ := json.Marshal(statusMeta(st))
 		s.replyErrorData(env.ID, codeInternalError, st.Message(), b)
 	}
+}
+
+// answerWith returns an unready handler that answers result.
+func answerWith(result string) func(*Session, context.Context, framing.Envelope, resilience.Outcome) {
+	return func(s *Session, _ context.Context, env framing.Envelope, _ resilience.Outcome) {
+		s.reply(env.ID, json.RawMessage(result))
+	}
+}
+
+// unreadyToolsList answers tools/list while no upstream is ready: the
+// discovery tool alone, when it is shown.
+func (s *Session) unreadyToolsList(_ context.Context, env framing.Envelope, _ resilience.Outcome) {
+	tools := []json.RawMessage{}
+	if locked := s.cat.lockedTools(); s.showDiscovery(locked) {
+		tools = append(tools, s.discoveryDefinition(locked))
+	}
+	res, _ := json.Marshal(map[string]any{"tools": tools})
+	s.reply(env.ID, res)
+}
+
+// unreadyToolsCall answers tools/call while no upstream is ready, st being
+// its status: the discovery tool works, other tools are told the status.
+func (s *Session) unreadyToolsCall(ctx context.Context, env framing.Envelope, st resilience.Outcome) {
+	p, err := s.parseCall(env)
+	switch {
+	case err == nil && p.Name == s.discoveryName():
+		s.reply(env.ID, s.discover(ctx, p.Arguments))
+	case err == nil && st.Err != nil && st.Err.Code == resilience.CodeServerDisabled:
+		s.reject(env.ID, p.Name, statusServerDisabled) // not started: every tool is locked so
+	default:
+		s.reply(env.ID, toolError(st.Message(), statusMeta(st)))
+	}
+}
+
+// isDiscoveryCall reports whether env, a tools/call, calls the discovery
+// tool, which unreadyToolsCall answers whatever the status.
+func (s *Session) isDiscoveryCall(env framing.Envelope) bool {
+	p, err := s.parseCall(env)
+	return err == nil && p.Name == s.discoveryName()
 }
 
 // crashData is the error data of a request the crash that status
@@ -649,14 +668,6 @@ const (
 	viewUnavailable        // the sidecar answered it (degraded), or the upstream went away since
 )
 
-// emptyLists are the answers to the list requests of resources and prompts
-// while no upstream is ready.
-var emptyLists = map[string]string{
-	"resources/list":           `{"resources":[]}`,
-	"resources/templates/list": `{"resourceTemplates":[]}`,
-	"prompts/list":             `{"prompts":[]}`,
-}
-
 // setStatus publishes the upstream's load status. When availability changes
 // from what the client last saw, the client's tool list changed (the real
 // tools and the discovery tool swap places), so it is told; when the
@@ -683,7 +694,7 @@ func (s *Session) publishStatus(o resilience.Outcome) (tell bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.restarting && o.Class == resilience.Transient && o.Restart == 0 {
+	if s.holds.restarting && o.Class == resilience.Transient && o.Restart == 0 {
 		// A retry of the restart's load: it is still that restart.
 		o.Restart, o.MaxRestarts = s.status.Restart, s.status.MaxRestarts
 	}
