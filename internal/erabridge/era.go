@@ -9,7 +9,8 @@
 //
 // The facts of the eras (versions, _meta keys) are internal/era's; this
 // package has the one place a 2026-07-28 _meta is read ([ParseMeta]) and a
-// member is set in place ([SetMember]) or removed ([RemoveMembers]).
+// member removed ([RemoveMembers]); a member is set in place by
+// [framing.SetMember].
 package erabridge
 
 import (
@@ -18,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"unicode/utf8"
 
 	"github.com/mcpwrap/mcpwrap/internal/era"
 	"github.com/mcpwrap/mcpwrap/internal/framing"
@@ -109,113 +109,38 @@ func ParseMeta(params []byte) (m Meta, found bool, err error) {
 	return m, true, nil
 }
 
-// ErrNotObject is returned by SetMember for a value that is not a JSON
-// object.
-var ErrNotObject = errors.New("erabridge: not a JSON object")
-
-// SetMember returns obj, a JSON object, with its member name set to value
-// (raw JSON): replaced where it is, or added last. obj is never written;
-// the result is a new slice. obj's nested values are not validated (a
-// message the Session relays was validated once already). A name spelled more than once or in another
-// letter case is an error wrapping [framing.ErrAmbiguous]: which one a
-// parser reads is unknown.
-func SetMember(obj []byte, name string, value []byte) ([]byte, error) {
-	if !utf8.ValidString(name) {
-		return nil, errors.New("erabridge: a member name must be UTF-8")
-	}
-	members, err := framing.Members(obj)
-	if err != nil {
-		return nil, ErrNotObject
-	}
-	cur, found, err := framing.LookupMember(obj, name)
-	if err != nil {
-		return nil, err
-	}
-	if found {
-		return framing.Splice(obj, cur, value), nil
-	}
-	end, ok := closingBrace(obj, members)
-	if !ok {
-		return nil, ErrNotObject
-	}
-	key, _ := json.Marshal(name)
-	out := make([]byte, 0, len(obj)+len(key)+len(value)+2)
-	out = append(out, obj[:end]...)
-	if len(members) > 0 {
-		out = append(out, ',')
-	}
-	out = append(out, key...)
-	out = append(out, ':')
-	out = append(out, value...)
-	return append(out, obj[end:]...), nil
-}
-
-// closingBrace returns the offset of the '}' that closes obj, whose
-// members are members, and reports false when anything but whitespace
-// follows it.
-func closingBrace(obj []byte, members []framing.Member) (int, bool) {
-	i := bytes.IndexByte(obj, '{') + 1
-	if n := len(members); n > 0 {
-		last := members[n-1].Value
-		i = cap(obj) - cap(last) + len(last) // Value aliases obj
-	}
-	rest := bytes.TrimLeft(obj[i:], " \t\r\n")
-	if len(rest) == 0 || rest[0] != '}' || len(bytes.TrimSpace(rest[1:])) > 0 {
-		return 0, false
-	}
-	return len(obj) - len(rest), true
-}
-
 // setParamsMeta returns msg, a request or notification whose envelope is
 // env, with each of the members kv (key, raw value pairs) set in its
-// params' _meta; when keep is set, a key _meta has already is left as it
-// is. msg is never written.
+// params' _meta (made when absent or null); when keep is set, a key _meta
+// has already is left as it is. msg is never written.
 func setParamsMeta(msg []byte, env framing.Envelope, keep bool, kv ...[2][]byte) ([]byte, error) {
-	params := env.Params
-	if params == nil || bytes.Equal(bytes.TrimSpace(params), []byte("null")) {
-		meta := []byte("{}")
-		for _, p := range kv {
-			var err error
-			if meta, err = SetMember(meta, string(p[0]), p[1]); err != nil {
-				return nil, err
-			}
-		}
-		if params != nil {
-			return framing.Splice(msg, params, append(append([]byte(`{"_meta":`), meta...), '}')), nil
-		}
-		return SetMember(msg, "params", append(append([]byte(`{"_meta":`), meta...), '}'))
-	}
-	meta, found, err := framing.LookupMember(params, "_meta")
+	meta, found, err := framing.LookupMember(env.Params, "_meta")
 	if err != nil {
 		return nil, err
 	}
-	if !found {
-		m := []byte("{}")
-		for _, p := range kv {
-			if m, err = SetMember(m, string(p[0]), p[1]); err != nil {
-				return nil, err
-			}
-		}
-		np, err := SetMember(params, "_meta", m)
-		if err != nil {
-			return nil, err
-		}
-		return framing.Splice(msg, params, np), nil
+	if found && bytes.Equal(meta, []byte("null")) {
+		found = false
 	}
 	m := meta
+	if !found {
+		m = []byte("{}")
+	}
 	for _, p := range kv {
-		if keep {
+		if keep && found {
 			if _, ok, err := framing.LookupMember(m, string(p[0])); err != nil {
 				return nil, err
 			} else if ok {
 				continue
 			}
 		}
-		if m, err = SetMember(m, string(p[0]), p[1]); err != nil {
+		if m, err = framing.SetMember(m, string(p[0]), p[1]); err != nil {
 			return nil, err
 		}
 	}
-	return framing.Splice(msg, meta, m), nil
+	if found {
+		return framing.Splice(msg, meta, m), nil
+	}
+	return framing.SetMemberPath(msg, []string{"params", "_meta"}, m)
 }
 
 // RemoveMembers returns obj, a JSON object, without its members named in

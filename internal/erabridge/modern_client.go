@@ -148,7 +148,7 @@ func completeResult(msg []byte, env framing.Envelope, method string) []byte {
 		if _, found, e := framing.LookupMember(res, name); e != nil || found {
 			return
 		}
-		res, err = SetMember(res, name, []byte(value))
+		res, err = framing.SetMember(res, name, []byte(value))
 	}
 	add("resultType", `"complete"`)
 	switch method {

@@ -282,9 +282,9 @@ func (c *Conn) gathered(ctx context.Context, env framing.Envelope) error {
 		obj = append(append(append(obj, a[0]...), ':'), a[1]...)
 	}
 	obj = append(obj, '}')
-	params, err := SetMember(orEmpty(call.params), "inputResponses", obj)
+	params, err := framing.SetMember(orEmpty(call.params), "inputResponses", obj)
 	if err == nil && state != nil {
-		params, err = SetMember(params, "requestState", state)
+		params, err = framing.SetMember(params, "requestState", state)
 	}
 	if err != nil {
 		c.inject(jsonrpc.ErrorResponse(call.client, jsonrpc.CodeInternalError, "mcpwrap could not retry the request with the client's answers", nil))

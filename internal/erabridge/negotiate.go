@@ -303,7 +303,7 @@ func (c *Conn) discoverFor(hs *handshake, version string) []byte {
 	}
 	meta := []byte("{}")
 	for _, p := range kv {
-		meta, _ = SetMember(meta, string(p[0]), p[1])
+		meta, _ = framing.SetMember(meta, string(p[0]), p[1])
 	}
 	c.mu.Lock()
 	c.up.meta = kv

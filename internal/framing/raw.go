@@ -149,30 +149,57 @@ func Members(obj []byte) ([]Member, error) {
 // encoding/json, a case-insensitive match, merged into a map), the only
 // one spelled otherwise, or a member name whose escapes do not decode.
 func LookupMember(obj []byte, name string) (value []byte, found bool, err error) {
-	var ambiguous error
-	scanErr := EachMember(obj, func(m Member) bool {
-		if ambiguous != nil {
+	l, scanErr := lookupMember(obj, name, false)
+	switch {
+	case scanErr != nil:
+		return nil, false, nil
+	case l.ambiguous != nil:
+		return nil, false, l.ambiguous
+	}
+	return l.value, l.value != nil, nil
+}
+
+// memberLookup is what lookupMember read of one name in an object.
+type memberLookup struct {
+	value     []byte // the member's value; nil when absent or ambiguous
+	ambiguous error  // wraps ErrAmbiguous when parsers may read another value
+	insert    int    // where a new member goes: just past the last value, or the '{'
+	empty     bool   // the object has no members
+	end       int    // just past the closing '}'
+}
+
+// lookupMember reads the whole object obj for its member name (see
+// [LookupMember]), checking every byte of it as json.Valid does when
+// valid is set. The error is obj's malformation; an ambiguity is not one.
+func lookupMember(obj []byte, name string, valid bool) (memberLookup, error) {
+	l := memberLookup{insert: skipSpace(obj, 0) + 1, empty: true}
+	found := false
+	end, err := eachMember(obj, nil, nil, valid, func(m Member) bool {
+		l.empty = false
+		l.insert = cap(obj) - cap(m.Value) + len(m.Value) // Value aliases obj
+		if l.ambiguous != nil {
 			return true // the object is still read to its end: malformed is not ambiguous
 		}
 		key, err := memberName(m.Name)
 		switch {
 		case err != nil:
-			ambiguous = fmt.Errorf("%w: a member name does not decode", ErrAmbiguous)
+			l.ambiguous = fmt.Errorf("%w: a member name does not decode", ErrAmbiguous)
 		case !bytes.EqualFold(key, []byte(name)):
 		case string(key) != name || found:
-			ambiguous = fmt.Errorf("%w: %q is spelled more than once, or in another letter case", ErrAmbiguous, name)
+			l.ambiguous = fmt.Errorf("%w: %q is spelled more than once, or in another letter case", ErrAmbiguous, name)
 		default:
-			value, found = m.Value, true
+			l.value, found = m.Value, true
 		}
 		return true
 	})
-	switch {
-	case scanErr != nil:
-		return nil, false, nil
-	case ambiguous != nil:
-		return nil, false, ambiguous
+	if err != nil {
+		return memberLookup{}, err
 	}
-	return value, found, nil
+	if l.ambiguous != nil {
+		l.value = nil
+	}
+	l.end = end
+	return l, nil
 }
 
 // EachMember calls yield with each member of the JSON object obj in
@@ -180,7 +207,8 @@ func LookupMember(obj []byte, name string) (value []byte, found bool, err error)
 // reader that wants one pass and no allocation. A malformed obj is an
 // error, reported once the members before the fault have been yielded.
 func EachMember(obj []byte, yield func(Member) bool) error {
-	return eachMember(obj, nil, nil, yield)
+	_, err := eachMember(obj, nil, nil, false, yield)
+	return err
 }
 
 // MembersSplit is [Members] that also splits, in the same pass, the array
@@ -197,7 +225,7 @@ func MembersSplit(obj []byte, split func(name string) bool) ([]Member, error) {
 // scanning it; the result is the same as MembersSplit's.
 func MembersSplitKnown(obj []byte, split func(name string) bool, known *Known) ([]Member, error) {
 	var out []Member
-	err := eachMember(obj, split, known, func(m Member) bool {
+	_, err := eachMember(obj, split, known, false, func(m Member) bool {
 		out = append(out, m)
 		return true
 	})
@@ -209,42 +237,48 @@ func MembersSplitKnown(obj []byte, split func(name string) bool, known *Known) (
 
 // eachMember is the one scanner of an object's members: it yields each
 // member of obj, splitting the arrays split accepts (see
-// [MembersSplitKnown]), until yield returns false or obj ends.
-func eachMember(obj []byte, split func(name string) bool, known *Known, yield func(Member) bool) error {
+// [MembersSplitKnown]), until yield returns false or obj ends, and returns
+// the offset just past the closing '}' (0 when yield stopped it). With
+// valid set it checks every name and value as json.Valid does, and splits
+// nothing.
+func eachMember(obj []byte, split func(name string) bool, known *Known, valid bool, yield func(Member) bool) (int, error) {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
-		return syntaxError(i, "'{'")
+		return 0, syntaxError(i, "'{'")
 	}
 	i = skipSpace(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
-		return nil
+		return i + 1, nil
 	}
 	for {
 		if i >= len(obj) || obj[i] != '"' {
-			return syntaxError(i, "member name")
+			return 0, syntaxError(i, "member name")
 		}
-		end, err := skipString(obj, i)
+		end, err := scanString(obj, i, valid)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		name := obj[i:end]
 		i = skipSpace(obj, end)
 		if i >= len(obj) || obj[i] != ':' {
-			return syntaxError(i, "':'")
+			return 0, syntaxError(i, "':'")
 		}
 		start := skipSpace(obj, i+1)
 		var elems [][]byte
 		var at []int
-		if start < len(obj) && obj[start] == '[' && accepts(split, name) {
+		switch {
+		case valid:
+			end, err = validNested(obj, start, 1)
+		case start < len(obj) && obj[start] == '[' && accepts(split, name):
 			elems, at, end, err = splitArray(obj, start, known)
-		} else {
+		default:
 			end, err = skipValue(obj, start)
 		}
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if !yield(Member{Name: name, Value: obj[start:end], Elements: elems, Known: at}) {
-			return nil
+			return 0, nil
 		}
 		i = skipSpace(obj, end)
 		if i < len(obj) && obj[i] == ',' {
@@ -252,9 +286,9 @@ func eachMember(obj []byte, split func(name string) bool, known *Known, yield fu
 			continue
 		}
 		if i < len(obj) && obj[i] == '}' {
-			return nil
+			return i + 1, nil
 		}
-		return syntaxError(i, "',' or '}'")
+		return 0, syntaxError(i, "',' or '}'")
 	}
 }
 
