@@ -449,6 +449,56 @@ func TestOwnRequestsCarryTheClientMeta(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
+// TestWithClientMeta: the client's _meta description goes into the
+// params of the sidecar's own requests as one member more, every other
+// byte of the params as given (their order, spelling and numbers: a
+// decoder's map re-sorted them and escaped '<'); a key the params' _meta
+// has already is kept, and what cannot be set for sure is not set.
+func TestWithClientMeta(t *testing.T) {
+	const (
+		version = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+		info    = `"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}`
+		caps    = `"io.modelcontextprotocol/clientCapabilities":{"roots":{}}`
+		meta    = `{` + version + `,` + info + `,` + caps + `}`
+	)
+	tests := []struct {
+		name      string
+		method    string // the client's handshake
+		handshake string // its params
+		params    string
+		want      string
+	}{
+		{name: "added, the rest as given", method: "server/discover", handshake: `{"_meta":` + meta + `}`,
+			params: `{"z":1,"cursor":"a<b","big":12345678901234567890123}`,
+			want:   `{"z":1,"cursor":"a<b","big":12345678901234567890123,"_meta":` + meta + `}`},
+		{name: "no params", method: "server/discover", handshake: `{"_meta":` + meta + `}`, want: `{"_meta":` + meta + `}`},
+		{name: "null params", method: "server/discover", handshake: `{"_meta":` + meta + `}`, params: `null`, want: `{"_meta":` + meta + `}`},
+		{name: "a key of the params' kept", method: "server/discover", handshake: `{"_meta":` + meta + `}`,
+			params: `{"_meta":{"progressToken":7,"io.modelcontextprotocol/protocolVersion":"mine"}}`,
+			want:   `{"_meta":{"progressToken":7,"io.modelcontextprotocol/protocolVersion":"mine",` + info + `,` + caps + `}}`},
+		{name: "only the client keys", method: "server/discover", handshake: `{"_meta":{` + version + `,"x":1}}`, params: `{}`,
+			want: `{"_meta":{` + version + `}}`},
+		{name: "none of them", method: "server/discover", handshake: `{"_meta":{"x":1}}`, params: `{"a":1}`, want: `{"a":1}`},
+		{name: "a key the client spelled twice not guessed", method: "server/discover",
+			handshake: `{"_meta":{` + version + `,` + version + `,` + info + `}}`, params: `{}`, want: `{"_meta":{` + info + `}}`},
+		{name: "params _meta ambiguous", method: "server/discover", handshake: `{"_meta":` + meta + `}`,
+			params: `{"_meta":{},"_META":{}}`, want: `{"_meta":{},"_META":{}}`},
+		{name: "params not an object", method: "server/discover", handshake: `{"_meta":` + meta + `}`, params: `[1]`, want: `[1]`},
+		{name: "a session-era client", method: "initialize", handshake: `{"protocolVersion":"2025-11-25"}`, params: `{"a":1}`, want: `{"a":1}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &Session{}
+			s.hs.capture(tt.method, json.RawMessage(tt.handshake), nil)
+			var params json.RawMessage
+			if tt.params != "" {
+				params = json.RawMessage(tt.params)
+			}
+			assert.Equal(t, tt.want, string(s.withClientMeta(params)))
+		})
+	}
+}
+
 // TestCrashRecoveryReopensListens: in the 2026-07-28 protocol a client's
 // subscriptions are its subscriptions/listen requests; when the upstream
 // crashes they are not failed like other requests but sent to the

@@ -747,37 +747,45 @@ func (s *Session) degradedDiscover(params json.RawMessage, instructions string) 
 // with the client's _meta description added when the client speaks the
 // 2026-07-28 protocol (it opened with server/discover): an upstream of that
 // protocol refuses a request without it, and must see the sidecar's
-// requests as the client's. Params of the session era are returned as
-// they are.
+// requests as the client's. Each key is set in the params' _meta (made
+// when absent) unless it is there already, the rest of params kept as
+// given ([framing.SetMemberPath]); a key the client spelled ambiguously is
+// not copied, and params that cannot be set in for sure are returned as
+// they are, as are the params of the session era.
 func (s *Session) withClientMeta(params json.RawMessage) json.RawMessage {
 	hs := s.hs.handshake()
 	if hs.Method != "server/discover" {
 		return params
 	}
-	var from struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(hs.Params, &from) != nil || len(from.Meta) == 0 {
+	from, found, err := framing.LookupMember(hs.Params, "_meta")
+	if err != nil || !found {
 		return params
 	}
-	p := map[string]json.RawMessage{}
-	if len(params) > 0 && json.Unmarshal(params, &p) != nil {
-		return params
+	out := []byte(params)
+	if t := bytes.TrimSpace(out); len(t) == 0 || string(t) == "null" {
+		out = []byte("{}")
 	}
-	meta := map[string]json.RawMessage{}
-	if raw, ok := p["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
-		return params
-	}
+	set := false
 	for _, k := range era.ClientMetaKeys {
-		if v, ok := from.Meta[k]; ok {
-			if _, set := meta[k]; !set {
-				meta[k] = v
-			}
+		v, ok, err := framing.LookupMember(from, k)
+		if err != nil || !ok {
+			continue
 		}
+		meta, _, err := framing.LookupMember(out, "_meta")
+		if err != nil {
+			return params
+		}
+		if _, has, err := framing.LookupMember(meta, k); err != nil {
+			return params
+		} else if has {
+			continue
+		}
+		if out, err = framing.SetMemberPath(out, []string{"_meta", k}, v); err != nil {
+			return params
+		}
+		set = true
 	}
-	p["_meta"], _ = json.Marshal(meta)
-	out, err := json.Marshal(p)
-	if err != nil {
+	if !set {
 		return params
 	}
 	return out
