@@ -543,42 +543,30 @@ func parseNotification(params []byte) notificationRouting {
 }
 
 // withSubscriptionID returns the notification msg with its _meta's
-// subscription id set to id.
-func withSubscriptionID(msg []byte, env framing.Envelope, id []byte) []byte {
-	params := map[string]json.RawMessage{}
-	meta := map[string]json.RawMessage{}
-	if env.Params != nil {
-		if json.Unmarshal(env.Params, &params) != nil {
-			return msg
-		}
-		if raw, ok := params["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
-			return msg
-		}
+// subscription id set to id (params and _meta made when absent or null),
+// every other byte as the upstream sent it; msg itself when that cannot be
+// set for sure (params not an object, a member spelled twice).
+func withSubscriptionID(msg, id []byte) []byte {
+	out, err := framing.SetMemberPath(msg, []string{"params", "_meta", era.MetaSubscriptionID}, id)
+	if err != nil {
+		return msg
 	}
-	meta[era.MetaSubscriptionID] = id
-	params["_meta"], _ = json.Marshal(meta)
-	encoded, _ := json.Marshal(params)
-	if env.Params != nil {
-		return framing.Splice(msg, env.Params, encoded)
-	}
-	method, _ := json.Marshal(env.Method)
-	return fmt.Appendf(nil, `{"jsonrpc":"2.0","method":%s,"params":%s}`, method, encoded)
+	return out
 }
 
 // withProgressToken returns the progress notification msg with its
-// progress token set to token, the client's own; msg itself when token is
-// nil or msg's params are not an object.
+// progress token set to token, the client's own, every other byte as the
+// upstream sent it; msg itself when token is nil or the token cannot be
+// set for sure (params not an object, a member spelled twice).
 func withProgressToken(msg []byte, env framing.Envelope, token []byte) []byte {
-	if token == nil {
+	if token == nil || env.Params == nil {
 		return msg
 	}
-	params := map[string]json.RawMessage{}
-	if env.Params == nil || json.Unmarshal(env.Params, &params) != nil {
+	out, err := framing.SetMemberPath(msg, []string{"params", "progressToken"}, token)
+	if err != nil {
 		return msg
 	}
-	params["progressToken"] = token
-	encoded, _ := json.Marshal(params)
-	return framing.Splice(msg, env.Params, encoded)
+	return out
 }
 
 // routeStateless routes a notification or request of the stateless
@@ -605,7 +593,7 @@ func (ss *session) routeStateless(msg []byte, env framing.Envelope) {
 	case nr.subscriptionID != nil:
 		key := idKey(nr.subscriptionID)
 		if ex := ss.calls[key]; ex != nil && ex.listen != nil && ex.stream != nil {
-			targets = append(targets, target{ex, withSubscriptionID(msg, env, ex.orig[key])})
+			targets = append(targets, target{ex, withSubscriptionID(msg, ex.orig[key])})
 		}
 	case nr.progressToken != nil:
 		// The relay sees each request's progress token rewritten to its
@@ -630,7 +618,7 @@ func (ss *session) routeStateless(msg []byte, env framing.Envelope) {
 		for _, ex := range ss.live {
 			if ex.listen != nil && !ex.complete && ex.listen.wants(env.Method, env.Params) {
 				for _, orig := range ex.orig {
-					targets = append(targets, target{ex, withSubscriptionID(msg, env, orig)})
+					targets = append(targets, target{ex, withSubscriptionID(msg, orig)})
 				}
 			}
 		}

@@ -394,6 +394,86 @@ func TestStatelessRouting(t *testing.T) {
 	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/x","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}`, got[1])
 }
 
+// TestNotificationRewrites: a notification the stateless session routes
+// gets the client's own listen id or progress token, and every other byte
+// as the upstream sent it (a decoder's map re-sorted the members and
+// escaped '<'); one whose params are not an object goes as it is.
+func TestNotificationRewrites(t *testing.T) {
+	t.Parallel()
+	const sub = `"io.modelcontextprotocol/subscriptionId"`
+	tests := []struct {
+		name     string
+		msg      string
+		progress bool   // the progress token is set, not the subscription id
+		orig     string // the client's own id or token; "" for none
+		want     string
+	}{
+		{name: "listen id replaced, the rest as sent",
+			msg:  `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"a<b","_meta":{"x":1,` + sub + `:"httpfront-4"}}}`,
+			orig: `"L"`,
+			want: `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"a<b","_meta":{"x":1,` + sub + `:"L"}}}`},
+		{name: "listen id added to _meta", msg: `{"jsonrpc":"2.0","method":"notifications/x","params":{"z":1,"_meta":{}}}`, orig: `7`,
+			want: `{"jsonrpc":"2.0","method":"notifications/x","params":{"z":1,"_meta":{` + sub + `:7}}}`},
+		{name: "listen id, _meta made", msg: `{"jsonrpc":"2.0","method":"notifications/x","params":{"z":1,"a":2}}`, orig: `7`,
+			want: `{"jsonrpc":"2.0","method":"notifications/x","params":{"z":1,"a":2,"_meta":{` + sub + `:7}}}`},
+		{name: "listen id, params made", msg: `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`, orig: `"L"`,
+			want: `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{` + sub + `:"L"}}}`},
+		{name: "listen id, null params made", msg: `{"jsonrpc":"2.0","method":"notifications/x","params":null}`, orig: `"L"`,
+			want: `{"jsonrpc":"2.0","method":"notifications/x","params":{"_meta":{` + sub + `:"L"}}}`},
+		{name: "listen id, params an array", msg: `{"jsonrpc":"2.0","method":"notifications/x","params":[1]}`, orig: `"L"`,
+			want: `{"jsonrpc":"2.0","method":"notifications/x","params":[1]}`},
+		{name: "progress token replaced, the rest as sent", progress: true,
+			msg:  `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"httpfront-3","progress":1,"total":12345678901234567890,"message":"<b>"}}`,
+			orig: `1`,
+			want: `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1,"total":12345678901234567890,"message":"<b>"}}`},
+		{name: "no progress token of the client's", progress: true,
+			msg:  `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"httpfront-3","progress":1}}`,
+			want: `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"httpfront-3","progress":1}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := []byte(tt.msg)
+			env, err := framing.Peek(msg)
+			require.NoError(t, err)
+			var orig []byte
+			if tt.orig != "" {
+				orig = []byte(tt.orig)
+			}
+			var got []byte
+			if tt.progress {
+				got = withProgressToken(msg, env, orig)
+			} else {
+				got = withSubscriptionID(msg, orig)
+			}
+			assert.Equal(t, tt.want, string(got))
+		})
+	}
+}
+
+// TestStatelessListChangeWithNullParams: an upstream's list change with
+// "params":null reaches the listen stream with the client's listen id in
+// a params made for it. Its routing decoded the params into a map, which
+// null left nil, and the write of the id into it panicked: the relay's
+// write, and the process, went down on one upstream notification.
+func TestStatelessListChangeWithNullParams(t *testing.T) {
+	t.Parallel()
+	ss := bareSession(t)
+	ss.stateless = true
+	body := `{"jsonrpc":"2.0","id":"httpfront-4","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`
+	l, lRec := sseExchange(t, ss, body)
+	env, err := framing.Peek([]byte(body))
+	require.NoError(t, err)
+	ss.mu.Lock()
+	l.orig = map[string][]byte{idKey(env.ID): []byte(`"L"`)}
+	l.listen = parseSubscriptions(env.Params)
+	ss.mu.Unlock()
+
+	require.NoError(t, ss.WriteMessage(t.Context(), []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":null}`)))
+	ss.writeNotes(l)
+	assert.Equal(t, []string{`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}`},
+		events(t, lRec.Body))
+}
+
 // An error answered before anything was streamed goes out as a plain JSON
 // response with its HTTP status, whole, with its length, even to a client
 // that accepts SSE.
