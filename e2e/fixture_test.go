@@ -70,6 +70,8 @@ func runFixture(args []string) int {
 		return runSlowRestart(fs.Args()[1:])
 	case fixtureLedger:
 		return runLedger(fs.Args()[1:])
+	case fixtureListFailsUntil:
+		return runListFailsUntil(fs.Args()[1:])
 	}
 	if mode == fixtureSlowCaps {
 		return runSlowCaps(fs.Args()[1:])

@@ -105,6 +105,7 @@ func TestReusedIDOfACancelledListDoesNotUnfilterIt(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			policy := &fakePolicy{status: map[string]string{"secret": "pending_approval"}}
 			h := start(t, 0, func(s *Session) { s.Tools = policy })
+			loadEmptyCatalog(t, h) // the load is complete: tools/list goes to the upstream
 			h.client.send(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}` + "\n")
 			h.client.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}` + "\n")
 			h.client.send(`{"jsonrpc":"2.0","id":9,"method":"resources/list"}` + "\n")
@@ -251,6 +252,7 @@ func TestLongResponseNeverPassesForAListTrackedAfterItsHead(t *testing.T) {
 			})
 		}
 	})
+	loadEmptyCatalog(t, h) // the load is complete: tools/list goes to the upstream
 	h.up.send(`{"jsonrpc":"2.0","id":7,"result":{"tools":[` + tool("open", long) + `,` + tool("secret", "LOCKED TOOL") + `]}}` + "\n")
 	answer := h.client.next()
 	env, err := framing.Peek(answer)
@@ -311,4 +313,16 @@ func TestHostileUpstreamAnswersEachRequestExactlyOnce(t *testing.T) {
 		want[framing.IDKey([]byte(fmt.Sprint(i)))] = 1
 	}
 	assert.Equal(t, want, count, "answers by id")
+}
+
+// loadEmptyCatalog answers the sidecar's first tools/list, which started
+// with the handshake, with no tools, and waits until it is kept: the load
+// is complete.
+func loadEmptyCatalog(t *testing.T, h *harness) {
+	t.Helper()
+	env, err := framing.Peek(h.up.next())
+	require.NoError(t, err)
+	require.Equal(t, "tools/list", env.Method)
+	h.up.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":{"tools":[]}}` + "\n")
+	require.Eventually(t, h.session.catalogLoadIdle, timeout, tick)
 }

@@ -61,6 +61,12 @@ type catalogState struct {
 	// refreshErr is how the last one ended (see refreshEnd).
 	refreshEnded chan struct{}
 	refreshErr   error
+	// first is set while a load of the upstream waits for its first
+	// catalog, from its handshake on (see Session.firstCatalog): the
+	// catalog kept next completes the load. Whoever takes it (keep, or
+	// dropFirst when the load fails) publishes the load's status, then
+	// closes it; nil when no load waits.
+	first chan struct{}
 }
 
 // loaded reports whether a catalog was loaded.
@@ -127,16 +133,46 @@ func (c *catalogState) mergeCount() int {
 // keep replaces the catalog with all, a load that started when
 // mergeCount was merges, and reports true; unless the catalog was updated
 // since (the load may hold older definitions than the update), and then
-// it keeps nothing and reports false.
-func (c *catalogState) keep(all []json.RawMessage, merges int) bool {
+// it keeps nothing and reports false. A kept catalog that completes a load
+// of the upstream (see awaitFirst) returns that load's wait, for the
+// caller to end.
+func (c *catalogState) keep(all []json.RawMessage, merges int) (first chan struct{}, kept bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.merges != merges {
-		return false
+		return nil, false
 	}
 	c.setLocked(all)
 	c.keptMerges = merges
-	return true
+	first, c.first = c.first, nil
+	return first, true
+}
+
+// awaitFirst records that a load of the upstream, its handshake done,
+// waits for its first catalog.
+func (c *catalogState) awaitFirst() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.first = make(chan struct{})
+}
+
+// dropFirst ends the wait of a load whose first catalog failed, and
+// returns it for the caller to close; nil when a catalog was kept since,
+// which completed the load.
+func (c *catalogState) dropFirst() chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	first := c.first
+	c.first = nil
+	return first
+}
+
+// firstDue returns a channel closed once the load waiting for its first
+// catalog has ended, with its status published; nil when no load waits.
+func (c *catalogState) firstDue() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.first
 }
 
 // startLoad returns the load under way, or a new one, which it records as

@@ -108,7 +108,8 @@ func TestCatalogStateKeep(t *testing.T) {
 			merges := c.mergeCount()
 			tt.between(c)
 			loaded := defs(tool("a", "x"), tool("b", "y"))
-			assert.Equal(t, tt.wantKept, c.keep(loaded, merges))
+			_, kept := c.keep(loaded, merges)
+			assert.Equal(t, tt.wantKept, kept)
 			if tt.wantKept {
 				assert.Equal(t, loaded, c.verdicts.Load().tools)
 			} else {

@@ -110,15 +110,9 @@ func (s *Session) discover(ctx context.Context, rawArgs json.RawMessage) json.Ra
 		n := s.counts.includeDisabled.Add(1)
 		s.log.Info("discovery with include_disabled", "count", n)
 	}
+	// Available only once a catalog is loaded (see completeLoad): the
+	// status and the catalog are told as they are.
 	up := s.upstreamState()
-	if !s.cat.loaded() && up.Available() {
-		if err := s.refreshCatalog(ctx); err != nil {
-			// Its load fails the upstream's (see firstCatalog): say so now.
-			o := resilience.Outcome{Server: s.Name, Err: s.catalogError(err)}
-			o.Class = o.Err.Class
-			up = UpstreamState{Status: o.Class, Error: o.Err.Error(), Message: o.Message()}
-		}
-	}
 
 	v := s.view()
 	res := DiscoveryResult{

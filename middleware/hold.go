@@ -231,6 +231,42 @@ func (s *Session) awaitUpstream(ctx context.Context, msg []byte, env framing.Env
 	}()
 }
 
+// awaitFirstCatalog handles a client's tools/list that found the upstream
+// ready and its load waiting for its first catalog (see firstCatalog): the
+// upstream is not available yet, and what the agent is shown follows the
+// status. The request waits off the client pump until that load has
+// ended, due closed once its status is published, and then goes on as if
+// it had just arrived: relayed to the upstream, available; or, when the
+// load failed (its link is gone by then), waiting for a restart or
+// answered with the status, as any request that finds no upstream ready.
+// held says msg is already kept (see keep); awaitFirstCatalog releases it.
+func (s *Session) awaitFirstCatalog(ctx context.Context, msg []byte, env framing.Envelope, held bool, due <-chan struct{}) {
+	msg, env, ok := s.keep(msg, env, held)
+	if !ok {
+		return
+	}
+	if !s.gating.start() {
+		s.answerUnready(ctx, env)
+		s.unhold(msg, true)
+		return
+	}
+	go func() {
+		defer s.gating.done()
+		select {
+		case <-due:
+		case <-ctx.Done(): // Run is ending: relayed or answered now, as any request
+			s.send(ctx, msg, env)
+			s.unhold(msg, true)
+			return
+		}
+		if s.readyLink() == nil {
+			s.awaitUpstream(ctx, msg, env, true)
+			return
+		}
+		s.relayRequest(ctx, msg, env, true) // a later load may wait for its own first catalog
+	}()
+}
+
 // answeredUnready reports whether answerUnready answers env's request
 // itself, with nothing the upstream's status changes: such a request need
 // not wait for a restart.

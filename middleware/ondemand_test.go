@@ -185,6 +185,14 @@ func TestInitializeFromMemoryThenASlowUpstream(t *testing.T) {
 	require.Len(t, answer.Result.Tools, 1, "the discovery tool only")
 
 	up.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":` + result + "}\n")
+	for { // the load's first catalog: the upstream is ready once it is loaded
+		env, err = framing.Peek(up.next())
+		require.NoError(t, err)
+		if env.Method == "tools/list" {
+			up.send(`{"jsonrpc":"2.0","id":` + string(env.ID) + `,"result":{"tools":[]}}` + "\n")
+			break
+		}
+	}
 	env, err = framing.Peek(client.next())
 	require.NoError(t, err)
 	assert.Equal(t, "notifications/tools/list_changed", env.Method, "told once the upstream is ready")

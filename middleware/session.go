@@ -244,7 +244,8 @@ func (s *Session) Handshake() Handshake {
 }
 
 // Status returns the upstream's current load status: transient until the
-// first load ends.
+// first load ends, available once a load's handshake and first catalog are
+// done.
 func (s *Session) Status() resilience.Outcome {
 	s.once.Do(s.init)
 	s.mu.Lock()
@@ -536,6 +537,12 @@ func (s *Session) relayRequest(ctx context.Context, msg []byte, env framing.Enve
 	if s.Tools != nil && clientMethods[env.Method].is(gated) {
 		s.gateCall(ctx, msg, env, held)
 		return
+	}
+	if s.Tools != nil && clientMethods[env.Method].is(filtered) {
+		if due := s.cat.firstDue(); due != nil {
+			s.awaitFirstCatalog(ctx, msg, env, held, due)
+			return
+		}
 	}
 	s.send(ctx, msg, env)
 	s.unhold(msg, held)

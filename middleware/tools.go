@@ -605,12 +605,21 @@ func (s *Session) loadAndKeepCatalog(ctx context.Context) error {
 			return err
 		}
 		s.cat.identities.warm(all)
-		if !s.cat.keep(all, merges) {
+		first, kept := s.cat.keep(all, merges)
+		if !kept {
 			if try < maxCatalogTries {
 				continue
 			}
 			s.log.Warn("the tool catalog keeps changing while it loads")
 			return errCatalogChanging
+		}
+		if first != nil {
+			// The load's first catalog: the upstream is available, before
+			// the visible set is recorded (it shows no discovery tool for an
+			// unavailable upstream) and before anyone waiting for the
+			// catalog reads the status.
+			s.completeLoad()
+			close(first)
 		}
 		if s.CatalogSeen != nil {
 			s.CatalogSeen(all)

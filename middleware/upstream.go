@@ -169,7 +169,20 @@ func (s *Session) loadOn(ctx context.Context, attempt int, conn Conn, err error)
 		s.closeLink(ctx)
 		return err
 	}
-	if err := s.firstCatalog(ctx, attempt); err != nil {
+	err = s.firstCatalog(ctx, attempt)
+	// The catalog kept completed the load and ended its wait (see
+	// completeLoad); otherwise it ends here, once the status is published
+	// and, when the load failed, the link gone.
+	switch first := s.cat.dropFirst(); {
+	case first != nil:
+		defer close(first)
+		if err == nil { // kept before the wait began: the load is complete all the same
+			s.completeLoad()
+		}
+	case err != nil && s.Tools != nil && ctx.Err() == nil:
+		err = nil // another load of the catalog, one a call started, kept one meanwhile
+	}
+	if err != nil {
 		if l.gone() {
 			// It died after a good handshake: a ready upstream crashed, as
 			// in supervise, and counts towards the crash budget, so that one
@@ -193,8 +206,10 @@ func (s *Session) loadOn(ctx context.Context, attempt int, conn Conn, err error)
 // firstCatalog waits for the catalog refresh the handshake started:
 // the catalog is part of the load (docs/DESIGN.md, Resilience), so a load
 // whose tools/list fails, or whose upstream goes away during it, fails as a
-// whole, classified (see catalogError) and retried like any other. Without
-// a ToolPolicy no catalog is loaded.
+// whole, classified (see catalogError) and retried like any other. Until
+// then the status is the load's, transient with its attempt, never
+// "available": the catalog kept completes the load (see completeLoad).
+// Without a ToolPolicy no catalog is loaded.
 func (s *Session) firstCatalog(ctx context.Context, attempt int) error {
 	if s.Tools == nil {
 		return nil
@@ -211,6 +226,16 @@ func (s *Session) firstCatalog(ctx context.Context, attempt int) error {
 		return s.catalogError(err) // cut off, it is a crash: the link was ready (see request)
 	}
 	return ctx.Err()
+}
+
+// completeLoad publishes the upstream available: its load's first catalog
+// is kept (see catalogState.keep). The load's outcome follows from the
+// Retrier (see supervise), with its time.
+func (s *Session) completeLoad() {
+	s.mu.Lock()
+	st := s.status
+	s.mu.Unlock()
+	s.setStatus(resilience.Outcome{Class: resilience.Available, Attempts: st.Attempts, MaxAttempts: st.MaxAttempts, Background: st.Background})
 }
 
 // catalogError classifies err, why a load of the catalog failed, with a
@@ -352,6 +377,11 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 			}
 		}
 		s.hs.setResult(r.Result) // before the upstream is ready, so that whoever finds it ready finds the result
+		if s.Tools != nil {
+			// Before it is ready: whoever finds it ready finds the load
+			// waiting for its first catalog (see firstCatalog).
+			s.cat.awaitFirst()
+		}
 		s.mu.Lock()
 		l.ready, l.hsVer = true, ver
 		if s.up == l {
@@ -364,7 +394,14 @@ func (s *Session) handshake(ctx context.Context, l *link, attempt int) error {
 		// Read once the upstream is ready: what the client sets from now on
 		// is relayed, and what it set before is replayed.
 		level, subs := s.hs.replayState()
-		s.setStatus(resilience.Outcome{Class: resilience.Available, Attempts: attempt})
+		if s.Tools == nil {
+			// No catalog to load: the handshake completes the load. Else
+			// the status stays the load's until its first catalog is kept
+			// (see completeLoad). Published before the client learns the
+			// upstream's answer, so that a call it sends next is not told
+			// "starting up".
+			s.setStatus(resilience.Outcome{Class: resilience.Available, Attempts: attempt})
+		}
 		s.resolveWaiters(hs.Method, r.Msg)
 		s.checkRemembered(ctx, hs.Method, r.Result)
 		if level != nil {

@@ -149,6 +149,19 @@ func Check(ctx context.Context, t Target) Result {
 	// Once the load budget is spent the sidecar keeps retrying slowly in
 	// the background; a check reports "still failing" instead.
 	r.BackgroundPolicy = resilience.Policy{MaxAttempts: 1, MaxElapsed: time.Nanosecond}
+	// The load's outcome: an initialize the upstream answered is not the
+	// end of it, its first catalog follows (see middleware.Session.Status).
+	loaded := make(chan resilience.Outcome, 1)
+	onOutcome := r.OnOutcome
+	r.OnOutcome = func(o resilience.Outcome) {
+		if onOutcome != nil {
+			onOutcome(o)
+		}
+		select { // the first: the load's own, before any background retry's
+		case loaded <- o:
+		default:
+		}
+	}
 	s.Retrier = &r
 	ours, theirs := pipe()
 	s.Client = theirs
@@ -170,8 +183,15 @@ func Check(ctx context.Context, t Target) Result {
 		"capabilities":    map[string]any{},
 		"clientInfo":      map[string]any{"name": "mcpwrap-doctor", "version": "1"},
 	})
-	res.LoadTime = time.Since(start)
 	st := s.Status()
+	if err == nil {
+		select {
+		case st = <-loaded:
+		case <-ctx.Done():
+			st = s.Status() // still loading: its handshake done, its tool list not
+		}
+	}
+	res.LoadTime = time.Since(start)
 	res.Attempts = st.Attempts
 	var rpc *middleware.RPCError
 	if errors.As(err, &rpc) {
@@ -182,9 +202,12 @@ func Check(ctx context.Context, t Target) Result {
 	}
 	if st.Class != resilience.Available {
 		if st.Class == resilience.Transient && st.Err == nil {
+			hint := "The server started but did not complete the MCP handshake; check that it speaks MCP and look at its own log"
+			if s.Handshake().Result != nil { // the upstream's own answer, not the sidecar's at the budget
+				hint = "The server answered the MCP handshake but did not list its tools in time; look at its own log"
+			}
 			st.Err = &resilience.Error{Class: resilience.Transient,
-				Reason: fmt.Sprintf("not ready after %s", res.LoadTime.Round(time.Millisecond)),
-				Hint:   "The server started but did not complete the MCP handshake; check that it speaks MCP and look at its own log"}
+				Reason: fmt.Sprintf("not ready after %s", res.LoadTime.Round(time.Millisecond)), Hint: hint}
 		}
 		res.fail(st)
 		return res

@@ -122,6 +122,20 @@ func TestCheck(t *testing.T) {
 			wantError: "tools/list: method not found",
 		},
 		{
+			name:      "tools/list answered with an error, under a policy: the load fails",
+			target:    target("nolist-gated", fakeServer{listError: &middleware.RPCError{Code: -32601, Message: "method not found"}}.dial, locks),
+			want:      Result{Name: "nolist-gated", Transport: TransportStdio, Status: "permanent", Attempts: 1, Hint: "The server rejected a load request; check its version and its own log"},
+			wantError: "cannot list its tools: JSON-RPC error -32601: method not found",
+		},
+		{
+			name:   "tools/list never answered, under a policy: loading until the budget",
+			target: target("mute", fakeServer{listMute: true}.dial, locks),
+			want: Result{Name: "mute", Transport: TransportStdio, Status: "transient", Attempts: 1,
+				Hint: "The server answered the MCP handshake but did not list its tools in time; look at its own log"},
+			wantError: "not ready after 5s",
+			wantLoad:  5 * time.Second,
+		},
+		{
 			name:      "no session could be built",
 			target:    Target{Name: "bad", Client: "cursor", Transport: TransportHTTP, Err: fmt.Errorf("%w: header \"X\": ${TOKEN}: unset", resilience.ErrConfig)},
 			want:      Result{Name: "bad", Client: "cursor", Transport: TransportHTTP, Status: "permanent", Hint: "Fix the configuration file"},

@@ -19,6 +19,7 @@ type fakeServer struct {
 	silent    bool                 // never answers initialize
 	initError *middleware.RPCError // answers initialize with this error
 	listError *middleware.RPCError // answers tools/list with this error
+	listMute  bool                 // never answers tools/list
 }
 
 func (f fakeServer) dial(context.Context) (middleware.Conn, error) {
@@ -57,6 +58,9 @@ func (f fakeServer) serve(c middleware.Conn) {
 				"capabilities": map[string]any{"tools": map[string]any{}},
 				"serverInfo":   map[string]any{"name": "fake", "version": "1"}}
 		case "tools/list":
+			if f.listMute {
+				continue
+			}
 			rpcErr = f.listError
 			page, _ := strconv.Atoi(m.Params.Cursor)
 			var tools []map[string]any
