@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,4 +77,47 @@ func TestOAuthReplicasShareSignInsOnPostgreSQL(t *testing.T) {
 		assert.NotContains(t, out, secret)
 	}
 	assertNoTokens(t, as, map[string]string{"status with another key": out})
+}
+
+// TestOAuthSignInReachesARunningReplicaOnPostgreSQL: with
+// $MCPWRAP_STORE_KEY, a sidecar that runs on replica 2 before anyone signed
+// in (no browser of its own) is told to sign in; `mcpwrap login` on replica
+// 1 then brings its tools, with tools/list_changed: the sealed sign-in is
+// announced through the database (DESIGN, Sign-ins).
+func TestOAuthSignInReachesARunningReplicaOnPostgreSQL(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Own(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	as := startAuthServer(t)
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x42}, 32))
+	dsn, err := c.CreateDB(ctx)
+	require.NoError(t, err)
+	shared := []string{"PGPASSFILE=" + c.PassFile, "MCPWRAP_STORE=" + dsn, "MCPWRAP_STORE_KEY=" + key}
+
+	sidecarEnv := append(signInEnv(t, t.TempDir(), filepath.Join(t.TempDir(), "browser.log"), false), shared...)
+	sidecarEnv = append(sidecarEnv, "MCPWRAP_BROWSER=none")
+	s := startLineSession(ctx, t, sidecarEnv, mcpwrapPath, sidecarArgs(as, freeLoopbackPort(t), "--ready-timeout", "1s")...)
+	s.Initialize(ctx, t)
+	for i := 1; ; i++ {
+		res := callWhoami(ctx, t, s, i)
+		if strings.Contains(res.text(), "needs you to sign in") {
+			break
+		}
+		require.Contains(t, res.text(), "still starting up")
+		select {
+		case <-ctx.Done():
+			require.FailNow(t, "never told to sign in")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+
+	login(ctx, t, as, append(signInEnv(t, t.TempDir(), filepath.Join(t.TempDir(), "cli.log"), false), shared...), freeLoopbackPort(t))
+	waitNotification(ctx, t, s, "notifications/tools/list_changed")
+	res := callWhoami(ctx, t, s, 100)
+	assert.False(t, res.IsError, res.text())
+	assert.Equal(t, "you are signed in", res.text())
+	s.CloseAndDrain(ctx, t)
+	assert.Equal(t, 1, as.Counts().Authorizations, "replica 1's sign-in, used by replica 2")
+	assertNoTokens(t, as, map[string]string{"sidecar log": s.proc.Stderr()})
 }

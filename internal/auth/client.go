@@ -362,33 +362,82 @@ func safeReason(err error) string {
 
 // Watch calls fn whenever the server's sign-in may have changed: another
 // process (or this one) stored or forgot a token, or a background sign-in
-// of this Client ended. It polls the store every interval (0 means one
-// second) until ctx is done.
+// of this Client ended. A store that announces changes (a [Notifier]: the
+// PostgreSQL document) is followed without a query of its own: a sign-in
+// anywhere is seen at once, and after a lost connection the store is read
+// again once it is back. Any other store (the keychain or file) is polled
+// for its Generation every interval (0 means one second). A read that
+// fails keeps the token in memory, and says so in the log. Calls of fn are
+// never concurrent; Watch returns when ctx is done, after the goroutine it
+// started has.
 func (c *Client) Watch(ctx context.Context, interval time.Duration, fn func()) {
 	c.setup()
-	if interval <= 0 {
-		interval = time.Second
+	var notified <-chan struct{} // the store's announcements; nil when polled
+	var ticks <-chan time.Time   // the poll; nil when announced
+	if n, ok := notifier(c.Store.tokens); ok {
+		ch := make(chan struct{}, 1)
+		notified = ch
+		ctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+		wg.Go(func() {
+			n.Watch(ctx, func() {
+				select {
+				case ch <- struct{}{}:
+				default: // a look is pending already
+				}
+			})
+		})
+	} else {
+		if interval <= 0 {
+			interval = time.Second
+		}
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		ticks = t.C
 	}
 	gen := "" // the first tick compares the store with what is in memory
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.changed:
-			_, _ = c.reload(ctx)
+			c.look(ctx)
 			fn()
-		case <-tick.C:
+		case <-notified:
+			c.recheck(ctx, fn)
+		case <-ticks:
 			if g := c.Store.Generation(ctx); g != gen {
 				gen = g
-				before := c.current()
-				_, _ = c.reload(ctx)
-				if c.current() != before {
-					fn() // this server's sign-in changed, not another's
-				}
+				c.recheck(ctx, fn)
 			}
 		}
+	}
+}
+
+// recheck reads the store again and calls fn if this server's sign-in
+// changed (not another's).
+func (c *Client) recheck(ctx context.Context, fn func()) {
+	before := c.current()
+	c.look(ctx)
+	if c.current() != before {
+		fn()
+	}
+}
+
+// look reads the store again; when it cannot be read, the token in memory
+// stays (a database that went away takes no sign-in with it) and the log
+// says why. A document that does not open with the key drops it (reload
+// fails closed). The errors quote no token.
+func (c *Client) look(ctx context.Context) {
+	_, err := c.reload(ctx)
+	switch {
+	case err == nil, errors.Is(err, ErrNoToken), ctx.Err() != nil:
+	case errors.Is(err, ErrWrongKey):
+		c.log.Warn("the stored sign-ins cannot be opened; the server needs a sign-in", "error", err)
+	default:
+		c.log.Warn("cannot read the sign-in; keeping the one in memory", "error", err)
 	}
 }
 

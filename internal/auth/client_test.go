@@ -2,17 +2,22 @@ package auth
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpwrap/mcpwrap/internal/syncbuf"
 	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
@@ -148,4 +153,110 @@ func TestWatchIgnoresOtherServers(t *testing.T) {
 	cancel()
 	<-stopped
 	assert.Empty(t, calls, "no call for the other server's sign-in")
+}
+
+// notifyingStore is a memTokenStore that announces changes, as the
+// PostgreSQL document does: each send on changes calls the watchers back,
+// and a failing Load stands for a database that went away. Generation
+// counts its calls: a watched Notifier is never polled.
+type notifyingStore struct {
+	memTokenStore
+	changes     chan struct{}
+	down        atomic.Bool
+	generations atomic.Int32
+}
+
+func (n *notifyingStore) Load(ctx context.Context) ([]byte, error) {
+	if n.down.Load() {
+		return nil, errors.New("state store unavailable: the test's database is down")
+	}
+	return n.memTokenStore.Load(ctx)
+}
+
+func (n *notifyingStore) Generation(ctx context.Context) (string, error) {
+	n.generations.Add(1)
+	return n.memTokenStore.Generation(ctx)
+}
+
+func (n *notifyingStore) Watch(ctx context.Context, onChange func()) {
+	onChange()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.changes:
+			onChange()
+		}
+	}
+}
+
+// TestWatchFollowsANotifier: a store that announces its changes (here
+// behind Seal, as the PostgreSQL one is) is followed, never polled, even
+// at a poll interval of 1 ns; an announcement brings another process's
+// sign-in; a read that fails keeps the token in memory and logs why,
+// without a secret.
+func TestWatchFollowsANotifier(t *testing.T) {
+	shared := &notifyingStore{changes: make(chan struct{})}
+	key := mustKey(t, keyA)
+	var logs syncbuf.Buffer
+	c := &Client{Name: "linear", ServerURL: "https://mcp.example/mcp", Store: NewStore(Seal(shared, key, "signins"), nil),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	ctx, cancel := context.WithCancel(context.Background())
+	called := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		c.Watch(ctx, 1, func() {
+			select {
+			case called <- struct{}{}:
+			case <-ctx.Done():
+			}
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-stopped })
+	// within fails the test when the watch does not do its part in time.
+	within := func(ch chan struct{}, send bool, what string) {
+		t.Helper()
+		timeout := time.After(20 * time.Second)
+		if send {
+			select {
+			case ch <- struct{}{}:
+			case <-timeout:
+				t.Fatal(what)
+			}
+			return
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatal(what)
+		}
+	}
+	other := NewStore(Seal(shared, key, "signins"), nil)
+	require.NoError(t, other.SaveToken(t.Context(), Token{ServerURL: "https://mcp.example/mcp", AccessToken: "tok-SECRET-1"}, nil))
+	within(shared.changes, true, "the watch does not follow the store")
+	within(called, false, "the announced sign-in is not seen")
+	tok, err := c.accessToken(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, "tok-SECRET-1", tok)
+
+	shared.down.Store(true)
+	within(shared.changes, true, "the watch does not follow the store") // the connection is lost
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "cannot read the sign-in; keeping the one in memory")
+	}, 20*time.Second, time.Millisecond, "the failed read is logged")
+	tok, err = c.accessToken(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, "tok-SECRET-1", tok, "a store that cannot be read takes no sign-in away")
+	assert.Contains(t, logs.String(), "the test's database is down")
+	assert.NotContains(t, logs.String(), "SECRET")
+
+	shared.down.Store(false)
+	require.NoError(t, other.SaveToken(t.Context(), Token{ServerURL: "https://mcp.example/mcp", AccessToken: "tok-SECRET-2"}, nil))
+	within(shared.changes, true, "the watch does not follow the store") // back: read again
+	within(called, false, "the sign-in made during the outage is not seen")
+	tok, err = c.accessToken(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, "tok-SECRET-2", tok)
+	assert.Zero(t, shared.generations.Load(), "a Notifier is never polled")
 }

@@ -197,3 +197,7 @@ func (s *sealed) TryLock(ctx context.Context, name string) (func(), bool, error)
 }
 
 func (s *sealed) Generation(ctx context.Context) (string, error) { return s.inner.Generation(ctx) }
+
+// Unwrap returns the store the sealed documents are kept in, whose
+// optional capabilities (a [Notifier]) are the sealed store's too.
+func (s *sealed) Unwrap() TokenStore { return s.inner }

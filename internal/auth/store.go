@@ -123,6 +123,33 @@ type TokenStore interface {
 	String() string
 }
 
+// Notifier is a [TokenStore] that announces changes, so that a [Client]
+// watching it never polls (internal/pgstore's Doc, over LISTEN/NOTIFY). A
+// TokenStore wrapping another (as [Seal]'s does) is a Notifier when the one
+// its Unwrap() TokenStore returns is.
+type Notifier interface {
+	// Watch calls onChange at once, then whenever the document may have
+	// changed: after any process's Update, and whenever changes may have
+	// been missed (a notification connection lost, then back). Calls are
+	// never concurrent. It returns when ctx is done or the store is closed.
+	Watch(ctx context.Context, onChange func())
+}
+
+// notifier returns the Notifier ts is, or wraps, if any.
+func notifier(ts TokenStore) (Notifier, bool) {
+	for ts != nil {
+		if n, ok := ts.(Notifier); ok {
+			return n, true
+		}
+		u, ok := ts.(interface{ Unwrap() TokenStore })
+		if !ok {
+			break
+		}
+		ts = u.Unwrap()
+	}
+	return nil, false
+}
+
 // Store is the user's sign-in store as a [Client] uses it: tokens and
 // registrations, each kept in a [TokenStore] (one for both by default;
 // registrations, and tokens too when sealed, in a shared database for

@@ -13,14 +13,19 @@ import (
 )
 
 // Doc is one named document of the mcpwrap_auth table: the sign-in store
-// (internal/auth's TokenStore, which it satisfies without importing it)
-// that replicas sharing the database share. Its bytes are opaque here:
-// auth writes JSON, or seals it first. A Doc is safe for concurrent use;
-// it uses its Store's pool and is closed with it.
+// (internal/auth's TokenStore and Notifier, which it satisfies without
+// importing it) that replicas sharing the database share. Its bytes are
+// opaque here: auth writes JSON, or seals it first. A Doc is safe for
+// concurrent use; it uses its Store's pool and notification connection and
+// is closed with it.
 type Doc struct {
 	s    *Store
 	name string
 }
+
+// authChannel is the NOTIFY channel of sign-in documents; a notification's
+// payload is the document's name (short: stores names them).
+const authChannel = "mcpwrap_auth"
 
 // Doc returns the document called name.
 func (s *Store) Doc(name string) *Doc { return &Doc{s: s, name: name} }
@@ -43,8 +48,8 @@ func (d *Doc) Load(ctx context.Context) ([]byte, error) {
 
 // Update replaces the document with fn's result in one transaction that
 // locks its row (SELECT … FOR UPDATE), so concurrent updates from every
-// replica queue; nothing is written when fn fails or returns the same
-// bytes.
+// replica queue, and announces it with NOTIFY (delivered at commit) to
+// every Watch; nothing is written when fn fails or returns the same bytes.
 func (d *Doc) Update(ctx context.Context, fn func(old []byte) ([]byte, error)) error {
 	if err := d.s.migrated(ctx); err != nil {
 		return err
@@ -72,10 +77,25 @@ func (d *Doc) Update(ctx context.Context, fn func(old []byte) ([]byte, error)) e
 		d.name, doc); err != nil {
 		return d.s.fail(ctx, "update the sign-ins", err)
 	}
+	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", authChannel, payload(d.name)); err != nil {
+		return d.s.fail(ctx, "update the sign-ins", err)
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return d.s.fail(ctx, "update the sign-ins", err)
 	}
 	return nil
+}
+
+// Watch calls onChange at once, then after every Update of the document by
+// any process (within the notification's delivery), after every reconnect
+// of the Store's notification connection (changes may have been missed)
+// and once when it is lost, so that the caller's next Load reports the
+// outage, and later finds what it missed. It shares the connection and the
+// guarantees of [Store.Watch]: no periodic query, calls never concurrent,
+// changes during a call coalesced into one more. It returns when ctx is
+// done or the Store is closed.
+func (d *Doc) Watch(ctx context.Context, onChange func()) {
+	d.s.listener.watch(ctx, topic{authChannel, d.name}, onChange)
 }
 
 // Generation returns the document's revision, which every Update moves.

@@ -7,8 +7,10 @@
 // read-modify-write, so no concurrent update is lost, and announces the
 // change with NOTIFY in the same transaction; Watch LISTENs on one
 // connection per Store, reconnecting with backoff, and calls every watcher
-// back after each reconnect, since changes may have been missed. The schema
-// is migrated by the first process to use the database (migrate.go).
+// back after each reconnect, since changes may have been missed. The sign-in
+// documents ([Doc]) are announced and watched the same way, on another
+// channel of that connection. The schema is migrated by the first process
+// to use the database (migrate.go).
 //
 // A database that cannot be reached makes Load, Update and Servers fail with
 // an error matching [state.ErrUnavailable]; the gate keeps judging by the

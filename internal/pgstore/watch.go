@@ -11,15 +11,17 @@ import (
 )
 
 // listener is a Store's notification connection and the watchers it calls
-// back. The first Watch starts its loop (listen); Close stops it and waits
-// for it, so the Store owns the goroutine and Close is its one join.
+// back: of servers' states (channel mcpwrap_state) and of sign-in documents
+// (authChannel), both LISTENed on the one connection. The first Watch of
+// either starts its loop (listen); Close stops it and waits for it, so the
+// Store owns the goroutine and Close is its one join.
 type listener struct {
 	store *Store
 
 	mu       sync.Mutex
-	watchers map[string]map[chan struct{}]struct{} // by server
-	stop     context.CancelFunc                    // nil until the loop starts
-	done     chan struct{}                         // closed when the loop returns
+	watchers map[topic]map[chan struct{}]struct{}
+	stop     context.CancelFunc // nil until the loop starts
+	done     chan struct{}      // closed when the loop returns
 	closed   bool
 	closedCh chan struct{} // closed by close; made on first use, under mu
 }
@@ -33,10 +35,18 @@ type listener struct {
 // runs are coalesced into one more call. Watch returns when ctx is done or
 // the Store is closed.
 func (s *Store) Watch(ctx context.Context, server string, onChange func()) {
+	s.listener.watch(ctx, topic{channel, server}, onChange)
+}
+
+// topic is what a watcher follows: a NOTIFY channel and a payload on it.
+type topic struct{ channel, name string }
+
+// watch is Watch for any topic.
+func (l *listener) watch(ctx context.Context, t topic, onChange func()) {
 	c := make(chan struct{}, 1)
 	c <- struct{}{} // the first call: the watch has begun
-	closed := s.listener.add(server, c)
-	defer s.listener.remove(server, c)
+	closed := l.add(t, c)
+	defer l.remove(t, c)
 	for {
 		select {
 		case <-ctx.Done():
@@ -49,21 +59,21 @@ func (s *Store) Watch(ctx context.Context, server string, onChange func()) {
 	}
 }
 
-// add registers c as a watcher of server, starting the loop if it does not
-// run, and returns a channel closed once the store is closed.
-func (l *listener) add(server string, c chan struct{}) <-chan struct{} {
+// add registers c as a watcher of t, starting the loop if it does not run,
+// and returns a channel closed once the store is closed.
+func (l *listener) add(t topic, c chan struct{}) <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closedCh == nil {
 		l.closedCh = make(chan struct{})
 	}
 	if l.watchers == nil {
-		l.watchers = make(map[string]map[chan struct{}]struct{})
+		l.watchers = make(map[topic]map[chan struct{}]struct{})
 	}
-	if l.watchers[server] == nil {
-		l.watchers[server] = make(map[chan struct{}]struct{})
+	if l.watchers[t] == nil {
+		l.watchers[t] = make(map[chan struct{}]struct{})
 	}
-	l.watchers[server][c] = struct{}{}
+	l.watchers[t][c] = struct{}{}
 	if l.done == nil && !l.closed {
 		ctx, stop := context.WithCancel(context.Background())
 		l.stop, l.done = stop, make(chan struct{})
@@ -75,12 +85,12 @@ func (l *listener) add(server string, c chan struct{}) <-chan struct{} {
 	return l.closedCh
 }
 
-func (l *listener) remove(server string, c chan struct{}) {
+func (l *listener) remove(t topic, c chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.watchers[server], c)
-	if len(l.watchers[server]) == 0 {
-		delete(l.watchers, server)
+	delete(l.watchers[t], c)
+	if len(l.watchers[t]) == 0 {
+		delete(l.watchers, t)
 	}
 }
 
@@ -102,13 +112,14 @@ func (l *listener) close() {
 	}
 }
 
-// signal tells the watchers of server, or every watcher for "", to look
-// again.
-func (l *listener) signal(server string) {
+// signal tells the watchers of name on channel ch to look again: every
+// watcher of ch for name "" (a payload too long to send), every watcher of
+// all channels for ch "" (a reconnect).
+func (l *listener) signal(ch, name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for name, set := range l.watchers {
-		if server != "" && name != server {
+	for t, set := range l.watchers {
+		if ch != "" && (t.channel != ch || name != "" && t.name != name) {
 			continue
 		}
 		for c := range set {
@@ -133,7 +144,7 @@ func (l *listener) listen(ctx context.Context) {
 			return // ctx is done
 		}
 		s.pool.Reset() // pooled connections may be to the server that went away
-		l.signal("")
+		l.signal("", "")
 		err = l.relay(ctx, conn)
 		_ = conn.Close(context.WithoutCancel(ctx))
 		if ctx.Err() != nil {
@@ -142,7 +153,7 @@ func (l *listener) listen(ctx context.Context) {
 		s.logger.Warn("state store: lost the connection to PostgreSQL; serving the state loaded last until it is back",
 			"store", s.where, "error", err)
 		s.pool.Reset()
-		l.signal("")
+		l.signal("", "")
 	}
 }
 
@@ -170,7 +181,7 @@ func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
 		if err != nil {
 			return transient(err)
 		}
-		if _, err := c.Exec(ctx, "LISTEN "+channel); err != nil {
+		if _, err := c.Exec(ctx, "LISTEN "+channel+"; LISTEN "+authChannel); err != nil {
 			_ = c.Close(context.WithoutCancel(ctx))
 			return transient(err)
 		}
@@ -197,6 +208,6 @@ func (l *listener) relay(ctx context.Context, conn *pgx.Conn) error {
 		if err != nil {
 			return err
 		}
-		l.signal(n.Payload)
+		l.signal(n.Channel, n.Payload)
 	}
 }
