@@ -636,7 +636,13 @@ func (g *Gate) UpstreamSeen(ctx context.Context, u middleware.UpstreamInfo) {
 		srv.Upstream = &rec
 		return nil
 	})
-	if err != nil && !errors.Is(err, errUnchanged) {
+	switch {
+	case err == nil, errors.Is(err, errUnchanged):
+	case ctx.Err() != nil:
+		// The session ended first (waiting for another process's lock,
+		// say): nothing failed, and the next load writes it.
+		g.log.Debug("the session ended before the server's capabilities were remembered", "error", err)
+	default:
 		g.log.Warn("cannot remember the server's capabilities in the state store", "error", err)
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/mcpwrap/mcpwrap/internal/policy"
 	"github.com/mcpwrap/mcpwrap/internal/state"
+	"github.com/mcpwrap/mcpwrap/internal/syncbuf"
 	"github.com/mcpwrap/mcpwrap/middleware"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -710,4 +713,39 @@ func TestGateReady(t *testing.T) {
 		assert.ErrorIs(t, err, ErrStoreUnreadable)
 		assert.False(t, errors.As(err, &d), "nothing loaded: not degraded but not ready")
 	})
+}
+
+// A session that ends while what the server said of itself waits to be
+// written (another process holds the state's lock) is not a failure to
+// warn of: the next load writes it. A store that fails is.
+func TestGateRemembersTheUpstreamQuietlyAtTheEnd(t *testing.T) {
+	tests := []struct {
+		name     string
+		cancel   bool
+		storeErr error
+		warned   bool
+	}{
+		{name: "the session ended", cancel: true, storeErr: fmt.Errorf("state: waiting to update fs.json: %w", context.Canceled)},
+		{name: "the store failed", storeErr: errors.New("state: write fs.json: no space left on device"), warned: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs syncbuf.Buffer
+			eval, err := policy.NewEvaluator(policy.Options{})
+			require.NoError(t, err)
+			store := &memStore{}
+			g := New("fs", eval, store, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+			g.Reload(context.Background())
+			store.setErr(tt.storeErr)
+			ctx, cancel := context.WithCancel(context.Background())
+			if tt.cancel {
+				cancel()
+			}
+			defer cancel()
+			g.UpstreamSeen(ctx, middleware.UpstreamInfo{ServerInfo: json.RawMessage(`{"name":"fs","version":"2"}`)})
+			assert.Equal(t, tt.warned, strings.Contains(logs.String(), "cannot remember"), "log: %s", logs.String())
+			_, ok := g.RememberedUpstream()
+			assert.True(t, ok, "advertised by this process either way")
+		})
+	}
 }
