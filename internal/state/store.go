@@ -175,7 +175,7 @@ func (s *FileStore) Servers(ctx context.Context) ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || !strings.HasSuffix(e.Name(), ".json") {
+		if e.IsDir() || !stateFileName(e.Name()) {
 			continue
 		}
 		path := filepath.Join(s.serversDir(), e.Name())
