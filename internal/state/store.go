@@ -300,7 +300,7 @@ type watchConfig struct {
 	// pollInterval is the cadence of the fallback when notifications fail.
 	pollInterval time.Duration
 	newWatcher   func() (*fsnotify.Watcher, error)
-	// ready, if set, is called once Watch observes the file ("notify" or
+	// ready, if set, is called once a watch observes its files ("notify" or
 	// "poll"); a change made after that is reported.
 	ready func(mode string)
 }
