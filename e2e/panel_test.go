@@ -95,11 +95,11 @@ type panelProc struct {
 	base   string // http://127.0.0.1:PORT
 }
 
-// startPanel runs `mcpwrap ui --no-open` in env and reads the URL it prints; t.Cleanup stops it
-// with SIGINT and requires a clean exit.
-func startPanel(t *testing.T, env []string, dir string) panelProc {
+// startPanel runs `mcpwrap ui --no-open` (with args) in env and reads the URL it prints;
+// t.Cleanup stops it with SIGINT and requires a clean exit.
+func startPanel(t *testing.T, env []string, dir string, args ...string) panelProc {
 	t.Helper()
-	cmd := exec.Command(mcpwrapPath, "ui", "--no-open")
+	cmd := exec.Command(mcpwrapPath, append([]string{"ui", "--no-open"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = dir
 	var stderr strings.Builder
@@ -399,4 +399,67 @@ func TestPanelSecondLaunchOpensTheFirst(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, panel.launch)
 	assert.Contains(t, out, "already running")
+}
+
+// TestPanelShowsAChangeToTheTwentiethRunningServer: with 20 servers running (more than the 16
+// the panel once watched) and the panel looking for changes once an hour, a tool disabled by
+// `mcpwrap tools` on the 20th shows on the open servers page at once: only the store's watch can
+// tell the panel. The 20 sidecars are idle mcpwrap processes, each named by a status file as a
+// sidecar publishes it (runstatus.Alive knows an mcpwrap by its command line).
+func TestPanelShowsAChangeToTheTwentiethRunningServer(t *testing.T) {
+	t.Parallel()
+	tab := newBrowser(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	p := newPolicyEnv(t, `{}`)
+	const servers = 20
+	name := func(i int) string { return fmt.Sprintf("s%02d", i) }
+
+	// The store as an earlier mcpwrap left it: the version 1 file, every server's catalog in it.
+	catalogs := map[string]any{}
+	for i := range servers {
+		catalogs[name(i)] = map[string]any{"catalog": map[string]any{"seen_at": "2026-01-02T03:04:05Z", "tools": map[string]any{
+			"echo": map[string]any{"definition": map[string]any{"name": "echo", "description": "Echoes.", "inputSchema": map[string]any{"type": "object"}}, "hash": fmt.Sprintf("%064d", i)},
+		}}}
+	}
+	v1, err := json.Marshal(map[string]any{"version": 1, "servers": catalogs})
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(p.stateDir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(p.stateDir, "state.json"), v1, 0o600))
+	out, code := p.cli(t, "tools", "list", name(servers-1)) // migrates the store
+	require.Equal(t, 0, code, out)
+
+	runDir := filepath.Join(p.stateDir, "run")
+	require.NoError(t, os.MkdirAll(runDir, 0o700))
+	for i := range servers {
+		cmd := exec.CommandContext(ctx, mcpwrapPath, "demo-server")
+		stdin, err := cmd.StdinPipe() // held open: the server idles
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+		status, err := json.Marshal(map[string]any{"server": name(i), "pid": cmd.Process.Pid,
+			"started_at": time.Now(), "updated_at": time.Now(), "status": "available", "attempts": 1})
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(runDir, strconv.Itoa(cmd.Process.Pid)+".json"), status, 0o600))
+	}
+
+	home := t.TempDir()
+	panel := startPanel(t, append(p.env, "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config")), home,
+		"--interval", "1h")
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(panel.launch), chromedp.WaitVisible(chromedp.CSS("main table.servers"))))
+	running, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll("table.servers span.status.available").length`))
+	require.NoError(t, err)
+	require.Equal(t, servers, running, "every sidecar runs")
+	tools := fmt.Sprintf(`document.querySelector('a[href="/server?name=%s"]').closest("tr").querySelector('td[data-label="Tools"]').innerText`, name(servers-1))
+	before, err := chromedp.Run(tab, chromedp.Evaluate[string](tools))
+	require.NoError(t, err)
+	require.Equal(t, "1 callable", before)
+
+	start := time.Now()
+	out, code = p.cli(t, "tools", "disable", name(servers-1), "echo")
+	require.Equal(t, 0, code, out)
+	_, err = chromedp.Run(tab, chromedp.Poll[bool](tools+` === "0 callable, 1 locked"`, chromedp.WithPollingTimeout(20*time.Second)))
+	after, _ := chromedp.Run(tab, chromedp.Evaluate[string](tools))
+	require.NoError(t, err, "the page still says %q of %s", after, name(servers-1))
+	t.Logf("the change showed on the page %s after mcpwrap tools disable began", time.Since(start).Round(time.Millisecond))
 }

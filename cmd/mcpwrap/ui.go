@@ -48,6 +48,7 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	noOpen := fs.Bool("no-open", false, "print the panel's URL on stdout instead of opening the browser")
 	listen := fs.String("listen", "127.0.0.1:0", "loopback address to serve on (port 0: any free one)")
+	interval := fs.Duration("interval", panel.DefaultInterval, "how often an open page looks for changes it is not told of (sidecars starting and stopping, client configs); the state store's changes show at once")
 	var o wrapOptions
 	fs.StringVar(&o.configPath, "config", "", "config file (default: $MCPWRAP_CONFIG, else <user config dir>/mcpwrap/config.json)")
 	fs.StringVar(&o.stateDir, "state-dir", "", "user state directory (default: $MCPWRAP_STATE_DIR, else the OS per-user state dir)")
@@ -60,6 +61,9 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		return usageFailed(stderr, "mcpwrap ui", fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	if *interval <= 0 {
+		return usageFailed(stderr, "mcpwrap ui", fmt.Errorf("--interval %s: must be positive", *interval))
 	}
 	if !hostcheck.IsLoopbackAddr(*listen) {
 		return usageFailed(stderr, "mcpwrap ui", fmt.Errorf("--listen %s: the panel listens on a loopback address only (127.0.0.1:PORT)", *listen))
@@ -126,6 +130,7 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		StatusDir: runstatus.Dir(dir),
 		Clients:   uiClients{},
 		SignIns:   uiSignIns{stateDir: dir, configPath: o.configPath, store: o.store, opened: &opened, stderr: stderr},
+		Interval:  *interval,
 		Logger:    logger,
 	}
 	ln, err := net.Listen("tcp", *listen)

@@ -87,6 +87,9 @@ func (m *memStore) Watch(ctx context.Context, _ string, onChange func()) {
 	<-ctx.Done()
 }
 
+// WatchAll is not used by the gate.
+func (m *memStore) WatchAll(ctx context.Context, _ func()) { <-ctx.Done() }
+
 func (m *memStore) Servers(context.Context) ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -11,11 +11,6 @@ import (
 	"time"
 )
 
-// maxWatched bounds the servers whose state the panel watches for
-// immediate updates (each watch holds an inotify instance, of which a user
-// has 128 in all); the others are seen by the poller within its interval.
-const maxWatched = 16
-
 // broker hands change events to the open pages' event streams. The zero
 // broker is ready.
 type broker struct {
@@ -85,8 +80,7 @@ func (b *broker) nudge() {
 }
 
 // poll looks for changes at every interval, or when nudged, while a page
-// listens, and publishes the model's fingerprint; it tells the store
-// watcher which servers to watch.
+// listens, and publishes the model's fingerprint.
 func (p *Panel) poll(ctx context.Context) {
 	t := time.NewTicker(p.interval())
 	defer t.Stop()
@@ -103,7 +97,6 @@ func (p *Panel) poll(ctx context.Context) {
 		}
 		m := p.snapshot(ctx)
 		p.events.publish(fingerprint(m))
-		p.watchThese(m)
 	}
 }
 
@@ -121,56 +114,15 @@ func fingerprint(m *model) string {
 	return fmt.Sprintf("%x", h.Sum(nil)[:12])
 }
 
-// watchThese tells the store watcher to watch the servers with a running
-// sidecar, which are those whose state changes without the panel.
-func (p *Panel) watchThese(m *model) {
-	var names []string
-	for _, s := range m.Servers {
-		if s.Running && len(names) < maxWatched {
-			names = append(names, s.Name)
-		}
-	}
-	p.mu.Lock()
-	p.watchSet = names
-	p.mu.Unlock()
-}
-
-// watchStore watches the state of the servers the poller names and nudges
-// it on a change, so that a sidecar's new catalog shows at once. It
-// re-reads the set at every interval.
+// watchStore nudges the poller whenever any server's state changes in the
+// store, so that a sidecar's new catalog shows at once, whatever the
+// number of servers: the store watches them all for the cost of one watch.
+// It returns when ctx is done.
 func (p *Panel) watchStore(ctx context.Context) {
 	if p.Store == nil {
 		return
 	}
-	var (
-		cur    []string
-		cancel = func() {}
-		wg     sync.WaitGroup
-	)
-	defer func() { cancel(); wg.Wait() }()
-	t := time.NewTicker(p.interval())
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		p.mu.Lock()
-		names := p.watchSet
-		p.mu.Unlock()
-		if slices.Equal(names, cur) {
-			continue
-		}
-		cancel()
-		wg.Wait()
-		cur = names
-		wctx, stop := context.WithCancel(ctx)
-		cancel = stop
-		for _, name := range names {
-			wg.Go(func() { p.Store.Watch(wctx, name, p.events.nudge) })
-		}
-	}
+	p.Store.WatchAll(ctx, p.events.nudge)
 }
 
 // serveEvents streams a "change" event whenever what the pages show

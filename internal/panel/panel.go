@@ -81,7 +81,6 @@ type Panel struct {
 	closed   bool
 	signings map[string]string // server → the sign-in URL of a sign-in under way
 	flash    string            // what the last change did, shown once
-	watchSet []string          // the servers the store watcher watches
 	done     chan struct{}     // closed by Shutdown; made lazily
 }
 

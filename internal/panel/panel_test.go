@@ -323,12 +323,52 @@ func TestApproveFromTheApprovalsPage(t *testing.T) {
 func TestEventsTellOfAChange(t *testing.T) {
 	f := newFixture(t, `{"servers": {"fs": {}}}`)
 	record(t, f.store, "fs", toolDef("a", "A.", true))
+	events := f.events(t)
+	first := <-events
+	record(t, f.store, "fs", toolDef("a", "A.", true), toolDef("b", "B.", true))
+	awaitNewEvent(t, events, first)
+}
+
+// TestEventsTellOfAChangeToAnyOf20RunningServers: with 20 sidecars running
+// (more than the 16 the panel once watched) and a poll interval of an
+// hour, a change to the state of the last one reaches the open page
+// through the store's watch alone.
+func TestEventsTellOfAChangeToAnyOf20RunningServers(t *testing.T) {
+	statusDir := t.TempDir()
+	const servers = 20
+	for i := range servers {
+		st := runstatus.Status{Server: fmt.Sprintf("s%02d", i), PID: 1000 + i, StartedAt: time.Now(),
+			Session: runstatus.Session{Status: "available", Attempts: 1}}
+		data, err := json.Marshal(st)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(statusDir, fmt.Sprintf("%d.json", st.PID)), data, 0o600))
+	}
+	f := newFixtureWith(t, `{}`, func(p *Panel) {
+		p.StatusDir, p.Alive = statusDir, func(int) bool { return true }
+		p.Interval = time.Hour // only the watch can tell of the change
+	})
+	for i := range servers {
+		record(t, f.store, fmt.Sprintf("s%02d", i), toolDef("a", "A.", true))
+	}
+	events := f.events(t)
+	first := <-events // the page's first look, which it asks for
 	user := f.signedIn(t)
-	req, err := http.NewRequest(http.MethodGet, f.base+"/events", nil)
+	_, body := do(t, user, http.MethodGet, f.base+"/", nil, nil)
+	require.Equal(t, servers, strings.Count(body, ">available<"), "every sidecar runs:\n%s", body)
+
+	record(t, f.store, fmt.Sprintf("s%02d", servers-1), toolDef("a", "A.", true), toolDef("b", "B.", true))
+	awaitNewEvent(t, events, first)
+}
+
+// events opens the panel's event stream as a signed-in page and returns
+// the versions it announces, until the test ends.
+func (f *fixture) events(t *testing.T) <-chan string {
+	user := f.signedIn(t)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.base+"/events", nil)
 	require.NoError(t, err)
 	resp, err := user.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	t.Cleanup(func() { resp.Body.Close() })
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
 	events := make(chan string, 16)
 	go func() {
@@ -346,14 +386,26 @@ func TestEventsTellOfAChange(t *testing.T) {
 			}
 		}
 	}()
-	first := <-events
-	record(t, f.store, "fs", toolDef("a", "A.", true), toolDef("b", "B.", true))
-	for v := range events {
-		if v != first {
-			return // told
+	return events
+}
+
+// awaitNewEvent waits for a version other than first on events.
+func awaitNewEvent(t *testing.T, events <-chan string, first string) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case v, ok := <-events:
+			if !ok {
+				t.Fatal("the stream ended without telling of the change")
+			}
+			if v != first {
+				return // told
+			}
+		case <-timeout:
+			t.Fatal("the stream did not tell of the change within 20 s")
 		}
 	}
-	t.Fatal("the stream ended without telling of the change")
 }
 
 // TestSecondLaunchFindsTheFirst: the lock file leads to the running panel.

@@ -95,7 +95,7 @@ func (d *Doc) Update(ctx context.Context, fn func(old []byte) ([]byte, error)) e
 // changes during a call coalesced into one more. It returns when ctx is
 // done or the Store is closed.
 func (d *Doc) Watch(ctx context.Context, onChange func()) {
-	d.s.listener.watch(ctx, topic{authChannel, d.name}, onChange)
+	d.s.listener.watch(ctx, topic{channel: authChannel, name: d.name}, onChange)
 }
 
 // Generation returns the document's revision, which every Update moves.

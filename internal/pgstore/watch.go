@@ -35,11 +35,21 @@ type listener struct {
 // runs are coalesced into one more call. Watch returns when ctx is done or
 // the Store is closed.
 func (s *Store) Watch(ctx context.Context, server string, onChange func()) {
-	s.listener.watch(ctx, topic{channel, server}, onChange)
+	s.listener.watch(ctx, topic{channel: channel, name: server}, onChange)
 }
 
-// topic is what a watcher follows: a NOTIFY channel and a payload on it.
-type topic struct{ channel, name string }
+// WatchAll implements [state.Store]: it is Watch of every server at once,
+// on the same notification connection, so it costs no more than one Watch.
+func (s *Store) WatchAll(ctx context.Context, onChange func()) {
+	s.listener.watch(ctx, topic{channel: channel, all: true}, onChange)
+}
+
+// topic is what a watcher follows: a NOTIFY channel and a payload on it, or
+// every payload on it.
+type topic struct {
+	channel, name string
+	all           bool
+}
 
 // watch is Watch for any topic.
 func (l *listener) watch(ctx context.Context, t topic, onChange func()) {
@@ -112,14 +122,14 @@ func (l *listener) close() {
 	}
 }
 
-// signal tells the watchers of name on channel ch to look again: every
-// watcher of ch for name "" (a payload too long to send), every watcher of
-// all channels for ch "" (a reconnect).
+// signal tells the watchers of name on channel ch to look again, and those
+// of every name on ch: every watcher of ch for name "" (a payload too long
+// to send), every watcher of all channels for ch "" (a reconnect).
 func (l *listener) signal(ch, name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for t, set := range l.watchers {
-		if ch != "" && (t.channel != ch || name != "" && t.name != name) {
+		if ch != "" && (t.channel != ch || name != "" && !t.all && t.name != name) {
 			continue
 		}
 		for c := range set {

@@ -27,7 +27,7 @@ import (
 //
 // Implementations are safe for concurrent use, and an update by one user of
 // the store (another process included) is seen by the others' Load and
-// reported to their Watch.
+// reported to their Watch and WatchAll.
 type Store interface {
 	// Load returns a snapshot of the server's state that the caller owns,
 	// never nil: a server with no state has an empty one. A store that
@@ -46,6 +46,15 @@ type Store interface {
 	// before may look again. Calls are never concurrent with each other;
 	// onChange may use the store.
 	Watch(ctx context.Context, server string, onChange func())
+	// WatchAll is Watch of every server at once, those without state yet
+	// included, for a user that shows them all: it calls onChange whenever
+	// any server's state may have changed, by any user of the store, until
+	// ctx is done, then returns. Its calls are Watch's (a first one once
+	// the watch has begun, never concurrent, onChange may use the store);
+	// they do not say which server changed, so the caller looks again at
+	// those it shows. Whatever the number of servers, it costs the store
+	// one watch, not one per server.
+	WatchAll(ctx context.Context, onChange func())
 	// Servers returns the names of the servers that have state, sorted.
 	Servers(ctx context.Context) ([]string, error)
 }

@@ -175,7 +175,7 @@ func (s *FileStore) Servers(ctx context.Context) ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || !strings.HasSuffix(e.Name(), ".json") {
+		if e.IsDir() || !stateFileName(e.Name()) {
 			continue
 		}
 		path := filepath.Join(s.serversDir(), e.Name())
@@ -300,7 +300,7 @@ type watchConfig struct {
 	// pollInterval is the cadence of the fallback when notifications fail.
 	pollInterval time.Duration
 	newWatcher   func() (*fsnotify.Watcher, error)
-	// ready, if set, is called once Watch observes the file ("notify" or
+	// ready, if set, is called once a watch observes its files ("notify" or
 	// "poll"); a change made after that is reported.
 	ready func(mode string)
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,42 +35,112 @@ import (
 // onChange is called from the goroutine running Watch, never concurrently
 // with itself; while it runs, further changes are coalesced into one later
 // call. It may use the store. Watch may be called concurrently with every
-// other method.
+// other method. Watch waits for the goroutine it starts before it returns.
 func (s *FileStore) Watch(ctx context.Context, server string, onChange func()) {
-	changed := make(chan struct{}, 1)
 	paths := []string{s.files(server).path, s.legacyPath()}
+	s.watchFiles(ctx, watched{
+		what:  paths[0],
+		match: func(path string) bool { return slices.Contains(paths, path) },
+		versions: func() map[string]os.FileInfo {
+			infos := make(map[string]os.FileInfo, len(paths))
+			for _, p := range paths {
+				if fi, err := os.Stat(p); err == nil {
+					infos[p] = fi
+				}
+			}
+			return infos
+		},
+	}, onChange)
+}
+
+// WatchAll is [FileStore.Watch] for every server at once: it calls onChange
+// after any server's state file changes (appears, is replaced or removed),
+// or the version 1 file does, until ctx is done, then returns. It costs
+// what one Watch costs, whatever the number of servers: one notification
+// watcher on the state directory and its servers directory, or, when
+// notifications are unavailable (a user's inotify instances or watches
+// exhausted), a listing of the servers directory once a second, said in the
+// log. Its timings, first call and concurrency are Watch's.
+func (s *FileStore) WatchAll(ctx context.Context, onChange func()) {
+	s.watchFiles(ctx, watched{what: s.serversDir(), match: s.isStateFile, versions: s.stateFiles}, onChange)
+}
+
+// watched is what a watch follows: the state files match accepts, of which
+// versions lists those that exist, by path; what names them in the log.
+type watched struct {
+	what     string
+	match    func(path string) bool
+	versions func() map[string]os.FileInfo
+}
+
+// watchFiles calls onChange, debounced, after the files of w change, until
+// ctx is done: by notifications, else by polling. It waits for the
+// goroutine it starts.
+func (s *FileStore) watchFiles(ctx context.Context, w watched, onChange func()) {
+	changed := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() {
-		err := s.notify(ctx, paths, changed)
+		err := s.notify(ctx, w, changed)
 		if err == nil || ctx.Err() != nil {
 			return
 		}
-		s.logger.Warn("state: file notifications unavailable; polling the state file",
-			"path", paths[0], "interval", s.watch.pollInterval, "err", err)
-		s.poll(ctx, paths, changed)
+		s.logger.Warn("state: file notifications unavailable; polling the state files",
+			"path", w.what, "interval", s.watch.pollInterval, "err", err)
+		s.poll(ctx, w.versions, changed)
 	})
 	debounce(ctx, changed, s.watch.debounce, s.watch.maxDelay, onChange)
 }
 
-// notify signals changed on every notification about one of the files at
-// paths. It returns nil when ctx is done, or an error if notifications
-// cannot be set up or stop working; in the latter case it signals changed
-// first, since a change may have been missed.
-func (s *FileStore) notify(ctx context.Context, paths []string, changed chan<- struct{}) error {
+// isStateFile reports whether path is a server's state file (not a lock or
+// temporary file) or the version 1 file.
+func (s *FileStore) isStateFile(path string) bool {
+	return path == s.legacyPath() || filepath.Dir(path) == s.serversDir() && stateFileName(filepath.Base(path))
+}
+
+// stateFileName reports whether a name in the servers directory is a
+// server's state file.
+func stateFileName(name string) bool {
+	return !strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".json")
+}
+
+// stateFiles returns the versions of the servers' state files and of the
+// version 1 file, by path; a directory that cannot be read has none.
+func (s *FileStore) stateFiles() map[string]os.FileInfo {
+	infos := map[string]os.FileInfo{}
+	if fi, err := os.Stat(s.legacyPath()); err == nil {
+		infos[s.legacyPath()] = fi
+	}
+	entries, _ := os.ReadDir(s.serversDir())
+	for _, e := range entries {
+		if e.IsDir() || !stateFileName(e.Name()) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil {
+			infos[filepath.Join(s.serversDir(), e.Name())] = fi
+		}
+	}
+	return infos
+}
+
+// notify signals changed on every notification about one of the files of
+// w. It returns nil when ctx is done, or an error if notifications cannot
+// be set up or stop working; in the latter case it signals changed first,
+// since a change may have been missed.
+func (s *FileStore) notify(ctx context.Context, w watched, changed chan<- struct{}) error {
 	if err := os.MkdirAll(s.serversDir(), 0o700); err != nil {
 		return err
 	}
-	w, err := s.watch.newWatcher()
+	nw, err := s.watch.newWatcher()
 	if err != nil {
 		return err
 	}
-	defer func() { _ = w.Close() }()
+	defer func() { _ = nw.Close() }()
 	// Watch the directories, not the files: a write renames a new file
 	// over the old one, which would end a watch on the file.
 	dirs := []string{s.dir, s.serversDir()}
 	for _, dir := range dirs {
-		if err := w.Add(dir); err != nil {
+		if err := nw.Add(dir); err != nil {
 			return err
 		}
 	}
@@ -78,7 +150,7 @@ func (s *FileStore) notify(ctx context.Context, paths []string, changed chan<- s
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-w.Events:
+		case ev, ok := <-nw.Events:
 			name := filepath.Clean(ev.Name)
 			switch {
 			case !ok:
@@ -87,35 +159,26 @@ func (s *FileStore) notify(ctx context.Context, paths []string, changed chan<- s
 			case slices.Contains(dirs, name) && ev.Has(fsnotify.Remove|fsnotify.Rename):
 				signal(changed)
 				return fmt.Errorf("state directory %s was removed or renamed", name)
-			case slices.Contains(paths, name) && ev.Op != fsnotify.Chmod:
+			case w.match(name) && ev.Op != fsnotify.Chmod:
 				signal(changed)
 			}
-		case err, ok := <-w.Errors:
+		case err, ok := <-nw.Errors:
 			if !ok {
 				signal(changed)
 				return errors.New("notifications closed")
 			}
 			// Typically a queue overflow: events were lost, so assume a change.
-			s.logger.Warn("state: file notification error", "path", paths[0], "err", err)
+			s.logger.Warn("state: file notification error", "path", w.what, "err", err)
 			signal(changed)
 		}
 	}
 }
 
-// poll signals changed whenever one of the files at paths differs in
-// identity, size or modification time from the previous check, until ctx is
-// done.
-func (s *FileStore) poll(ctx context.Context, paths []string, changed chan<- struct{}) {
-	stat := func() []os.FileInfo {
-		infos := make([]os.FileInfo, len(paths))
-		for i, p := range paths {
-			if fi, err := os.Stat(p); err == nil {
-				infos[i] = fi
-			}
-		}
-		return infos
-	}
-	last := stat()
+// poll signals changed whenever the files versions lists differ in number,
+// identity, size or modification time from the previous check, until ctx
+// is done.
+func (s *FileStore) poll(ctx context.Context, versions func() map[string]os.FileInfo, changed chan<- struct{}) {
+	last := versions()
 	s.ready("poll")
 	signal(changed) // a change made before the first check went unseen
 	t := time.NewTicker(s.watch.pollInterval)
@@ -126,8 +189,8 @@ func (s *FileStore) poll(ctx context.Context, paths []string, changed chan<- str
 			return
 		case <-t.C:
 		}
-		cur := stat()
-		if !slices.EqualFunc(last, cur, sameVersion) {
+		cur := versions()
+		if !maps.EqualFunc(last, cur, sameVersion) {
 			last = cur
 			signal(changed)
 		}

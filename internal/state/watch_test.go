@@ -1,11 +1,14 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -30,6 +33,19 @@ type watching struct {
 // store.watch before.
 func startWatch(t *testing.T, store *FileStore, server string) *watching {
 	t.Helper()
+	return startWatching(t, store, func(ctx context.Context, onChange func()) { store.Watch(ctx, server, onChange) })
+}
+
+// startWatchAll runs store.WatchAll until the test ends. Set store.watch
+// before.
+func startWatchAll(t *testing.T, store *FileStore) *watching {
+	t.Helper()
+	return startWatching(t, store, store.WatchAll)
+}
+
+// startWatching runs watch, one of store's watches, until the test ends.
+func startWatching(t *testing.T, store *FileStore, watch func(ctx context.Context, onChange func())) *watching {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	w := &watching{
 		ready:   make(chan string, 4),
@@ -40,7 +56,7 @@ func startWatch(t *testing.T, store *FileStore, server string) *watching {
 	store.watch.ready = func(mode string) { w.ready <- mode }
 	go func() {
 		defer close(w.done)
-		store.Watch(ctx, server, func() { w.changes <- struct{}{} })
+		watch(ctx, func() { w.changes <- struct{}{} })
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -289,4 +305,121 @@ func TestWatchReportsChangeMadeBeforeItStarted(t *testing.T) {
 			w.awaitChange(t)
 		})
 	}
+}
+
+// TestWatchAllNoticesEveryServer: one WatchAll sees a write to any of 20
+// servers, the first, a replacement and a removal, through one
+// notification watcher (or none, polling), not one per server.
+func TestWatchAllNoticesEveryServer(t *testing.T) {
+	for _, tt := range watchModes {
+		t.Run(tt.name, func(t *testing.T) {
+			watchers := 0
+			store := fastWatchStore(t, func() (*fsnotify.Watcher, error) {
+				watchers++ // only WatchAll's goroutine calls it
+				return tt.newWatcher()
+			})
+			const servers = 20
+			for i := range servers - 1 {
+				disable(t, store, fmt.Sprintf("s%02d", i), "t")
+			}
+			w := startWatchAll(t, store)
+			require.Equal(t, tt.wantMode, w.awaitStart(t))
+
+			last := fmt.Sprintf("s%02d", servers-1)
+			disable(t, store, last, "first") // creates its file
+			w.awaitChange(t)
+			disable(t, store, last, "second") // replaces it
+			w.awaitChange(t)
+			require.NoError(t, store.Update(t.Context(), "s00", func(srv *Server) error {
+				srv.Enable("t") // empties it: its file is removed
+				return nil
+			}))
+			w.awaitChange(t)
+			w.cancel()
+			<-w.done
+			assert.Equal(t, 1, watchers)
+		})
+	}
+}
+
+// TestWatchAllIgnoresOtherFiles: lock and temporary files, and files that
+// are no state, do not call WatchAll back.
+func TestWatchAllIgnoresOtherFiles(t *testing.T) {
+	for _, tt := range watchModes {
+		t.Run(tt.name, func(t *testing.T) {
+			store := fastWatchStore(t, tt.newWatcher)
+			w := startWatchAll(t, store)
+			require.Equal(t, tt.wantMode, w.awaitStart(t))
+
+			servers := filepath.Join(store.Dir(), ServersDir)
+			require.NoError(t, os.WriteFile(store.Dir()+"/unrelated.json", []byte("{}"), 0o600))
+			require.NoError(t, os.WriteFile(servers+"/.s.json.tmp-1", []byte("{}"), 0o600))
+			require.NoError(t, os.WriteFile(servers+"/s.json.lock", nil, 0o600))
+			disable(t, store, "s", "t")
+			w.awaitChange(t)
+			// Exactly one change, the state file's: stopping WatchAll
+			// flushes nothing further.
+			w.cancel()
+			<-w.done
+			assert.Empty(t, w.changes)
+		})
+	}
+}
+
+// TestWatchAllSaysWhyItPolls: a user's inotify instances exhausted, or the
+// state directory removed, WatchAll polls the servers directory and says
+// so in the log; it sees the directory made again.
+func TestWatchAllSaysWhyItPolls(t *testing.T) {
+	tests := []struct {
+		name       string
+		newWatcher func() (*fsnotify.Watcher, error)
+		removeDir  bool
+		wantLog    string
+	}{
+		{
+			name:       "no watcher left",
+			newWatcher: func() (*fsnotify.Watcher, error) { return nil, errors.New("too many open files") },
+			wantLog:    "too many open files",
+		},
+		{name: "directory removed", newWatcher: fsnotify.NewWatcher, removeDir: true, wantLog: "was removed or renamed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var log syncBuffer
+			dir := filepath.Join(t.TempDir(), "state") // made by WatchAll
+			store := Open(dir, slog.New(slog.NewTextHandler(&log, nil)))
+			store.watch.debounce = time.Millisecond
+			store.watch.pollInterval = 5 * time.Millisecond
+			store.watch.newWatcher = tt.newWatcher
+			w := startWatchAll(t, store)
+			if tt.removeDir {
+				require.Equal(t, "notify", w.awaitStart(t))
+				require.NoError(t, os.RemoveAll(dir))
+			}
+			require.Equal(t, "poll", w.awaitStart(t))
+			assert.Contains(t, log.String(), "file notifications unavailable; polling the state files")
+			assert.Contains(t, log.String(), tt.wantLog)
+
+			disable(t, store, "s", "t") // makes the directory again if removed
+			w.awaitChange(t)
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

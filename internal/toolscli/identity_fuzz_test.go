@@ -273,6 +273,8 @@ func (m *memoryStore) Update(ctx context.Context, server string, fn func(*state.
 
 func (m *memoryStore) Watch(ctx context.Context, _ string, _ func()) { <-ctx.Done() }
 
+func (m *memoryStore) WatchAll(ctx context.Context, _ func()) { <-ctx.Done() }
+
 func (m *memoryStore) Servers(context.Context) ([]string, error) { return []string{"s"}, nil }
 
 // TestToolIdentityCases runs the identity checks on hand-picked catalogs.

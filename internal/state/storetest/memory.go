@@ -20,7 +20,14 @@ import (
 type Memory struct {
 	mu       sync.Mutex
 	docs     map[string][]byte
-	watchers map[string][]chan struct{}
+	watchers map[watchKey][]chan struct{}
+}
+
+// watchKey files WatchAll's watchers apart from the servers' ("" is a
+// server name like any other).
+type watchKey struct {
+	server string
+	all    bool
 }
 
 var _ state.Store = (*Memory)(nil)
@@ -92,7 +99,10 @@ func (m *Memory) Corrupt(server string, doc []byte) {
 
 // notify signals the server's watchers; the caller holds m.mu.
 func (m *Memory) notify(server string) {
-	for _, c := range m.watchers[server] {
+	for _, c := range m.watchers[watchKey{server: server}] {
+		signal(c)
+	}
+	for _, c := range m.watchers[watchKey{all: true}] {
 		signal(c)
 	}
 }
@@ -100,17 +110,27 @@ func (m *Memory) notify(server string) {
 // Watch implements [state.Store]: onChange is called once at once, then
 // after every change of the server's state, until ctx is done.
 func (m *Memory) Watch(ctx context.Context, server string, onChange func()) {
+	m.watch(ctx, watchKey{server: server}, onChange)
+}
+
+// WatchAll implements [state.Store]: onChange is called once at once, then
+// after every change of any server's state, until ctx is done.
+func (m *Memory) WatchAll(ctx context.Context, onChange func()) {
+	m.watch(ctx, watchKey{all: true}, onChange)
+}
+
+func (m *Memory) watch(ctx context.Context, key watchKey, onChange func()) {
 	c := make(chan struct{}, 1)
 	c <- struct{}{}
 	m.mu.Lock()
 	if m.watchers == nil {
-		m.watchers = make(map[string][]chan struct{})
+		m.watchers = make(map[watchKey][]chan struct{})
 	}
-	m.watchers[server] = append(m.watchers[server], c)
+	m.watchers[key] = append(m.watchers[key], c)
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
-		m.watchers[server] = slices.DeleteFunc(m.watchers[server], func(w chan struct{}) bool { return w == c })
+		m.watchers[key] = slices.DeleteFunc(m.watchers[key], func(w chan struct{}) bool { return w == c })
 		m.mu.Unlock()
 	}()
 	for {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/mcpwrap/mcpwrap/internal/state"
 )
@@ -39,7 +40,9 @@ const WatchTimeout = 20 * time.Second
 // makes, each case on storage of its own: an empty store, a round trip of
 // every field, no lost update under concurrent Update from many handles, an
 // fn error that writes nothing, Watch called for another handle's write
-// and ending with its context, and a corrupt document that fails closed.
+// and ending with its context, WatchAll called for another handle's write
+// to any server and ending with its context and its goroutines, and a
+// corrupt document that fails closed.
 func Run(t *testing.T, mk MakeBackend) {
 	cases := []struct {
 		name string
@@ -53,6 +56,8 @@ func Run(t *testing.T, mk MakeBackend) {
 		{name: "NoLostUpdate", fn: testNoLostUpdate},
 		{name: "WatchSeesAnotherHandlesWrite", fn: testWatch},
 		{name: "WatchEndsWithItsContext", fn: testWatchEnds},
+		{name: "WatchAllSeesAnotherHandlesWrites", fn: testWatchAll},
+		{name: "WatchAllEndsWithItsContext", fn: testWatchAllEnds},
 		{name: "CorruptFailsClosed", fn: testCorrupt},
 	}
 	for _, c := range cases {
@@ -255,21 +260,104 @@ func testWatch(t *testing.T, b Backend) {
 	calls := watch(t, watcher, "s")
 	waitCall(t, calls, "once the watch began")
 	set(t, writer, "s", sample("t"))
-	// Calls may come where nothing changed; the change is seen by one.
+	awaitSeen(t, watcher, calls, "s", sample("t"))
+}
+
+// awaitSeen waits for a call after which watcher loads want as server's
+// state: calls may come where nothing changed; the change is seen by one.
+func awaitSeen(t *testing.T, watcher state.Store, calls <-chan struct{}, server string, want *state.Server) {
+	t.Helper()
 	deadline := time.After(WatchTimeout)
 	for {
 		select {
 		case <-calls:
 		case <-deadline:
-			t.Fatalf("no Watch call saw another handle's write within %s", WatchTimeout)
+			t.Fatalf("no watch call saw another handle's write to %q within %s", server, WatchTimeout)
 		}
-		got, err := watcher.Load(t.Context(), "s")
+		got, err := watcher.Load(t.Context(), server)
 		require.NoError(t, err)
 		if !got.Empty() {
-			requireSame(t, "s", sample("t"), got)
+			requireSame(t, server, want, got)
 			return
 		}
 	}
+}
+
+// watchAll runs s.WatchAll in the background until the test ends, and
+// returns a channel that receives once per call.
+func watchAll(t *testing.T, s state.Store) <-chan struct{} {
+	calls := make(chan struct{}, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.WatchAll(ctx, func() { calls <- struct{}{} })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return calls
+}
+
+// testWatchAll: one WatchAll is called for another handle's first write
+// to a server, its replacement and its removal, whatever the server.
+func testWatchAll(t *testing.T, b Backend) {
+	watcher, writer := b.Open(t), b.Open(t)
+	set(t, writer, "before", sample("t"))
+	calls := watchAll(t, watcher)
+	waitCall(t, calls, "once the watch began")
+	for i, name := range names {
+		set(t, writer, name, sample("t"))
+		awaitSeen(t, watcher, calls, name, sample("t"))
+		if i == 0 {
+			changed := sample("changed")
+			set(t, writer, name, changed)
+			awaitSeen(t, watcher, calls, name, changed)
+		}
+	}
+	set(t, writer, "before", &state.Server{})
+	deadline := time.After(WatchTimeout)
+	for {
+		select {
+		case <-calls:
+		case <-deadline:
+			t.Fatalf("no WatchAll call saw another handle empty a server within %s", WatchTimeout)
+		}
+		list, err := watcher.Servers(t.Context())
+		require.NoError(t, err)
+		if !slices.Contains(list, "before") {
+			return
+		}
+	}
+}
+
+// testWatchAllEnds: once its context is done, WatchAll returns, and every
+// goroutine it started has ended. Those the handle owns for all its
+// watches (a notification connection) are started by a Watch beforehand.
+func testWatchAllEnds(t *testing.T, b Backend) {
+	s, writer := b.Open(t), b.Open(t)
+	calls := watch(t, s, "warm")
+	waitCall(t, calls, "once the watch began")
+	set(t, writer, "warm", sample("t"))
+	awaitSeen(t, s, calls, "warm", sample("t"))
+	before := goleak.IgnoreCurrent()
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	first := make(chan struct{}, 1)
+	go func() {
+		defer close(done)
+		s.WatchAll(ctx, func() { signal(first) })
+	}()
+	waitCall(t, first, "once the watch began")
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(WatchTimeout):
+		t.Fatal("WatchAll did not return once its context was done")
+	}
+	goleak.VerifyNone(t, before)
 }
 
 func testWatchEnds(t *testing.T, b Backend) {
