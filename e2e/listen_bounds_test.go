@@ -227,7 +227,8 @@ func TestListenOneClientCannotTakeEverySession(t *testing.T) {
 // what the server answered to one (its last successful load, in the state store): the session's
 // server starts on its first request the server must answer. A first session, with nothing
 // remembered, starts its server at once; then 20 initialize POSTs start none, and each is
-// answered with what the first session's server answered; a tools/list on one of them starts
+// answered with what the first session's server answered, and `mcpwrap status` shows them idle
+// (before: "transient", 0 attempts, as if failing to load); a tools/list on one of them starts
 // exactly one, and the session works. Before, every initialize started a server (21 for these
 // 21), whether or not its session was ever used.
 func TestListenInitializeStartsNoServer(t *testing.T) {
@@ -268,6 +269,31 @@ func TestListenInitializeStartsNoServer(t *testing.T) {
 	flooded := starts() - 1
 	t.Logf("%d initialize POSTs started %d servers", flood, flooded)
 	assert.Zero(t, flooded, "the initializes started no server")
+
+	// `mcpwrap status` tells the sessions not started as idle: no attempt, no error, not a load
+	// failing ("transient, 0 attempts").
+	sessions := func() map[string]int {
+		p := startProcess(ctx, t, processOptions{Env: []string{"MCPWRAP_STATE_DIR=" + srv.StateDir}}, mcpwrapPath, "status", "--json")
+		var fronts []struct {
+			Sessions []struct {
+				Status   string `json:"status"`
+				Attempts int    `json:"attempts"`
+				Error    string `json:"error"`
+			} `json:"sessions"`
+		}
+		if p.Wait(ctx) != nil || json.Unmarshal([]byte(p.Output()), &fronts) != nil || len(fronts) != 1 {
+			return nil
+		}
+		count := map[string]int{}
+		for _, ss := range fronts[0].Sessions {
+			count[fmt.Sprintf("%s/%d/%s", ss.Status, ss.Attempts, ss.Error)]++
+		}
+		return count
+	}
+	var got map[string]int
+	want := map[string]int{"available/1/": 1, "idle/0/": flood}
+	require.Eventually(t, func() bool { got = sessions(); return assert.ObjectsAreEqual(want, got) },
+		10*time.Second, 100*time.Millisecond, "mcpwrap status --json sessions (status/attempts/error): %v", &got)
 
 	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
 	resp, body, err := rawPost(ctx, http.DefaultClient, srv.URL, ids[0], strings.NewReader(list), int64(len(list)))
