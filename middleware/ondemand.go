@@ -30,8 +30,9 @@ import (
 //
 // The dial is not held when the Session cannot answer the client's
 // handshake from memory: it has no UpstreamMemory, the upstream never
-// answered an initialize, or the client asks for another version or opens
-// with server/discover. Nor is any later dial (a restart, a reconnect), nor
+// answered an initialize, the memory withholds the version it agreed to
+// (a server turned off: its dial fails, and the client is told why), or
+// the client asks for another version or opens with server/discover. Nor is any later dial (a restart, a reconnect), nor
 // a dial outside a Session's Run.
 func OnDemand(dial Dialer) Dialer {
 	return func(ctx context.Context) (Conn, error) {
