@@ -175,6 +175,11 @@ func TestSessionWaitingForItsDemandIsIdle(t *testing.T) {
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":{}}`, string(client.next()))
 	assert.Equal(t, resilience.Outcome{Server: "lazy", Class: resilience.Idle}, s.Status(), "not started, not failing")
 	assert.Equal(t, "Server 'lazy' is not started yet; it starts on the first request that needs it.", s.Status().Message())
+	client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"discover_tools","arguments":{}}}` + "\n")
+	discovered := string(client.next()) // answered alone: it starts nothing
+	assert.Contains(t, discovered, `\"status\":\"idle\"`, "the agent is told the server is not started, not that it is starting up")
+	assert.Contains(t, discovered, "is not started yet; it starts on the first request that needs it")
+	assert.Empty(t, dialled)
 	s.Retry() // as a config change or a sign-in does: nothing failed, nothing to retry
 	assert.Empty(t, s.kick, "an idle upstream is not reloaded: it starts when asked for")
 
