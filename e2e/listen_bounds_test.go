@@ -227,7 +227,8 @@ func TestListenOneClientCannotTakeEverySession(t *testing.T) {
 // what the server answered to one (its last successful load, in the state store): the session's
 // server starts on its first request the server must answer. A first session, with nothing
 // remembered, starts its server at once; then 20 initialize POSTs start none, and each is
-// answered with what the first session's server answered; a tools/list on one of them starts
+// answered with what the first session's server answered, and `mcpwrap status` shows them idle
+// (before: "transient", 0 attempts, as if failing to load); a tools/list on one of them starts
 // exactly one, and the session works. Before, every initialize started a server (21 for these
 // 21), whether or not its session was ever used.
 func TestListenInitializeStartsNoServer(t *testing.T) {
@@ -269,6 +270,31 @@ func TestListenInitializeStartsNoServer(t *testing.T) {
 	t.Logf("%d initialize POSTs started %d servers", flood, flooded)
 	assert.Zero(t, flooded, "the initializes started no server")
 
+	// `mcpwrap status` tells the sessions not started as idle: no attempt, no error, not a load
+	// failing ("transient, 0 attempts").
+	sessions := func() map[string]int {
+		p := startProcess(ctx, t, processOptions{Env: []string{"MCPWRAP_STATE_DIR=" + srv.StateDir}}, mcpwrapPath, "status", "--json")
+		var fronts []struct {
+			Sessions []struct {
+				Status   string `json:"status"`
+				Attempts int    `json:"attempts"`
+				Error    string `json:"error"`
+			} `json:"sessions"`
+		}
+		if p.Wait(ctx) != nil || json.Unmarshal([]byte(p.Output()), &fronts) != nil || len(fronts) != 1 {
+			return nil
+		}
+		count := map[string]int{}
+		for _, ss := range fronts[0].Sessions {
+			count[fmt.Sprintf("%s/%d/%s", ss.Status, ss.Attempts, ss.Error)]++
+		}
+		return count
+	}
+	var got map[string]int
+	want := map[string]int{"available/1/": 1, "idle/0/": flood}
+	require.Eventually(t, func() bool { got = sessions(); return assert.ObjectsAreEqual(want, got) },
+		10*time.Second, 100*time.Millisecond, "mcpwrap status --json sessions (status/attempts/error): %v", &got)
+
 	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
 	resp, body, err := rawPost(ctx, http.DefaultClient, srv.URL, ids[0], strings.NewReader(list), int64(len(list)))
 	require.NoError(t, err)
@@ -282,4 +308,86 @@ func TestListenInitializeStartsNoServer(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 	assert.Contains(t, string(sseData(body)), `"pid"`, "the session works")
 	assert.Equal(t, 2, starts(), "no other server started")
+}
+
+// TestListenDisabledServerIsNotGreetedFromMemory: once the config turns a server off
+// (`enabled: false`), a new session's initialize is not answered with what the server answered
+// in its last load, as if it would start: it is told the server is disabled, and its tools/list
+// (the discovery tool alone) and tools/call (server_disabled) are the answers of a disabled
+// server nothing is remembered of; no server starts. Before, the initialize was answered from
+// memory and the session looked like one about to start.
+func TestListenDisabledServerIsNotGreetedFromMemory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	startsFile := filepath.Join(t.TempDir(), "starts")
+	upstream := append(fixtureCommand(t, fixtureSlowRestart), startsFile, "0s")
+	srv := startListen(ctx, t, listenOptions{}, upstream...)
+	starts := func() int {
+		data, _ := os.ReadFile(startsFile)
+		return bytes.Count(data, []byte("start\n"))
+	}
+	_, _, err := initializeRaw(ctx, http.DefaultClient, srv.URL)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		data, err := os.ReadFile(filepath.Join(srv.StateDir, "servers", "upstream.json"))
+		return err == nil && bytes.Contains(data, []byte(`"protocol_version"`))
+	}, 10*time.Second, 50*time.Millisecond, "the load is remembered in the state dir")
+
+	const disabled = `{"servers":{"upstream":{"enabled":false}}}`
+	require.NoError(t, os.WriteFile(srv.ConfigPath, []byte(disabled), 0o600))
+	type view struct{ instructions, list, call string }
+	// initialize opens a session on url and returns its id and the instructions its initialize
+	// was answered with.
+	initialize := func(url string) (id, instructions string, err error) {
+		id, answer, err := initializeRaw(ctx, http.DefaultClient, url)
+		if err != nil {
+			return "", "", err
+		}
+		var hs struct {
+			Result struct {
+				Instructions string `json:"instructions"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(answer, &hs); err != nil {
+			return "", "", fmt.Errorf("%w: %s", err, answer)
+		}
+		return id, hs.Result.Instructions, nil
+	}
+	// agentView completes v with what the session id on url answers to tools/list and tools/call.
+	agentView := func(url, id string, v view) view {
+		post := func(msg string) string {
+			resp, body, err := rawPost(ctx, http.DefaultClient, url, id, strings.NewReader(msg), int64(len(msg)))
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+			return string(sseData(body))
+		}
+		v.list = post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+		v.call = post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"` + fixturePIDTool + `","arguments":{}}}`)
+		return v
+	}
+	var (
+		got view
+		id  string
+	)
+	require.Eventually(t, func() bool { // the front reloads its config within a moment
+		var err error
+		id, got.instructions, err = initialize(srv.URL)
+		return err == nil && strings.Contains(got.instructions, "disabled")
+	}, 20*time.Second, 200*time.Millisecond, "a session's initialize says the server is disabled: %+v", &got)
+	assert.Contains(t, got.instructions, "Server 'upstream' is disabled in mcpwrap's config")
+	got = agentView(srv.URL, id, got)
+	assert.Equal(t, 1, starts(), "no server started")
+
+	// The same as a disabled server nothing is remembered of.
+	fresh := startListen(ctx, t, listenOptions{Config: disabled}, upstream...)
+	var want view
+	id, want.instructions, err = initialize(fresh.URL)
+	require.NoError(t, err)
+	want = agentView(fresh.URL, id, want)
+	assert.Equal(t, want.instructions, got.instructions)
+	assert.JSONEq(t, want.list, got.list, "tools/list: the discovery tool alone")
+	assert.JSONEq(t, want.call, got.call, "tools/call: the disabled status")
+	assert.Contains(t, got.list, `"name":"discover_tools"`)
+	assert.Contains(t, got.call, `"status":"server_disabled"`)
+	assert.Equal(t, 1, starts(), "no server started")
 }

@@ -46,6 +46,35 @@ func TestRejectionsCarryClassAndRetryable(t *testing.T) {
 		require.True(t, r.Result.IsError)
 		assert.Equal(t, map[string]any{"status": "server_disabled", "class": "permanent", "retryable": false}, r.Result.Meta)
 	})
+	t.Run("server_disabled, remembered, on demand", func(t *testing.T) {
+		// A memory of a server turned off withholds the version it agreed
+		// to (as the gate does): the client is told it is disabled, never
+		// greeted from memory as if it would start.
+		client, clientConn := newPeer(t, 0)
+		memory := &memoryPolicy{fakePolicy: &fakePolicy{status: map[string]string{}},
+			remembered: &UpstreamInfo{Capabilities: json.RawMessage(`{"tools":{}}`), ServerInfo: json.RawMessage(`{"name":"off","version":"2"}`)}}
+		s := &Session{Name: "off", Client: clientConn, Tools: memory,
+			Dial: OnDemand(func(context.Context) (Conn, error) {
+				return nil, &resilience.Error{Class: resilience.Permanent, Code: resilience.CodeServerDisabled, Reason: "the server is disabled"}
+			})}
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		go s.Run(ctx)
+		client.send(clientInitialize + "\n")
+		var hs struct {
+			Result struct {
+				Instructions string `json:"instructions"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal(client.next(), &hs))
+		assert.Contains(t, hs.Result.Instructions, "Server 'off' is disabled in mcpwrap's config", "answered degraded, with why")
+		client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+		assert.Contains(t, string(nextAnswer(t, client)), `"name":"discover_tools"`, "the discovery tool")
+		client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"any"}}` + "\n")
+		r := readResult(t, nextAnswer(t, client))
+		require.True(t, r.Result.IsError)
+		assert.Equal(t, map[string]any{"status": "server_disabled", "class": "permanent", "retryable": false}, r.Result.Meta)
+	})
 }
 
 // nextAnswer returns the client's next message that is not a

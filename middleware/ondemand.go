@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+
+	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
 // This file holds the start of an upstream on demand: a Dialer that waits
@@ -28,8 +30,9 @@ import (
 //
 // The dial is not held when the Session cannot answer the client's
 // handshake from memory: it has no UpstreamMemory, the upstream never
-// answered an initialize, or the client asks for another version or opens
-// with server/discover. Nor is any later dial (a restart, a reconnect), nor
+// answered an initialize, the memory withholds the version it agreed to
+// (a server turned off: its dial fails, and the client is told why), or
+// the client asks for another version or opens with server/discover. Nor is any later dial (a restart, a reconnect), nor
 // a dial outside a Session's Run.
 func OnDemand(dial Dialer) Dialer {
 	return func(ctx context.Context) (Conn, error) {
@@ -49,8 +52,10 @@ type demandKey struct{}
 // upstream yet, which the first dial of an OnDemand Dialer waits for, and
 // what the client was told from memory meanwhile. Run keeps it in its
 // context (the Session has no field for it), where the dial, the client
-// pump and the load find it. Its methods are safe for concurrent use; its
-// lock is never held while another is taken.
+// pump and the load find it. Its methods are safe for concurrent use. Its
+// lock is held while the Session's mu is taken to change the status with
+// the state (see setIdle), never the reverse: no demand method is called
+// under the Session's mu.
 type demand struct {
 	s     *Session
 	mu    sync.Mutex
@@ -98,6 +103,7 @@ func (d *demand) await(ctx context.Context) error {
 		return nil
 	}
 	d.state = demandWaiting
+	d.s.setIdle(true) // with the state: a request that ends the wait finds the status idle
 	d.mu.Unlock()
 	// A handshake captured before the dial began to wait waits for the
 	// upstream (clientHandshake looked before): answer it now.
@@ -129,6 +135,9 @@ func (d *demand) ask() {
 }
 
 func (d *demand) askLocked() {
+	if d.state == demandWaiting {
+		d.s.setIdle(false) // before the request that asked reads the status
+	}
 	if d.state != demandAsked {
 		d.state = demandAsked
 		close(d.asked)
@@ -149,6 +158,23 @@ func (d *demand) takeTold() *UpstreamInfo {
 	told := d.told
 	d.told = nil
 	return told
+}
+
+// setIdle sets the status idle while the first dial waits for the client
+// (idle true): the upstream is not started, no load attempt has begun, and
+// nothing failed; or, once the client asked (idle false), back to the
+// first load's status before its first attempt. The client is not told:
+// its view is what it was answered from memory (see answerRemembered).
+func (s *Session) setIdle(idle bool) {
+	from, to := resilience.Transient, resilience.Idle
+	if !idle {
+		from, to = to, from
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status.Class == from && s.status.Attempts == 0 {
+		s.status.Class = to
+	}
 }
 
 // rememberedInitialize returns what the Session's UpstreamMemory

@@ -11,12 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpwrap/mcpwrap/internal/framing"
+	"github.com/mcpwrap/mcpwrap/resilience"
 )
 
 // onDemandSession runs a Session whose Dialer is OnDemand around a dial of
 // upConn that reports each dial on the returned channel; the Session
 // remembers remembered, when not nil.
-func onDemandSession(t *testing.T, clientConn, upConn Conn, remembered *UpstreamInfo, clock *fakeClock) <-chan struct{} {
+func onDemandSession(t *testing.T, clientConn, upConn Conn, remembered *UpstreamInfo, clock *fakeClock) (*Session, <-chan struct{}) {
 	t.Helper()
 	dialled := make(chan struct{}, 1)
 	once := dialOnce(upConn)
@@ -39,7 +40,7 @@ func onDemandSession(t *testing.T, clientConn, upConn Conn, remembered *Upstream
 		cancel()
 		<-done
 	})
-	return dialled
+	return s, dialled
 }
 
 // serveLoad plays the upstream's side of a load: it answers the client's
@@ -112,7 +113,7 @@ func TestInitializeFromMemoryStartsTheUpstreamOnDemand(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			client, clientConn := newPeer(t, 0)
 			up, upConn := newPeer(t, 0)
-			dialled := onDemandSession(t, clientConn, upConn, tt.remembered, nil)
+			_, dialled := onDemandSession(t, clientConn, upConn, tt.remembered, nil)
 
 			client.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":` + tt.params + "}\n")
 			if !tt.lazy {
@@ -153,6 +154,52 @@ func TestInitializeFromMemoryStartsTheUpstreamOnDemand(t *testing.T) {
 	}
 }
 
+// TestSessionWaitingForItsDemandIsIdle: while its OnDemand dial waits for
+// the client's first request, its initialize answered from memory, the
+// Session's status is idle (not started, no attempt, no error), not a
+// load failing transiently; the client's request starts the load, transient
+// at its first attempt until the upstream is available. A Session that
+// cannot answer from memory is never idle: its load starts at once.
+func TestSessionWaitingForItsDemandIsIdle(t *testing.T) {
+	const (
+		params = `{"protocolVersion":"2025-11-25","capabilities":{}}`
+		result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}}}`
+	)
+	client, clientConn := newPeer(t, 0)
+	up, upConn := newPeer(t, 0)
+	s, dialled := onDemandSession(t, clientConn, upConn, &UpstreamInfo{Capabilities: json.RawMessage(`{"tools":{}}`), ProtocolVersion: "2025-11-25"}, nil)
+
+	client.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":` + params + "}\n")
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":0,"result":`+result+`}`, string(client.next()), "answered from memory")
+	client.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":{}}`, string(client.next()))
+	assert.Equal(t, resilience.Outcome{Server: "lazy", Class: resilience.Idle}, s.Status(), "not started, not failing")
+	assert.Equal(t, "Server 'lazy' is not started yet; it starts on the first request that needs it.", s.Status().Message())
+	client.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"discover_tools","arguments":{}}}` + "\n")
+	discovered := string(client.next()) // answered alone: it starts nothing
+	assert.Contains(t, discovered, `\"status\":\"idle\"`, "the agent is told the server is not started, not that it is starting up")
+	assert.Contains(t, discovered, "is not started yet; it starts on the first request that needs it")
+	assert.Empty(t, dialled)
+	s.Retry() // as a config change or a sign-in does: nothing failed, nothing to retry
+	assert.Empty(t, s.kick, "an idle upstream is not reloaded: it starts when asked for")
+
+	client.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n")
+	<-dialled
+	st := s.Status()
+	assert.Equal(t, resilience.Transient, st.Class, "loading once asked: %+v", st)
+	serveLoad(t, up, params, result)
+	assert.Contains(t, string(client.next()), `"name":"echo"`)
+	assert.Equal(t, resilience.Available, s.Status().Class)
+
+	// Nothing remembered: the load starts at once, never idle.
+	client, clientConn = newPeer(t, 0)
+	_, upConn = newPeer(t, 0)
+	s, dialled = onDemandSession(t, clientConn, upConn, nil, nil)
+	client.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":` + params + "}\n")
+	<-dialled
+	assert.Equal(t, resilience.Transient, s.Status().Class)
+}
+
 // TestInitializeFromMemoryThenASlowUpstream: a request waiting for an
 // upstream started on demand is answered with its status past the ready
 // timeout, as after a crash; the client, told at its initialize that the
@@ -164,7 +211,7 @@ func TestInitializeFromMemoryThenASlowUpstream(t *testing.T) {
 	clock := &fakeClock{}
 	client, clientConn := newPeer(t, 0)
 	up, upConn := newPeer(t, 0)
-	dialled := onDemandSession(t, clientConn, upConn, &UpstreamInfo{Capabilities: json.RawMessage(`{"tools":{}}`), ProtocolVersion: "2025-11-25"}, clock)
+	_, dialled := onDemandSession(t, clientConn, upConn, &UpstreamInfo{Capabilities: json.RawMessage(`{"tools":{}}`), ProtocolVersion: "2025-11-25"}, clock)
 
 	client.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":` + params + "}\n")
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":0,"result":`+result+`}`, string(client.next()))

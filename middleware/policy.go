@@ -80,7 +80,7 @@ type PolicyNotifier interface {
 
 // UpstreamState is the upstream's load status as the agent is told it.
 type UpstreamState struct {
-	Status   resilience.Class // the load class; its text is "available", "transient", "permanent" or "denied"
+	Status   resilience.Class // the load class; its text is "available", "transient", "permanent", "denied" or "idle"
 	Attempts int              // load attempts made
 	Error    string           // user-safe reason when not available
 	Message  string           // the full agent-facing explanation when not available

@@ -25,7 +25,9 @@ type UpstreamInfo struct {
 	// ProtocolVersion is the initialize result's protocolVersion; "" for a
 	// server/discover, which agrees to none. A Session answers a client's
 	// initialize from this memory only for the version remembered (see
-	// OnDemand).
+	// OnDemand). A memory leaves it "" while the upstream is not to be
+	// started (its server turned off), so that no client is greeted as if
+	// it would start: its load fails, and the client is told why.
 	ProtocolVersion string
 }
 
@@ -38,9 +40,10 @@ type UpstreamInfo struct {
 // serverInfo. Without one, or before the upstream ever loaded, it
 // advertises only tools: the one list it can answer truly before then.
 // A Session whose Dialer is [OnDemand] answers a client's initialize with
-// what it remembers, as the upstream answered it, and starts the upstream
-// only on the client's first request that needs it. Its methods must be safe for concurrent use; RememberedUpstream must not
-// block.
+// what it remembers, as the upstream answered it (unless the memory
+// withholds the version, see UpstreamInfo.ProtocolVersion), and starts the
+// upstream only on the client's first request that needs it. Its methods
+// must be safe for concurrent use; RememberedUpstream must not block.
 type UpstreamMemory interface {
 	// RememberedUpstream returns what the upstream said of itself in its
 	// last successful load; false when it never loaded.

@@ -7,12 +7,13 @@ import "github.com/mcpwrap/mcpwrap/resilience"
 // example once the user has signed in to it. It is the only way a denied
 // upstream is loaded again: a call does not reload it (see
 // docs/DESIGN.md, Resilience). It does nothing while the
-// upstream is available or retried anyway (transient). Safe for concurrent
-// use; the client is told of the tools with tools/list_changed once the
-// load succeeds.
+// upstream is available, retried anyway (transient) or idle (it starts
+// when the client asks for it, see OnDemand). Safe for concurrent use; the
+// client is told of the tools with tools/list_changed once the load
+// succeeds.
 func (s *Session) Retry() {
 	switch s.Status().Class {
-	case resilience.Available, resilience.Transient:
+	case resilience.Available, resilience.Transient, resilience.Idle:
 		return
 	}
 	select {

@@ -245,7 +245,8 @@ func (s *Session) Handshake() Handshake {
 
 // Status returns the upstream's current load status: transient until the
 // first load ends, available once a load's handshake and first catalog are
-// done.
+// done; idle, before that, while an [OnDemand] Dialer waits for the
+// client's first request (the upstream not started, nothing failed).
 func (s *Session) Status() resilience.Outcome {
 	s.once.Do(s.init)
 	s.mu.Lock()

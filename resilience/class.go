@@ -12,7 +12,8 @@ import (
 // retried and never reported as "still starting up".
 type Class int
 
-// The four load classes. Only [Transient] is retried automatically.
+// The load classes: the four a load ends in, and [Idle] before one
+// begins. Only [Transient] is retried automatically.
 const (
 	// Permanent failures need a human: a wrong command, URL, certificate or
 	// configuration. They are not retried automatically.
@@ -25,6 +26,11 @@ const (
 	Denied
 	// Available means the upstream loaded: handshake and catalog done.
 	Available
+	// Idle means no load has begun, and none will until the upstream is
+	// needed: it is started on the client's first request that needs it
+	// (a Session whose Dialer is middleware.OnDemand). Neither a failure
+	// nor available; nothing is retried.
+	Idle
 )
 
 var classNames = [...]string{
@@ -32,14 +38,15 @@ var classNames = [...]string{
 	Transient: "transient",
 	Denied:    "denied",
 	Available: "available",
+	Idle:      "idle",
 }
 
 // ErrUnknownClass is returned by [Class.MarshalText] and
-// [Class.UnmarshalText] for a value outside the four classes.
+// [Class.UnmarshalText] for a value outside the classes.
 var ErrUnknownClass = errors.New("resilience: unknown class")
 
 // String returns the lowercase class word: "available", "transient",
-// "permanent" or "denied"; "Class(N)" for an invalid value.
+// "permanent", "denied" or "idle"; "Class(N)" for an invalid value.
 func (c Class) String() string {
 	if c.valid() {
 		return classNames[c]

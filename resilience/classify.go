@@ -74,9 +74,9 @@ type Classifier struct {
 // Classify classifies err with the zero [Classifier].
 func Classify(err error) *Error { return Classifier{}.Classify(err) }
 
-// Classify maps err to one of the four classes with a user-safe reason and
-// a fix hint, each one line (a server's page or multi-line message is
-// summarised). It returns nil for a nil err, and the *Error already in
+// Classify maps err to a failure class (transient, permanent or denied)
+// with a user-safe reason and a fix hint, each one line (a server's page
+// or multi-line message is summarised). It returns nil for a nil err, and the *Error already in
 // err's chain if there is one (a copy, if its texts needed summarising).
 // Typed errors are recognised through errors.Is and errors.As however
 // deeply they are wrapped; anything unrecognised is [Permanent], so no

@@ -56,10 +56,13 @@ type Outcome struct {
 //	Server 'fs' is restarting after a crash (restart 2 of 5, attempt 1); its tools will be back shortly. Retry in a few seconds.
 //	Server 'fs' failed to load and needs attention: cannot start "npx": command not found. Use a full path to the command; GUI apps get a minimal PATH.
 //	Server 'linear' denied access (HTTP 403 Forbidden). Check the credentials configured for it; retrying will not help.
+//	Server 'fs' is not started yet; it starts on the first request that needs it.
 func (o Outcome) Message() string {
 	switch o.Class {
 	case Available:
 		return fmt.Sprintf("Server '%s' is available with %s.", o.Server, plural(len(o.Tools), "tool"))
+	case Idle:
+		return fmt.Sprintf("Server '%s' is not started yet; it starts on the first request that needs it.", o.Server)
 	case Transient:
 		if o.Restart > 0 && o.RetryIn <= slowRetry {
 			return fmt.Sprintf("Server '%s' is restarting after a crash%s; its tools will be back shortly. Retry in a few seconds.%s",

@@ -96,6 +96,11 @@ func TestOutcomeMessage(t *testing.T) {
 			want:    "Server 'linear' denied access (HTTP 403 Forbidden). Check the credentials configured for it; retrying will not help.",
 		},
 		{
+			name:    "idle: not started until needed",
+			outcome: resilience.Outcome{Server: "fs", Class: resilience.Idle},
+			want:    "Server 'fs' is not started yet; it starts on the first request that needs it.",
+		},
+		{
 			name:    "available with one tool",
 			outcome: resilience.Outcome{Server: "fs", Class: resilience.Available, Attempts: 1, Tools: []json.RawMessage{[]byte(`{}`)}},
 			want:    "Server 'fs' is available with 1 tool.",
@@ -124,6 +129,7 @@ func TestOutcomeMeta(t *testing.T) {
 		{name: "permanent", outcome: resilience.Outcome{Class: resilience.Permanent, Attempts: 1}, want: `{"status":"permanent","class":"permanent","attempts":1,"retryable":false}`},
 		{name: "denied", outcome: resilience.Outcome{Class: resilience.Denied, Attempts: 1}, want: `{"status":"denied","class":"denied","attempts":1,"retryable":false}`},
 		{name: "available", outcome: resilience.Outcome{Class: resilience.Available, Attempts: 1}, want: `{"status":"available","class":"available","attempts":1,"retryable":false}`},
+		{name: "idle", outcome: resilience.Outcome{Class: resilience.Idle}, want: `{"status":"idle","class":"idle","attempts":0,"retryable":false}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,6 +150,7 @@ func TestClass(t *testing.T) {
 		{class: resilience.Transient, word: "transient", retryable: true},
 		{class: resilience.Permanent, word: "permanent"},
 		{class: resilience.Denied, word: "denied"},
+		{class: resilience.Idle, word: "idle"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.word, func(t *testing.T) {

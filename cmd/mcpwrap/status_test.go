@@ -101,7 +101,7 @@ func TestStatusTableShowsLoadTime(t *testing.T) {
 		{Server: "slow", PID: 8, StartedAt: now.Add(-time.Minute), Session: runstatus.Session{Status: "available", Attempts: 2, LoadMS: 2345}},
 		{Server: "gone", PID: 9, StartedAt: now.Add(-time.Minute), Session: runstatus.Session{Status: "permanent", Attempts: 1, Error: "boom"}},
 		{Server: "front", PID: 10, StartedAt: now.Add(-time.Minute), Session: runstatus.Session{Status: runstatus.Listening},
-			Listen: "http://127.0.0.1:1/mcp", Sessions: []runstatus.Session{{Status: "available", Attempts: 1, LoadMS: 30}}},
+			Listen: "http://127.0.0.1:1/mcp", Sessions: []runstatus.Session{{Status: "available", Attempts: 1, LoadMS: 30}, {Status: "idle"}}},
 	}
 	var buf bytes.Buffer
 	require.NoError(t, writeStatusTable(&buf, list, now))
@@ -110,6 +110,7 @@ func TestStatusTableShowsLoadTime(t *testing.T) {
 	assert.Regexp(t, `(?m)^slow\s+-\s+8\s+1m0s\s+available\s+-\s+2\s+2\.3s\s+0\s`, buf.String())
 	assert.Regexp(t, `(?m)^gone\s+-\s+9\s+1m0s\s+permanent\s+-\s+1\s+-\s+0\s+0\s+0\s+0\s+0\s+boom$`, buf.String())
 	assert.Regexp(t, `(?m)^  session 1\s+available\s+-\s+1\s+30ms\s+0\s+0\s+0\s+0\s*$`, buf.String())
+	assert.Regexp(t, `(?m)^  session 2\s+idle\s+-\s+0\s+-\s+0\s+0\s+0\s+0\s*$`, buf.String(), "not started yet: no attempt, no error")
 }
 
 // TestStatusTableShowsEachSidesProtocol: the PROTOCOL column shows the

@@ -601,7 +601,11 @@ func (u userState) Baseline() bool                  { return len(u.approved) > 0
 
 // RememberedUpstream implements middleware.UpstreamMemory: what the server
 // said of itself in its last successful load, as the store last read says
-// (by any sidecar of the server).
+// (by any sidecar of the server). While the config turns the server off it
+// leaves out the protocol version agreed to: no Session answers a client's
+// initialize from memory (middleware.OnDemand) as if the server would
+// start; its load fails as disabled and the client is told so, with the
+// capabilities and serverInfo remembered (see middleware.UpstreamMemory).
 func (g *Gate) RememberedUpstream() (middleware.UpstreamInfo, bool) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
@@ -609,7 +613,11 @@ func (g *Gate) RememberedUpstream() (middleware.UpstreamInfo, bool) {
 		return middleware.UpstreamInfo{}, false
 	}
 	u := g.upstream
-	return middleware.UpstreamInfo{Capabilities: u.Capabilities, ServerInfo: u.ServerInfo, Instructions: u.Instructions, ProtocolVersion: u.ProtocolVersion}, true
+	info := middleware.UpstreamInfo{Capabilities: u.Capabilities, ServerInfo: u.ServerInfo, Instructions: u.Instructions, ProtocolVersion: u.ProtocolVersion}
+	if g.ServerDisabled() {
+		info.ProtocolVersion = ""
+	}
+	return info, true
 }
 
 // UpstreamSeen implements middleware.UpstreamMemory: it records what the

@@ -606,6 +606,34 @@ func TestGateRemembersTheUpstream(t *testing.T) {
 	assert.Equal(t, "2025-11-25", got.ProtocolVersion)
 }
 
+// TestGateRemembersNoHandshakeOfADisabledServer: while the config turns
+// the server off, what it said of itself is remembered without the
+// protocol version it agreed to, so that no Session answers a client's
+// initialize from memory as if it would start (middleware.OnDemand): the
+// client is told it is disabled. Its capabilities and serverInfo are
+// still shown by the degraded handshake. Enabled again, the version is
+// back.
+func TestGateRemembersNoHandshakeOfADisabledServer(t *testing.T) {
+	ctx := context.Background()
+	store := &memStore{}
+	seen := middleware.UpstreamInfo{Capabilities: json.RawMessage(`{"tools":{},"prompts":{}}`), ServerInfo: json.RawMessage(`{"name":"fs","version":"2"}`),
+		Instructions: "Read files.", ProtocolVersion: "2025-11-25"}
+	newGate(t, policy.Options{}, store).UpstreamSeen(ctx, seen)
+
+	g := newGate(t, policy.Options{ServerDisabled: true}, store)
+	got, ok := g.RememberedUpstream()
+	require.True(t, ok)
+	assert.Empty(t, got.ProtocolVersion, "no initialize is answered from memory")
+	assert.JSONEq(t, string(seen.Capabilities), string(got.Capabilities), "the degraded handshake's capabilities")
+	assert.JSONEq(t, string(seen.ServerInfo), string(got.ServerInfo))
+
+	enabled, err := policy.NewEvaluator(policy.Options{})
+	require.NoError(t, err)
+	g.SetEvaluator(enabled)
+	got, _ = g.RememberedUpstream()
+	assert.Equal(t, "2025-11-25", got.ProtocolVersion, "enabled: its next session may start on demand")
+}
+
 // A store that goes out of reach (a database that is down) after the gate
 // loaded the state keeps the gate judging by that state, says why through
 // StoreErr, and a rug pull seen meanwhile stays locked; a gate that never

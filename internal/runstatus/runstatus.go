@@ -83,7 +83,9 @@ type Status struct {
 // HTTP session of a --listen front.
 type Session struct {
 	// Status is the upstream's load class: "available", "transient",
-	// "permanent" or "denied".
+	// "permanent", "denied", or "idle" for one not started yet, which
+	// starts on its client's first request that needs it (a --listen
+	// session whose initialize was answered from the server's last load).
 	Status string `json:"status"`
 	// Attempts counts the load attempts of the current (or last) load.
 	Attempts int `json:"attempts"`

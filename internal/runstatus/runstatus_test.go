@@ -117,6 +117,16 @@ func TestPublisher(t *testing.T) {
 	})
 }
 
+// TestSnapshotOfAnIdleSession: a session whose upstream is not started
+// yet (it starts on the client's first request) is published as idle,
+// with no attempt and no error, and the sentence the agent would be told;
+// not as a load failing transiently.
+func TestSnapshotOfAnIdleSession(t *testing.T) {
+	got := snapshot(&fakeSource{out: resilience.Outcome{Server: "fs", Class: resilience.Idle}})
+	assert.Equal(t, Status{Session: Session{Status: "idle"},
+		Message: "Server 'fs' is not started yet; it starts on the first request that needs it."}, got)
+}
+
 func TestStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
