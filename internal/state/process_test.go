@@ -258,7 +258,7 @@ func TestKillDuringWrites(t *testing.T) {
 func TestWatchSeesOtherProcess(t *testing.T) {
 	dir := t.TempDir()
 	store := Open(dir, nil)
-	store.watch.debounce = 10 * time.Millisecond
+	store.watch.Debounce = 10 * time.Millisecond
 	w := startWatch(t, store, "other")
 	assert.Equal(t, "notify", w.awaitStart(t))
 

@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/gofrs/flock"
 
 	"github.com/mcpwrap/mcpwrap/internal/atomicfile"
+	"github.com/mcpwrap/mcpwrap/internal/filewatch"
 )
 
 // Waiting for a lock held by another process polls, because flock has no
@@ -38,7 +38,9 @@ type FileStore struct {
 	// writer is held by this process's goroutine inside Update, so that the
 	// others queue here cheaply instead of polling the file lock.
 	writer chan struct{}
-	watch  watchConfig
+	// watch holds the timings and seams of Watch and WatchAll (zero: the
+	// defaults); tests shorten and replace them.
+	watch filewatch.Watch
 }
 
 var _ Store = (*FileStore)(nil)
@@ -55,7 +57,6 @@ func Open(dir string, logger *slog.Logger) *FileStore {
 		dir:    filepath.Clean(dir),
 		logger: logger,
 		writer: make(chan struct{}, 1),
-		watch:  defaultWatchConfig(),
 	}
 }
 
@@ -288,28 +289,5 @@ func acquire(ctx context.Context, try func() (bool, error)) error {
 		case <-t.C:
 		}
 		delay = min(2*delay, maxLockDelay)
-	}
-}
-
-// watchConfig holds Watch's timings and seams; tests shorten and replace them.
-type watchConfig struct {
-	// debounce is the quiet period after a change before onChange is called.
-	debounce time.Duration
-	// maxDelay caps the wait for a quiet period under a stream of changes.
-	maxDelay time.Duration
-	// pollInterval is the cadence of the fallback when notifications fail.
-	pollInterval time.Duration
-	newWatcher   func() (*fsnotify.Watcher, error)
-	// ready, if set, is called once a watch observes its files ("notify" or
-	// "poll"); a change made after that is reported.
-	ready func(mode string)
-}
-
-func defaultWatchConfig() watchConfig {
-	return watchConfig{
-		debounce:     100 * time.Millisecond,
-		maxDelay:     time.Second,
-		pollInterval: time.Second,
-		newWatcher:   fsnotify.NewWatcher,
 	}
 }

@@ -2,17 +2,10 @@ package state
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 // Watch calls onChange after the named server's state file changes, by any
@@ -38,10 +31,9 @@ import (
 // other method. Watch waits for the goroutine it starts before it returns.
 func (s *FileStore) Watch(ctx context.Context, server string, onChange func()) {
 	paths := []string{s.files(server).path, s.legacyPath()}
-	s.watchFiles(ctx, watched{
-		what:  paths[0],
-		match: func(path string) bool { return slices.Contains(paths, path) },
-		versions: func() map[string]os.FileInfo {
+	s.watchFiles(ctx, paths[0],
+		func(path string) bool { return slices.Contains(paths, path) },
+		func() map[string]os.FileInfo {
 			infos := make(map[string]os.FileInfo, len(paths))
 			for _, p := range paths {
 				if fi, err := os.Stat(p); err == nil {
@@ -49,8 +41,7 @@ func (s *FileStore) Watch(ctx context.Context, server string, onChange func()) {
 				}
 			}
 			return infos
-		},
-	}, onChange)
+		}, onChange)
 }
 
 // WatchAll is [FileStore.Watch] for every server at once: it calls onChange
@@ -62,34 +53,19 @@ func (s *FileStore) Watch(ctx context.Context, server string, onChange func()) {
 // exhausted), a listing of the servers directory once a second, said in the
 // log. Its timings, first call and concurrency are Watch's.
 func (s *FileStore) WatchAll(ctx context.Context, onChange func()) {
-	s.watchFiles(ctx, watched{what: s.serversDir(), match: s.isStateFile, versions: s.stateFiles}, onChange)
+	s.watchFiles(ctx, s.serversDir(), s.isStateFile, s.stateFiles, onChange)
 }
 
-// watched is what a watch follows: the state files match accepts, of which
-// versions lists those that exist, by path; what names them in the log.
-type watched struct {
-	what     string
-	match    func(path string) bool
-	versions func() map[string]os.FileInfo
-}
-
-// watchFiles calls onChange, debounced, after the files of w change, until
-// ctx is done: by notifications, else by polling. It waits for the
-// goroutine it starts.
-func (s *FileStore) watchFiles(ctx context.Context, w watched, onChange func()) {
-	changed := make(chan struct{}, 1)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() {
-		err := s.notify(ctx, w, changed)
-		if err == nil || ctx.Err() != nil {
-			return
-		}
-		s.logger.Warn("state: file notifications unavailable; polling the state files",
-			"path", w.what, "interval", s.watch.pollInterval, "err", err)
-		s.poll(ctx, w.versions, changed)
-	})
-	debounce(ctx, changed, s.watch.debounce, s.watch.maxDelay, onChange)
+// watchFiles runs a [filewatch.Watch] of the state directory and its
+// servers directory (s.watch's timings and seams) for the state files match
+// accepts, of which versions lists those that exist, by path; what names
+// them in the log. It waits for the goroutine it starts.
+func (s *FileStore) watchFiles(ctx context.Context, what string, match func(path string) bool, versions func() map[string]os.FileInfo, onChange func()) {
+	w := s.watch
+	w.Dirs = []string{s.dir, s.serversDir()}
+	w.Match, w.Versions = match, versions
+	w.Name, w.Path, w.Logger = "the state files", what, s.logger
+	w.Run(ctx, onChange)
 }
 
 // isStateFile reports whether path is a server's state file (not a lock or
@@ -121,130 +97,4 @@ func (s *FileStore) stateFiles() map[string]os.FileInfo {
 		}
 	}
 	return infos
-}
-
-// notify signals changed on every notification about one of the files of
-// w. It returns nil when ctx is done, or an error if notifications cannot
-// be set up or stop working; in the latter case it signals changed first,
-// since a change may have been missed.
-func (s *FileStore) notify(ctx context.Context, w watched, changed chan<- struct{}) error {
-	if err := os.MkdirAll(s.serversDir(), 0o700); err != nil {
-		return err
-	}
-	nw, err := s.watch.newWatcher()
-	if err != nil {
-		return err
-	}
-	defer func() { _ = nw.Close() }()
-	// Watch the directories, not the files: a write renames a new file
-	// over the old one, which would end a watch on the file.
-	dirs := []string{s.dir, s.serversDir()}
-	for _, dir := range dirs {
-		if err := nw.Add(dir); err != nil {
-			return err
-		}
-	}
-	s.ready("notify")
-	signal(changed) // a change made before the watch began went unseen
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-nw.Events:
-			name := filepath.Clean(ev.Name)
-			switch {
-			case !ok:
-				signal(changed)
-				return errors.New("notifications closed")
-			case slices.Contains(dirs, name) && ev.Has(fsnotify.Remove|fsnotify.Rename):
-				signal(changed)
-				return fmt.Errorf("state directory %s was removed or renamed", name)
-			case w.match(name) && ev.Op != fsnotify.Chmod:
-				signal(changed)
-			}
-		case err, ok := <-nw.Errors:
-			if !ok {
-				signal(changed)
-				return errors.New("notifications closed")
-			}
-			// Typically a queue overflow: events were lost, so assume a change.
-			s.logger.Warn("state: file notification error", "path", w.what, "err", err)
-			signal(changed)
-		}
-	}
-}
-
-// poll signals changed whenever the files versions lists differ in number,
-// identity, size or modification time from the previous check, until ctx
-// is done.
-func (s *FileStore) poll(ctx context.Context, versions func() map[string]os.FileInfo, changed chan<- struct{}) {
-	last := versions()
-	s.ready("poll")
-	signal(changed) // a change made before the first check went unseen
-	t := time.NewTicker(s.watch.pollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		cur := versions()
-		if !maps.EqualFunc(last, cur, sameVersion) {
-			last = cur
-			signal(changed)
-		}
-	}
-}
-
-func (s *FileStore) ready(mode string) {
-	if s.watch.ready != nil {
-		s.watch.ready(mode)
-	}
-}
-
-// sameVersion reports whether a and b describe the same version of the file.
-// The identity check catches two writes within the clock's resolution:
-// every write creates a new file.
-func sameVersion(a, b os.FileInfo) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
-}
-
-// signal records a change without blocking; pending changes coalesce.
-func signal(changed chan<- struct{}) {
-	select {
-	case changed <- struct{}{}:
-	default:
-	}
-}
-
-// debounce calls onChange once the signals on changed pause for delay, or
-// maxDelay after the first unreported signal if they never pause. It
-// returns when ctx is done.
-func debounce(ctx context.Context, changed <-chan struct{}, delay, maxDelay time.Duration, onChange func()) {
-	timer := time.NewTimer(0)
-	timer.Stop()
-	defer timer.Stop()
-	var (
-		fire     <-chan time.Time // nil while no change is pending
-		deadline time.Time
-	)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-changed:
-			if fire == nil {
-				deadline = time.Now().Add(maxDelay)
-			}
-			timer.Reset(min(delay, time.Until(deadline)))
-			fire = timer.C
-		case <-fire:
-			fire = nil
-			onChange()
-		}
-	}
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -53,7 +52,7 @@ func startWatching(t *testing.T, store *FileStore, watch func(ctx context.Contex
 		done:    make(chan struct{}),
 		cancel:  cancel,
 	}
-	store.watch.ready = func(mode string) { w.ready <- mode }
+	store.watch.Ready = func(mode string) { w.ready <- mode }
 	go func() {
 		defer close(w.done)
 		watch(ctx, func() { w.changes <- struct{}{} })
@@ -120,9 +119,9 @@ var watchModes = []struct {
 // reacts within milliseconds.
 func fastWatchStore(t *testing.T, newWatcher func() (*fsnotify.Watcher, error)) *FileStore {
 	store := Open(t.TempDir(), nil)
-	store.watch.debounce = time.Millisecond
-	store.watch.pollInterval = 5 * time.Millisecond
-	store.watch.newWatcher = newWatcher
+	store.watch.Debounce = time.Millisecond
+	store.watch.PollInterval = 5 * time.Millisecond
+	store.watch.NewWatcher = newWatcher
 	return store
 }
 
@@ -139,22 +138,6 @@ func TestWatchNotices(t *testing.T) {
 			w.awaitChange(t)
 		})
 	}
-}
-
-func TestWatchFallsBackToPollingWhenDirectoryIsRemoved(t *testing.T) {
-	dir := t.TempDir() + "/state"
-	store := Open(dir, nil)
-	store.watch.debounce = time.Millisecond
-	store.watch.pollInterval = 5 * time.Millisecond
-	w := startWatch(t, store, "s")
-	require.Equal(t, "notify", w.awaitStart(t))
-
-	require.NoError(t, os.RemoveAll(dir))
-	require.Equal(t, "poll", w.awaitReady(t))
-	w.awaitChange(t) // the removal may have hidden a change
-
-	disable(t, store, "s", "t") // recreates the directory
-	w.awaitChange(t)
 }
 
 // TestWatchIgnoresOtherFiles: a sidecar is not told of changes to other
@@ -201,92 +184,6 @@ func TestWatchSeesVersion1FileMovedAside(t *testing.T) {
 			require.NoError(t, err)
 		})
 	}
-}
-
-func TestWatchReturnsWhenContextIsDone(t *testing.T) {
-	store := Open(t.TempDir(), nil)
-	w := startWatch(t, store, "s")
-	w.awaitReady(t)
-	w.cancel()
-	select {
-	case <-w.done:
-	case <-time.After(waitLimit):
-		require.FailNow(t, "Watch did not return")
-	}
-}
-
-func TestDebounce(t *testing.T) {
-	const (
-		delay    = 100 * time.Millisecond
-		maxDelay = time.Second
-	)
-	tests := []struct {
-		name string
-		// signals are the moments of the changes, in order.
-		signals []time.Duration
-		// wantCalls are the moments onChange must be called.
-		wantCalls []time.Duration
-	}{
-		{
-			name:      "single change",
-			signals:   []time.Duration{0},
-			wantCalls: []time.Duration{100 * time.Millisecond},
-		},
-		{
-			name:      "burst yields one call after it settles",
-			signals:   []time.Duration{0, 30 * time.Millisecond, 60 * time.Millisecond, 90 * time.Millisecond},
-			wantCalls: []time.Duration{190 * time.Millisecond},
-		},
-		{
-			name:      "separate bursts yield separate calls",
-			signals:   []time.Duration{0, 50 * time.Millisecond, 500 * time.Millisecond},
-			wantCalls: []time.Duration{150 * time.Millisecond, 600 * time.Millisecond},
-		},
-		{
-			name:    "endless stream is reported at least every maxDelay",
-			signals: every(30*time.Millisecond, 3*time.Second),
-			wantCalls: []time.Duration{
-				1000 * time.Millisecond, // first pending change at 0
-				2020 * time.Millisecond, // at 1020
-				3040 * time.Millisecond, // at 2040; the stream ends at 2970
-			},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				ctx, cancel := context.WithCancel(t.Context())
-				start := time.Now()
-				changed := make(chan struct{}, 1)
-				var calls []time.Duration
-				done := make(chan struct{})
-				go func() {
-					defer close(done)
-					debounce(ctx, changed, delay, maxDelay, func() { calls = append(calls, time.Since(start)) })
-				}()
-				// In the bubble, sleeping advances the fake clock to the
-				// exact moment once every goroutine is blocked.
-				for _, at := range tt.signals {
-					time.Sleep(at - time.Since(start))
-					changed <- struct{}{}
-					synctest.Wait()
-				}
-				time.Sleep(10 * time.Second)
-				cancel()
-				<-done
-				assert.Equal(t, tt.wantCalls, calls)
-			})
-		})
-	}
-}
-
-// every returns the multiples of interval below end.
-func every(interval, end time.Duration) []time.Duration {
-	var at []time.Duration
-	for d := time.Duration(0); d < end; d += interval {
-		at = append(at, d)
-	}
-	return at
 }
 
 // A caller loads the state, then starts Watch. A change made in between
@@ -388,9 +285,9 @@ func TestWatchAllSaysWhyItPolls(t *testing.T) {
 			var log syncBuffer
 			dir := filepath.Join(t.TempDir(), "state") // made by WatchAll
 			store := Open(dir, slog.New(slog.NewTextHandler(&log, nil)))
-			store.watch.debounce = time.Millisecond
-			store.watch.pollInterval = 5 * time.Millisecond
-			store.watch.newWatcher = tt.newWatcher
+			store.watch.Debounce = time.Millisecond
+			store.watch.PollInterval = 5 * time.Millisecond
+			store.watch.NewWatcher = tt.newWatcher
 			w := startWatchAll(t, store)
 			if tt.removeDir {
 				require.Equal(t, "notify", w.awaitStart(t))
