@@ -363,10 +363,10 @@ func safeReason(err error) string {
 // Watch calls fn whenever the server's sign-in may have changed: another
 // process (or this one) stored or forgot a token, or a background sign-in
 // of this Client ended. A store that announces changes (a [Notifier]: the
-// PostgreSQL document) is followed without a query of its own: a sign-in
-// anywhere is seen at once, and after a lost connection the store is read
-// again once it is back. Any other store (the keychain or file) is polled
-// for its Generation every interval (0 means one second). A read that
+// PostgreSQL document, the keychain or file) is followed without a query of
+// its own: a sign-in anywhere is seen at once, and after a lost connection
+// the store is read again once it is back. Any other store is polled for
+// its Generation every interval (0 means one second). A read that
 // fails keeps the token in memory, and says so in the log. Calls of fn are
 // never concurrent; Watch returns when ctx is done, after the goroutine it
 // started has.

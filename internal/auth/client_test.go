@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/mcpwrap/mcpwrap/internal/syncbuf"
 	"github.com/mcpwrap/mcpwrap/resilience"
@@ -60,34 +62,92 @@ func TestSecondProcessWaitsForTheSignIn(t *testing.T) {
 	assert.Equal(t, "A sign-in is under way in another window; finish it in the browser, or run `mcpwrap login linear`", resilience.Classify(err).Hint)
 }
 
-// TestWatchSeesAnotherProcessSignIn: a token stored by another process
-// (mcpwrap login) reaches a running sidecar's Watch.
-func TestWatchSeesAnotherProcessSignIn(t *testing.T) {
+// TestWatchHearsAnotherProcessSignIn: a token stored through another
+// instance of the keychain/file store on the same directory (mcpwrap login
+// in another process) reaches a running Client's Watch through the store's
+// file notification, with every poll hours away; cancelling the watch ends
+// it and every goroutine it started.
+func TestWatchHearsAnotherProcessSignIn(t *testing.T) {
 	dir := t.TempDir()
 	watcherStore, err := newFileStore(dir)
 	require.NoError(t, err)
+	watcherStore.tokens.(*localStore).watch.PollInterval = time.Hour // were notifications to fail
 	c := &Client{Name: "linear", ServerURL: "https://mcp.example/mcp", Store: watcherStore}
+	before := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithCancel(t.Context())
 	called := make(chan struct{}, 1)
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		c.Watch(ctx, 1, func() { // 1 ns: polls as fast as the ticker goes
+		c.Watch(ctx, time.Hour, func() {
 			select {
 			case called <- struct{}{}:
 			default:
 			}
 		})
 	}()
+	t.Cleanup(func() { cancel(); <-stopped })
 	other, err := newFileStore(dir)
 	require.NoError(t, err)
 	require.NoError(t, other.SaveToken(ctx, Token{ServerURL: "https://mcp.example/mcp", AccessToken: "tok"}, nil))
-	<-called
-	cancel()
-	<-stopped
+	select {
+	case <-called:
+	case <-time.After(20 * time.Second):
+		require.FailNow(t, "the sign-in of another process did not reach the watch")
+	}
 	tok, err := c.accessToken(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, "tok", tok)
+
+	cancel()
+	select {
+	case <-stopped:
+	case <-time.After(20 * time.Second):
+		require.FailNow(t, "Watch did not return once its context was done")
+	}
+	goleak.VerifyNone(t, before)
+}
+
+// TestWatchSaysWhyItPollsTheFileStore: with no file notification watcher
+// left (a user's inotify instances exhausted), the store's watch says why
+// in the log and polls the generation file, which brings another
+// process's sign-in.
+func TestWatchSaysWhyItPollsTheFileStore(t *testing.T) {
+	dir := t.TempDir()
+	watcherStore, err := newFileStore(dir)
+	require.NoError(t, err)
+	var logs syncbuf.Buffer
+	local := watcherStore.tokens.(*localStore)
+	local.logger = slog.New(slog.NewTextHandler(&logs, nil))
+	local.watch.NewWatcher = func() (*fsnotify.Watcher, error) { return nil, errors.New("too many open files") }
+	local.watch.PollInterval = 5 * time.Millisecond
+	c := &Client{Name: "linear", ServerURL: "https://mcp.example/mcp", Store: watcherStore}
+	ctx, cancel := context.WithCancel(t.Context())
+	called := make(chan struct{}, 1)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		c.Watch(ctx, time.Hour, func() {
+			select {
+			case called <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-stopped })
+	other, err := newFileStore(dir)
+	require.NoError(t, err)
+	require.NoError(t, other.SaveToken(ctx, Token{ServerURL: "https://mcp.example/mcp", AccessToken: "tok"}, nil))
+	select {
+	case <-called:
+	case <-time.After(20 * time.Second):
+		require.FailNow(t, "the sign-in of another process did not reach the polling watch")
+	}
+	tok, err := c.accessToken(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, "tok", tok)
+	assert.Contains(t, logs.String(), "file notifications unavailable; polling the sign-in store's generation file")
+	assert.Contains(t, logs.String(), "too many open files")
 }
 
 // TestStoreKeepsSecretsOutOfErrors: a corrupt store is reported without
@@ -143,7 +203,7 @@ func TestWatchIgnoresOtherServers(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		c.Watch(ctx, 1, func() { calls <- struct{}{} })
+		c.Watch(ctx, 0, func() { calls <- struct{}{} })
 	}()
 	other, err := newFileStore(dir)
 	require.NoError(t, err)

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/mcpwrap/mcpwrap/internal/filewatch"
 )
 
 // Token is one server's sign-in, stored per user and keyed by the server's
@@ -124,7 +126,9 @@ type TokenStore interface {
 }
 
 // Notifier is a [TokenStore] that announces changes, so that a [Client]
-// watching it never polls (internal/pgstore's Doc, over LISTEN/NOTIFY). A
+// watching it never polls: internal/pgstore's Doc, over LISTEN/NOTIFY, and
+// OpenStore's keychain or file, over file notifications of its generation
+// file (which poll only when notifications are unavailable). A
 // TokenStore wrapping another (as [Seal]'s does) is a Notifier when the one
 // its Unwrap() TokenStore returns is.
 type Notifier interface {
@@ -182,7 +186,7 @@ func OpenStore(stateDir string, getenv func(string) string, logger *slog.Logger)
 			logger.Info("no OS keychain available; keeping sign-in tokens in a file readable only by you", "path", filepath.Join(dir, "tokens.json"))
 		}
 	}
-	return NewStore(&localStore{dir: dir, b: b}, nil), nil
+	return NewStore(&localStore{dir: dir, b: b, logger: logger}, nil), nil
 }
 
 // newFileStore is a store kept in a file under dir, for tests.
@@ -411,11 +415,18 @@ type backend interface {
 
 // localStore is the [TokenStore] of one user on one machine: its document
 // in a backend, its locks and generation marker files in dir, so that
-// every mcpwrap process of the user shares it.
+// every mcpwrap process of the user shares it. It is a [Notifier]: every
+// Update replaces the generation file, which its Watch follows.
 type localStore struct {
-	dir string // locks and the generation marker
-	b   backend
+	dir    string // locks and the generation marker
+	b      backend
+	logger *slog.Logger // told why Watch polls; nil discards
+	// watch holds Watch's timings and seams (zero: filewatch's defaults);
+	// tests shorten and replace them.
+	watch filewatch.Watch
 }
+
+var _ Notifier = (*localStore)(nil)
 
 func (l *localStore) String() string { return l.b.where() }
 
@@ -470,6 +481,33 @@ func (l *localStore) TryLock(_ context.Context, name string) (func(), bool, erro
 }
 
 const generationFile = "generation"
+
+// Watch calls onChange once it observes the generation file, then after
+// every Update of any process sharing the store, whose last step replaces
+// that file (a rename: Update's writes are atomic), until ctx is done. It
+// holds one file notification watcher on the store's directory (made if
+// missing); without one (a user's inotify instances exhausted, the
+// directory removed) it says why in the log and checks the file once a
+// second. The keychain is no exception: its item is written only by Update,
+// which replaces the file after it; an item changed by another program is
+// not seen, as no poll of the generation would see it. Calls are debounced
+// (about 100 ms), never concurrent, and Watch waits for the goroutine it
+// starts.
+func (l *localStore) Watch(ctx context.Context, onChange func()) {
+	gen := filepath.Join(l.dir, generationFile)
+	w := l.watch
+	w.Dirs = []string{l.dir}
+	w.Match = func(path string) bool { return path == gen }
+	w.Versions = func() map[string]os.FileInfo {
+		fi, err := os.Stat(gen)
+		if err != nil {
+			return nil
+		}
+		return map[string]os.FileInfo{gen: fi}
+	}
+	w.Name, w.Path, w.Logger = "the sign-in store's generation file", gen, l.logger
+	w.Run(ctx, onChange)
+}
 
 func (l *localStore) Generation(context.Context) (string, error) {
 	b, err := os.ReadFile(filepath.Join(l.dir, generationFile))
