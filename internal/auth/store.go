@@ -16,6 +16,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/mcpwrap/mcpwrap/internal/atomicfile"
 	"github.com/mcpwrap/mcpwrap/internal/filewatch"
 )
 
@@ -451,7 +452,7 @@ func (l *localStore) Update(ctx context.Context, fn func([]byte) ([]byte, error)
 	if err := l.b.write(data); err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(l.dir, generationFile), []byte(rand.Text()), 0o600)
+	return writeFileAtomic(filepath.Join(l.dir, generationFile), []byte(rand.Text()))
 }
 
 // lockRetry is how often a busy lock is tried again.
@@ -528,32 +529,12 @@ func (f *fileBackend) read() ([]byte, error) {
 	return b, err
 }
 
-func (f *fileBackend) write(data []byte) error { return writeFileAtomic(f.path, data, 0o600) }
+func (f *fileBackend) write(data []byte) error { return writeFileAtomic(f.path, data) }
+
+// writeFileAtomic replaces path with data, mode 0600, through a hidden
+// temporary file beside it (".NAME-*", which the watch ignores).
+func writeFileAtomic(path string, data []byte) error {
+	return atomicfile.Write(path, data, 0o600, "."+filepath.Base(path)+"-*")
+}
 
 func (f *fileBackend) where() string { return "file " + f.path }
-
-// writeFileAtomic replaces path with data: temporary file, fsync, rename,
-// so a crash leaves the old or the new content, never a mix.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
