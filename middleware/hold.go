@@ -231,40 +231,46 @@ func (s *Session) awaitUpstream(ctx context.Context, msg []byte, env framing.Env
 	}()
 }
 
-// awaitFirstCatalog handles a client's tools/list that found the upstream
-// ready and its load waiting for its first catalog (see firstCatalog): the
-// upstream is not available yet, and what the agent is shown follows the
-// status. The request waits off the client pump until that load has
-// ended, due closed once its status is published, and then goes on as if
-// it had just arrived: relayed to the upstream, available; or, when the
-// load failed (its link is gone by then), waiting for a restart or
-// answered with the status, as any request that finds no upstream ready.
-// held says msg is already kept (see keep); awaitFirstCatalog releases it.
-func (s *Session) awaitFirstCatalog(ctx context.Context, msg []byte, env framing.Envelope, held bool, due <-chan struct{}) {
-	msg, env, ok := s.keep(msg, env, held)
-	if !ok {
-		return
+// answerAfterFirstCatalog takes the upstream's answer to a client's
+// tools/list (msg, of method) that comes while its load waits for its
+// first catalog (see firstCatalog), and reports whether it did. The
+// request went to the upstream at once, so no round trip is added on the
+// way to available; what the agent is shown follows the status, so the
+// answer waits, off the upstream pump, until that load has ended (due
+// closed once its status is published). Then it is filtered and written,
+// the load available; or, the load failed (its link gone by then), the
+// request is answered as unready, with the status. It takes nothing, and
+// the caller writes the answer now, when no load waits or the Session is
+// ending.
+func (s *Session) answerAfterFirstCatalog(msg []byte, method string) bool {
+	due := s.cat.firstDue()
+	if due == nil || !s.gating.start() {
+		return false
 	}
-	if !s.gating.start() {
-		s.answerUnready(ctx, env)
-		s.unhold(msg, true)
-		return
-	}
+	msg = bytes.Clone(msg) // the reader's buffer is its own again once the pump reads on
 	go func() {
 		defer s.gating.done()
 		select {
 		case <-due:
-		case <-ctx.Done(): // Run is ending: relayed or answered now, as any request
-			s.send(ctx, msg, env)
-			s.unhold(msg, true)
+		case <-s.life.Done(): // Run is ending: written now, as any answer
+		}
+		env, err := framing.Peek(msg)
+		if err != nil { // peeked before it came here: cannot fail
+			s.log.Warn("cannot read the upstream's tools/list answer again", "error", err)
 			return
 		}
-		if s.readyLink() == nil {
-			s.awaitUpstream(ctx, msg, env, true)
+		if s.readyLink() == nil && s.life.Err() == nil {
+			s.answerUnready(s.life, framing.Envelope{Kind: framing.Request, ID: env.ID, Method: method})
 			return
 		}
-		s.relayRequest(ctx, msg, env, true) // a later load may wait for its own first catalog
+		if env.Result != nil {
+			msg = s.rewriteToolsList(msg, env)
+		}
+		if err := s.Client.WriteMessage(s.life, msg); err != nil {
+			s.log.Debug("cannot write to the client", "error", err)
+		}
 	}()
+	return true
 }
 
 // answeredUnready reports whether answerUnready answers env's request

@@ -539,12 +539,6 @@ func (s *Session) relayRequest(ctx context.Context, msg []byte, env framing.Enve
 		s.gateCall(ctx, msg, env, held)
 		return
 	}
-	if s.Tools != nil && clientMethods[env.Method].is(filtered) {
-		if due := s.cat.firstDue(); due != nil {
-			s.awaitFirstCatalog(ctx, msg, env, held, due)
-			return
-		}
-	}
 	s.send(ctx, msg, env)
 	s.unhold(msg, held)
 }
@@ -834,6 +828,8 @@ func (s *Session) pumpUpstream(l *link) {
 			case ambiguous:
 				// Which result the client reads is unknown: it cannot be filtered.
 				msg = errorResponse(env.ID, codeInternalError, "the upstream's tools/list response is ambiguous; refused: "+err.Error(), nil)
+			case s.answerAfterFirstCatalog(msg, method):
+				continue
 			case env.Result != nil:
 				msg = s.rewriteToolsList(msg, env)
 			}
