@@ -66,7 +66,7 @@ func NewMetrics(meter metric.Meter) (*Metrics, error) {
 		metric.WithDescription("Restarts of the server after a crash."))
 	errs[8] = err
 	status, err := meter.Int64ObservableGauge("mcpwrap.upstream.status", metric.WithUnit("{session}"),
-		metric.WithDescription("Sessions by their server's load status class (available, transient, permanent, denied)."))
+		metric.WithDescription("Sessions by their server's load status class (available, transient, permanent, denied, or idle: not started yet)."))
 	errs[9] = err
 	sessions, err := meter.Int64ObservableUpDownCounter("mcpwrap.sessions", metric.WithUnit("{session}"),
 		metric.WithDescription("Relay sessions open (one per --listen HTTP session, one for stdio)."))
