@@ -205,9 +205,11 @@ func FuzzSetMemberPath(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, obj []byte, name string, value []byte) {
 		out, err := SetMemberPath(obj, []string{"p", name}, value)
-		if err != nil {
-			return // when each level fails is FuzzSetMember's
+		if wantSetPathErr(obj, name, value) {
+			require.Error(t, err, "SetMemberPath(%q, p.%q, %q) = %q", obj, name, value, out)
+			return
 		}
+		require.NoError(t, err, "SetMemberPath(%q, p.%q, %q)", obj, name, value)
 		want := decode(t, obj).(map[string]any)
 		inner, _ := want["p"].(map[string]any)
 		if inner == nil {
@@ -218,6 +220,39 @@ func FuzzSetMemberPath(f *testing.F) {
 		want["p"] = inner
 		assert.Equal(t, want, decode(t, out), "SetMemberPath(%q, p.%q, %q) = %q", obj, name, value, out)
 	})
+}
+
+// wantSetPathErr reports whether setting p.name to value in obj must fail,
+// by encoding/json's reading: obj or value not JSON, obj not an object, a
+// name not UTF-8, "p" or name matched in another letter case or more than
+// once at its level, or p neither absent, null nor an object.
+func wantSetPathErr(obj []byte, name string, value []byte) bool {
+	ambiguous := func(keys []string, name string) bool {
+		matches, exact := 0, 0
+		for _, k := range keys {
+			if strings.EqualFold(k, name) {
+				matches++
+				if k == name {
+					exact++
+				}
+			}
+		}
+		return matches > 1 || matches == 1 && exact == 0
+	}
+	keys, isObject := topKeys(obj)
+	if !json.Valid(obj) || !isObject || !json.Valid(value) || !utf8.ValidString(name) || ambiguous(keys, "p") {
+		return true
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(obj, &top) != nil {
+		return true
+	}
+	p, found := top["p"]
+	if !found || string(bytes.TrimSpace(p)) == "null" {
+		return false
+	}
+	inner, isObject := topKeys(p)
+	return !isObject || ambiguous(inner, name)
 }
 
 // topKeys returns the names of obj's members as encoding/json's decoder
