@@ -2,16 +2,14 @@ package era
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+
+	"github.com/mcpwrap/mcpwrap/internal/sourcetest"
 )
 
 // TestFactsHaveOneOwner keeps the era facts in this package: no other
@@ -19,52 +17,26 @@ import (
 // the stateless era in a string literal. Tests are left out (they speak
 // for a peer, which knows the wire, not mcpwrap's constants), and so is e2e.
 func TestFactsHaveOneOwner(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	require.NoError(t, err)
 	facts := []string{SessionVersion, StatelessVersion}
 	var found []string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	sourcetest.Inspect(t, "internal/era", func(n ast.Node, at func(token.Pos) string) {
+		lit, ok := n.(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			return
+		}
+		s, err := strconv.Unquote(lit.Value)
 		if err != nil {
-			return err
+			return
 		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			switch rel {
-			case ".git", "e2e", "node_modules", filepath.Join("internal", "era"):
-				return filepath.SkipDir
+		for _, f := range facts {
+			if strings.Contains(s, `"`+f+`"`) || s == f {
+				found = append(found, at(lit.Pos())+": "+f)
 			}
-			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
+		if strings.Contains(s, "io.modelcontextprotocol/") {
+			found = append(found, at(lit.Pos())+": a _meta key")
 		}
-		fset := token.NewFileSet()
-		file, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		ast.Inspect(file, func(n ast.Node) bool {
-			lit, ok := n.(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				return true
-			}
-			s, err := strconv.Unquote(lit.Value)
-			if err != nil {
-				return true
-			}
-			for _, f := range facts {
-				if strings.Contains(s, `"`+f+`"`) || s == f {
-					found = append(found, fset.Position(lit.Pos()).String()+": "+f)
-				}
-			}
-			if strings.Contains(s, "io.modelcontextprotocol/") {
-				found = append(found, fset.Position(lit.Pos()).String()+": a _meta key")
-			}
-			return true
-		})
-		return nil
 	})
-	require.NoError(t, err)
 	assert.Empty(t, found, "era facts spelled outside internal/era: import them")
 }
 

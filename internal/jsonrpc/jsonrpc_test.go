@@ -4,17 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpwrap/mcpwrap/internal/sourcetest"
 )
 
 func TestErrorResponse(t *testing.T) {
@@ -137,52 +135,26 @@ func compact(t *testing.T, v []byte) string {
 // a negative number or in a string. Tests are left out (they speak for a
 // peer, which knows the wire, not mcpwrap's constants), and so is e2e.
 func TestCodesHaveOneOwner(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	require.NoError(t, err)
 	inString := regexp.MustCompile(`-32[0-7][0-9][0-9]\b`)
 	var found []string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			switch rel {
-			case ".git", "e2e", "node_modules", filepath.Join("internal", "jsonrpc"):
-				return filepath.SkipDir
+	sourcetest.Inspect(t, "internal/jsonrpc", func(n ast.Node, at func(token.Pos) string) {
+		switch n := n.(type) {
+		case *ast.UnaryExpr:
+			lit, ok := n.X.(*ast.BasicLit)
+			if !ok || n.Op != token.SUB || lit.Kind != token.INT {
+				return
 			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		fset := token.NewFileSet()
-		file, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		ast.Inspect(file, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.UnaryExpr:
-				lit, ok := n.X.(*ast.BasicLit)
-				if !ok || n.Op != token.SUB || lit.Kind != token.INT {
-					return true
-				}
-				if v, err := strconv.ParseInt(lit.Value, 0, 64); err == nil && v >= 32000 && v <= 32768 {
-					found = append(found, fset.Position(n.Pos()).String()+": -"+lit.Value)
-				}
-			case *ast.BasicLit:
-				if n.Kind != token.STRING {
-					return true
-				}
-				if s, err := strconv.Unquote(n.Value); err == nil && inString.MatchString(s) {
-					found = append(found, fset.Position(n.Pos()).String()+": "+inString.FindString(s))
-				}
+			if v, err := strconv.ParseInt(lit.Value, 0, 64); err == nil && v >= 32000 && v <= 32768 {
+				found = append(found, at(n.Pos())+": -"+lit.Value)
 			}
-			return true
-		})
-		return nil
+		case *ast.BasicLit:
+			if n.Kind != token.STRING {
+				return
+			}
+			if s, err := strconv.Unquote(n.Value); err == nil && inString.MatchString(s) {
+				found = append(found, at(n.Pos())+": "+inString.FindString(s))
+			}
+		}
 	})
-	require.NoError(t, err)
 	assert.Empty(t, found, "JSON-RPC error codes spelled outside internal/jsonrpc: import them")
 }
