@@ -1,9 +1,11 @@
 // Package filewatch calls back after files change, by any process: one
 // fsnotify watcher on the directories that hold them, debounced, and, when
 // notifications are unavailable (a user's inotify instances exhausted, a
-// directory removed), a poll of the files' versions, its reason logged.
-// The state store's Watch and WatchAll and the sign-in store's Watch run
-// on it.
+// directory removed, a network file system whose notifications miss
+// other machines' changes, a file the caller says notifications cannot
+// follow), a poll of the files' versions, its reason logged. The state
+// store's Watch and WatchAll, the sign-in store's Watch and the config
+// file's watch run on it.
 package filewatch
 
 import (
@@ -66,6 +68,12 @@ type Watch struct {
 	// NewWatcher makes the notification watcher; nil means
 	// fsnotify.NewWatcher.
 	NewWatcher func() (*fsnotify.Watcher, error)
+	// Blind, when set, returns why notifications on Dirs may miss a change
+	// of the files (one is a symbolic link whose target they do not
+	// hold), or nil. Run asks once notifications are set up and again
+	// after each notification about one of the files; on a reason it polls
+	// from then on, as when notifications fail. nil means never.
+	Blind func() error
 	// Ready, when set, is called once Run observes the files, with "notify"
 	// or "poll": a change made after that is reported. It is called again
 	// when Run falls back to polling.
@@ -81,8 +89,9 @@ type Watch struct {
 // says "look again", and may come when nothing the caller cares about
 // changed.
 //
-// Run watches with notifications, and when they cannot be set up or stop
-// working it logs why, once, and polls the files every PollInterval, which
+// Run watches with notifications, and when they cannot be set up, stop
+// working or cannot see every change (a directory on a network file
+// system, a reason from Blind) it logs why, once, at Warn, and polls the files every PollInterval, which
 // delays a call by up to that interval. onChange is called from the
 // goroutine running Run, never concurrently with itself; while it runs,
 // further changes are coalesced into one later call.
@@ -149,6 +158,12 @@ func (w *Watch) notify(ctx context.Context, changed chan<- struct{}) error {
 		if err := nw.Add(dir); err != nil {
 			return err
 		}
+		if fs := remoteFS(dir); fs != "" {
+			return fmt.Errorf("directory %s is on %s, whose notifications miss other machines' changes", dir, fs)
+		}
+	}
+	if err := w.blind(); err != nil {
+		return err
 	}
 	w.ready("notify")
 	signal(changed) // a change made before the watch began went unseen
@@ -166,7 +181,11 @@ func (w *Watch) notify(ctx context.Context, changed chan<- struct{}) error {
 				signal(changed)
 				return fmt.Errorf("directory %s was removed or renamed", name)
 			case w.Match(name) && ev.Op != fsnotify.Chmod:
+				err := w.blind() // asked before the call it may bring
 				signal(changed)
+				if err != nil {
+					return err
+				}
 			}
 		case err, ok := <-nw.Errors:
 			if !ok {
@@ -178,6 +197,13 @@ func (w *Watch) notify(ctx context.Context, changed chan<- struct{}) error {
 			signal(changed)
 		}
 	}
+}
+
+func (w *Watch) blind() error {
+	if w.Blind == nil {
+		return nil
+	}
+	return w.Blind()
 }
 
 // poll signals changed whenever the files Versions lists differ in number,

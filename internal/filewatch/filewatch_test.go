@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -216,6 +217,64 @@ func TestRunSaysWhyItPolls(t *testing.T) {
 			writeAtomic(t, filepath.Join(dir, "generation"), "1")
 			r.awaitChange(t)
 			r.stop(t)
+			assert.Equal(t, 1, strings.Count(log.String(), "file notifications unavailable"), "the reason is logged once")
+		})
+	}
+}
+
+// TestRunPollsWhenBlind: when Blind gives a reason, at the start or after
+// a notification about the file (here: the file became a symbolic link to
+// another directory, whose edits no notification reports), Run logs it,
+// once, at Warn, and polls, which sees the target edited; while Blind has
+// no reason, Run does not poll.
+func TestRunPollsWhenBlind(t *testing.T) {
+	tests := []struct {
+		name       string
+		blindFirst bool // Blind has its reason from the start
+		wantModes  []string
+	}{
+		{name: "at the start", blindFirst: true, wantModes: []string{"poll"}},
+		{name: "after a notification", wantModes: []string{"notify", "poll"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var log syncbuf.Buffer
+			dir, elsewhere := t.TempDir(), t.TempDir()
+			path, target := filepath.Join(dir, "generation"), filepath.Join(elsewhere, "generation")
+			require.NoError(t, os.WriteFile(target, []byte("0"), 0o600))
+			if tt.blindFirst {
+				require.NoError(t, os.Symlink(target, path))
+			}
+			w := fileIn(dir, "generation", nil)
+			w.Logger = slog.New(slog.NewTextHandler(&log, nil))
+			var asked atomic.Int32
+			w.Blind = func() error {
+				asked.Add(1)
+				if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+					return errors.New("the file is a symbolic link")
+				}
+				return nil
+			}
+			versions := w.Versions
+			var polled atomic.Int32
+			w.Versions = func() map[string]os.FileInfo { polled.Add(1); return versions() }
+			r := start(t, w)
+			for _, mode := range tt.wantModes {
+				require.Equal(t, mode, r.awaitStart(t))
+				if mode == "notify" {
+					writeAtomic(t, path, "1")
+					r.awaitChange(t)
+					assert.Zero(t, polled.Load(), "Run polls while notifications see every change")
+					assert.Equal(t, int32(2), asked.Load(), "Blind is asked at the start and after the notification")
+					require.NoError(t, os.Remove(path))
+					require.NoError(t, os.Symlink(target, path))
+				}
+			}
+			require.NoError(t, os.WriteFile(target, []byte("22"), 0o600)) // no notification in dir
+			r.awaitChange(t)
+			r.stop(t)
+			assert.Contains(t, log.String(), "level=WARN msg=\"file notifications unavailable; polling the test file\"")
+			assert.Contains(t, log.String(), "the file is a symbolic link")
 			assert.Equal(t, 1, strings.Count(log.String(), "file notifications unavailable"), "the reason is logged once")
 		})
 	}
