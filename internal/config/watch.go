@@ -2,104 +2,57 @@ package config
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
-	"github.com/fsnotify/fsnotify"
-)
-
-// Watcher timings. A write is reported about watchDebounce after it, so an
-// editor's burst of writes is one change; the file is also checked every
-// watchPoll, which catches what notifications cannot see: an edit of the
-// target of a symbolic link, a directory created after the watch began, a
-// file system without notifications.
-const (
-	watchDebounce = 100 * time.Millisecond
-	watchPoll     = time.Second
+	"github.com/mcpwrap/mcpwrap/internal/filewatch"
 )
 
 // Watch calls onChange after the config file at path changes on disk
 // (written, created, removed, renamed over, or its symbolic link's target
-// edited), until ctx is done, then returns. A burst of changes yields one
-// call. onChange only says "look again": the caller loads the file itself
-// and must expect calls where nothing changed. It is called from the
-// goroutine running Watch, never concurrently with itself.
+// edited), until ctx is done, then returns, after every goroutine it
+// started. A burst of changes yields one call; the first call comes once
+// the watch has begun, for a change made before it. onChange only says
+// "look again": the caller loads the file itself and must expect calls
+// where nothing changed. It is called from the goroutine running Watch,
+// never concurrently with itself.
+//
+// Watch is a [filewatch.Watch] of the file's directory, which it makes if
+// missing, with filewatch's timings. Where notifications cannot see every
+// change of the file, it logs why, once, at Warn, and checks the file
+// every second: notifications unavailable, the directory removed or on a
+// network file system, or the file a symbolic link (an edit of its target,
+// or the swap of a link it resolves through, makes no notification about
+// the file).
 func Watch(ctx context.Context, path string, logger *slog.Logger, onChange func()) {
-	watch(ctx, path, logger, watchDebounce, watchPoll, nil, onChange)
+	w := fileWatch(path, logger)
+	w.Run(ctx, onChange)
 }
 
-// watch is Watch with its timings, and ready, when not nil, called once
-// the watch has begun.
-func watch(ctx context.Context, path string, logger *slog.Logger, debounce, poll time.Duration, ready, onChange func()) {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+// fileWatch returns the watch of the config file at path that Watch runs;
+// tests shorten its timings and observe it.
+func fileWatch(path string, logger *slog.Logger) filewatch.Watch {
 	path = filepath.Clean(path)
-	var events <-chan fsnotify.Event
-	var errs <-chan error
-	if w, err := fsnotify.NewWatcher(); err == nil {
-		defer func() { _ = w.Close() }()
-		// The directory, not the file: editors and atomic writers rename a
-		// new file over the old one, which would end a watch on the file.
-		if err := w.Add(filepath.Dir(path)); err == nil {
-			events, errs = w.Events, w.Errors
-		} else {
-			logger.Debug("config: no file notifications; checking the file every second", "path", path, "error", err)
-		}
-	}
-	ticker := time.NewTicker(poll)
-	defer ticker.Stop()
-	timer := time.NewTimer(0)
-	timer.Stop()
-	defer timer.Stop()
-	last := statFile(path)
-	if ready != nil {
-		ready()
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-events:
-			if !ok {
-				events = nil
-				continue
+	return filewatch.Watch{
+		Dirs:  []string{filepath.Dir(path)},
+		Match: func(p string) bool { return p == path },
+		Versions: func() map[string]os.FileInfo {
+			fi, err := os.Stat(path) // follows a symbolic link to its target
+			if err != nil {
+				return nil
 			}
-			if filepath.Clean(ev.Name) == path && ev.Op != fsnotify.Chmod {
-				timer.Reset(debounce)
+			return map[string]os.FileInfo{path: fi}
+		},
+		Blind: func() error {
+			if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				return fmt.Errorf("%s is a symbolic link, whose target's changes make no notification in its directory", path)
 			}
-		case _, ok := <-errs:
-			if !ok {
-				errs = nil
-				continue
-			}
-			timer.Reset(debounce) // events were lost: assume a change
-		case <-ticker.C:
-			if cur := statFile(path); !sameFile(last, cur) {
-				timer.Reset(debounce)
-			}
-		case <-timer.C:
-			last = statFile(path)
-			onChange()
-		}
+			return nil
+		},
+		Name:   "the config file",
+		Path:   path,
+		Logger: logger,
 	}
-}
-
-// statFile returns the config file's info, following symbolic links, or nil.
-func statFile(path string) os.FileInfo {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil
-	}
-	return fi
-}
-
-// sameFile reports whether a and b describe the same version of the file.
-func sameFile(a, b os.FileInfo) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
