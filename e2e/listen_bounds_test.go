@@ -77,11 +77,13 @@ func initializeRaw(ctx context.Context, client *http.Client, url string) (id str
 }
 
 // TestListenLargeBodiesKeepMemoryBounded sends 32 POSTs of 63 MiB at once (tool calls of the raw
-// server's sink, which takes anything), each a message under the 64 MiB limit, to one session:
-// mcpwrap holds only as many bodies as its budget for bodies allows (256 MiB: 4 of them) and
-// refuses the others at once with 503 and Retry-After, reading them only to drop them, so its peak
-// RSS stays bounded whatever the number of connections: 4.0 GiB before the budget (127 MiB a body,
-// read into buffers grown by copying), 269 MiB with it. Every POST is answered.
+// server's sink, which takes anything), each a message under the 64 MiB limit, to one session,
+// from 4 clients (loopback addresses), so that the budget as a whole binds before any client's
+// share of it (129 MiB: 2 bodies): mcpwrap holds only as many bodies as its budget for bodies
+// allows (256 MiB: 4 of them) and refuses the others at once with 503 and Retry-After, reading
+// them only to drop them, so its peak RSS stays bounded whatever the number of connections:
+// 4.0 GiB before the budget (127 MiB a body, read into buffers grown by copying), 269 MiB with
+// it. Every POST is answered.
 func TestListenLargeBodiesKeepMemoryBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends 2 GiB")
@@ -107,11 +109,12 @@ func TestListenLargeBodiesKeepMemoryBounded(t *testing.T) {
 		err        error
 	}
 	out := make([]outcome, posts)
+	clients := []*http.Client{clientFrom("127.0.0.1"), clientFrom("127.0.0.2"), clientFrom("127.0.0.3"), clientFrom("127.0.0.4")}
 	var wg sync.WaitGroup
 	for i := range posts {
 		wg.Go(func() {
 			b := body(i + 2)
-			resp, got, err := rawPost(ctx, http.DefaultClient, srv.URL, sid, bytes.NewReader(b), int64(len(b)))
+			resp, got, err := rawPost(ctx, clients[i%len(clients)], srv.URL, sid, bytes.NewReader(b), int64(len(b)))
 			if err != nil {
 				out[i].err = err
 				return

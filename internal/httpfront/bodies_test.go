@@ -74,6 +74,112 @@ func TestBodiesTakeTheBudget(t *testing.T) {
 	assert.Zero(t, ts.front.bodies.inUse())
 }
 
+// sendSlowly sends a POST of body to session from the loopback IP from,
+// but for its last 10 bytes, and waits until the budget holds at least
+// wantHeld bytes (the server took the body's size). It returns the
+// connection, on which finish sends the rest.
+func (ts *testServer) sendSlowly(t *testing.T, from, session, body string, wantHeld int64) net.Conn {
+	t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	conn, err := d.DialContext(t.Context(), "tcp", ts.Listener.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	_, err = fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json\r\n%s: %s\r\nContent-Length: %d\r\n\r\n%s",
+		ts.Listener.Addr(), HeaderSessionID, session, len(body), body[:len(body)-10])
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return ts.front.bodies.inUse() >= wantHeld },
+		10*time.Second, time.Millisecond, "the held body takes its size")
+	return conn
+}
+
+// finish sends the last 10 bytes of body on conn and returns the answer.
+func finish(t *testing.T, conn net.Conn, body string) (int, string) {
+	t.Helper()
+	_, err := io.WriteString(conn, body[len(body)-10:])
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	return resp.StatusCode, readAll(t, resp)
+}
+
+// TestBodiesAreSharedOutPerClient has one client hold its whole share of
+// the budget for bodies in slow uploads, in two sessions: its next body is
+// refused at once with 503 and Retry-After, though the budget as a whole
+// has room, while another client's body is served. A slow upload whose
+// client leaves gives its bytes back too, and once every body is done no
+// bytes and no client are left in the budget. Before, the budget had no
+// share per client: one client's slow uploads could take all of it, and
+// every other client got 503.
+func TestBodiesAreSharedOutPerClient(t *testing.T) {
+	t.Parallel()
+	const budget, share = 112 << 10, 64 << 10
+	ts := newTestServer(t, func(s *Server) { s.MaxBufferedBytes, s.MaxBufferedBytesPerClient = budget, share })
+	idA1, idA2 := ts.initializeFrom(t, clientA), ts.initializeFrom(t, clientA)
+	idB := ts.initializeFrom(t, clientB)
+	text := func(c byte, n int) string { return fmt.Sprintf(`{"text":%q}`, strings.Repeat(string(c), n)) }
+
+	// Client A holds its share, but for a few bytes, in two slow uploads.
+	slow1, slow2 := call(10, "echo", text('x', 30<<10)), call(11, "echo", text('y', 30<<10))
+	conn1 := ts.sendSlowly(t, clientA, idA1, slow1, int64(len(slow1)))
+	conn2 := ts.sendSlowly(t, clientA, idA2, slow2, int64(len(slow1)+len(slow2)))
+
+	tests := []struct {
+		name       string
+		req        request
+		wantStatus int
+		wantErr    error
+	}{
+		{name: "the client past its share", req: request{Session: idA1, From: clientA, Body: call(12, "echo", text('a', 8<<10))},
+			wantStatus: http.StatusServiceUnavailable, wantErr: ErrClientBodies},
+		{name: "another client", req: request{Session: idB, From: clientB, Body: call(13, "echo", text('b', 40<<10))},
+			wantStatus: http.StatusOK},
+		{name: "another client past the whole budget", req: request{Session: idB, From: clientB, Body: call(14, "echo", text('c', 60<<10))},
+			wantStatus: http.StatusServiceUnavailable, wantErr: ErrBodiesBusy},
+	}
+	for _, tt := range tests {
+		resp := ts.do(t, tt.req)
+		body := readAll(t, resp)
+		assert.Equal(t, tt.wantStatus, resp.StatusCode, "%s: %.200s", tt.name, body)
+		if tt.wantErr != nil {
+			assert.Equal(t, retryAfter, resp.Header.Get("Retry-After"), tt.name)
+			assert.True(t, strings.Contains(body, tt.wantErr.Error()), "%s: %.200s", tt.name, body)
+		}
+	}
+
+	// One slow upload is finished, the other's client leaves.
+	status, body := finish(t, conn1, slow1)
+	assert.Equal(t, http.StatusOK, status, "%.200s", body)
+	require.NoError(t, conn2.Close())
+	require.Eventually(t, func() bool { return ts.front.bodies.inUse() == 0 },
+		10*time.Second, time.Millisecond, "the bytes of the body cut short are given back")
+	assert.Zero(t, ts.front.bodies.holders(), "no client is left in the budget")
+
+	resp := ts.do(t, tests[0].req)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the body refused before fits now: %.200s", readAll(t, resp))
+	assert.Zero(t, ts.front.bodies.inUse())
+	assert.Zero(t, ts.front.bodies.holders())
+}
+
+// TestBodyShareDefaults checks MaxBufferedBytesPerClient's zero value: half
+// the budget, but never less than one body of the largest size may take.
+func TestBodyShareDefaults(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		server *Server
+		want   int64
+	}{
+		{name: "zero value", server: &Server{}, want: DefaultMaxBufferedBytesPerClient},
+		{name: "half the budget", server: &Server{MaxBodyBytes: 1 << 20, MaxBufferedBytes: 100 << 20}, want: 50 << 20},
+		{name: "one body of the largest size fits", server: &Server{MaxBodyBytes: 1 << 20, MaxBufferedBytes: 4 << 20}, want: 2<<20 + chunkMax},
+		{name: "set", server: &Server{MaxBufferedBytesPerClient: 5}, want: 5},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, tt.server.maxBufferedBytesPerClient(), tt.name)
+	}
+}
+
 // TestBodyBytesAreGivenBackOnEveryPath sends bodies that end every way a
 // POST can (answered, accepted, refused, cut short, to a session that does
 // not exist, of unknown length) and checks that none keeps its bytes.
@@ -123,11 +229,12 @@ func TestBodyBytesAreGivenBackOnEveryPath(t *testing.T) {
 func TestReadBody(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name    string
-		size    int
-		chunked bool
-		budget  int64
-		wantErr error
+		name      string
+		size      int
+		chunked   bool
+		budget    int64
+		perClient int64
+		wantErr   error
 	}{
 		{name: "known length", size: 100 << 10, budget: 100 << 10},
 		{name: "known length, empty", size: 0, budget: 1},
@@ -135,6 +242,10 @@ func TestReadBody(t *testing.T) {
 		{name: "unknown length", size: 3<<20 + 5, chunked: true, budget: 8 << 20},
 		{name: "unknown length, small", size: 10, chunked: true, budget: 2 * chunkMin},
 		{name: "unknown length, over the budget", size: 3 << 20, chunked: true, budget: 4 << 20, wantErr: ErrBodiesBusy},
+		{name: "known length, within the client's share", size: 100 << 10, budget: 1 << 20, perClient: 100 << 10},
+		{name: "known length, over the client's share", size: 100 << 10, budget: 1 << 20, perClient: 100<<10 - 1, wantErr: ErrClientBodies},
+		{name: "unknown length, at its peak", size: 3 << 20, chunked: true, budget: 8 << 20, perClient: bodyPeak(3 << 20)},
+		{name: "unknown length, over the client's share", size: 3 << 20, chunked: true, budget: 8 << 20, perClient: 4 << 20, wantErr: ErrClientBodies},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,11 +259,12 @@ func TestReadBody(t *testing.T) {
 			if tt.chunked {
 				r.ContentLength = -1
 			}
-			b := &budget{limit: tt.budget}
-			got, held, err := readBody(nil, r, 64<<20, b)
+			b := &budget{limit: tt.budget, perClient: tt.perClient}
+			got, held, err := readBody(nil, r, 64<<20, b, "c")
 			if tt.wantErr != nil {
 				assert.ErrorIs(t, err, tt.wantErr)
 				assert.Zero(t, b.inUse(), "a refused body takes nothing")
+				assert.Zero(t, b.holders())
 				return
 			}
 			require.NoError(t, err)
@@ -162,6 +274,7 @@ func TestReadBody(t *testing.T) {
 			held.release()
 			held.release()
 			assert.Zero(t, b.inUse())
+			assert.Zero(t, b.holders(), "a client holding nothing has no entry")
 		})
 	}
 }

@@ -34,7 +34,7 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	body, held, err := readBody(w, r, s.maxBodyBytes(), &s.bodies)
+	body, held, err := readBody(w, r, s.maxBodyBytes(), &s.bodies, s.clientOf(r))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		switch {
@@ -43,7 +43,10 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 				fmt.Sprintf("Request Entity Too Large: the body exceeds the %d-byte limit", tooBig.Limit))
 		case errors.Is(err, ErrBodiesBusy):
 			s.log.Warn("request refused: the bodies being read take the budget", "budget", s.maxBufferedBytes(), "remote", r.RemoteAddr)
-			refuseBusy(w, r, s.maxBodyBytes())
+			refuseBusy(w, r, s.maxBodyBytes(), err)
+		case errors.Is(err, ErrClientBodies):
+			s.log.Warn("request refused: the client's bodies being read take its share of the budget", "share", s.maxBufferedBytesPerClient(), "remote", r.RemoteAddr)
+			refuseBusy(w, r, s.maxBodyBytes(), err)
 		default:
 			writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "Bad Request: cannot read the body: "+err.Error())
 		}

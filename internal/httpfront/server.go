@@ -47,10 +47,16 @@ const (
 	// DefaultMaxBufferedBytes bounds the bytes of the bodies read and held
 	// at once: four bodies of the largest size, or many more small ones.
 	DefaultMaxBufferedBytes = 4 * DefaultMaxBodyBytes
+	// DefaultMaxBufferedBytesPerClient is the most body bytes one client
+	// holds with the default limits: a share of MaxBufferedBytes (see
+	// clientShare), raised to what one body of the largest size may take
+	// at once (see bodyPeak): 129 MiB.
+	DefaultMaxBufferedBytesPerClient = max(DefaultMaxBufferedBytes/clientShare, 2*DefaultMaxBodyBytes+chunkMax)
 )
 
-// clientShare is the part of MaxSessions one client may hold: 2, half, so
-// that another always finds half the slots.
+// clientShare is the part of MaxSessions, and of MaxBufferedBytes, one
+// client may hold: 2, half, so that another always finds half the slots
+// and half the budget for bodies.
 const clientShare = 2
 
 // maxEvictions bounds the idle sessions one initialize ends to make room
@@ -58,7 +64,8 @@ const clientShare = 2
 const maxEvictions = 4
 
 // retryAfter is the Retry-After, in seconds, of a 503 answered because
-// the Server is busy (its body budget or its sessions are full): bodies
+// the Server, or the client's share of it, is busy (its body budget or its
+// sessions are full): bodies
 // are read and handed on in about that long.
 const retryAfter = "1"
 
@@ -81,6 +88,9 @@ var (
 	// ErrBodiesBusy: the bodies being read and held take MaxBufferedBytes
 	// (503, with Retry-After).
 	ErrBodiesBusy = errors.New("too many request bytes are being read at once")
+	// ErrClientBodies: the client's bodies being read and held take
+	// MaxBufferedBytesPerClient (503, with Retry-After).
+	ErrClientBodies = errors.New("this client's request bytes being read take its share of the budget")
 )
 
 // A Server serves MCP over streamable HTTP: POST with JSON or SSE answers,
@@ -147,6 +157,16 @@ type Server struct {
 	// [DefaultMaxBufferedBytes], raised to MaxBodyBytes when that is
 	// larger, so that a body of the largest size allowed fits.
 	MaxBufferedBytes int64
+	// MaxBufferedBytesPerClient bounds the bytes of the POST bodies one
+	// client (as for MaxSessionsPerClient) reads and holds at once, within
+	// MaxBufferedBytes: a body past it is refused like one past
+	// MaxBufferedBytes, while other clients' bodies are still read, so
+	// that one client's slow uploads cannot take the whole budget. 0 means
+	// half of MaxBufferedBytes, raised to what one body of MaxBodyBytes may
+	// take at once (twice its size and a piece, while a body of unknown
+	// length is joined), so that a client can always send one body of the
+	// largest size: [DefaultMaxBufferedBytesPerClient] by default.
+	MaxBufferedBytesPerClient int64
 	// StallTimeout bounds how long a write to an SSE stream may go without
 	// the client reading a byte of it. A client that reads slowly is
 	// waited for; one that stops reading, with its connection open, has
@@ -185,6 +205,7 @@ func (s *Server) init() {
 	s.sessions = make(map[string]*session)
 	s.clients = make(map[string]int)
 	s.bodies.limit = s.maxBufferedBytes()
+	s.bodies.perClient = s.maxBufferedBytesPerClient()
 	s.noCalls = make(chan struct{})
 	close(s.noCalls)
 }
@@ -229,6 +250,13 @@ func (s *Server) maxBufferedBytes() int64 {
 		return s.MaxBufferedBytes
 	}
 	return max(DefaultMaxBufferedBytes, s.maxBodyBytes())
+}
+
+func (s *Server) maxBufferedBytesPerClient() int64 {
+	if s.MaxBufferedBytesPerClient > 0 {
+		return s.MaxBufferedBytesPerClient
+	}
+	return max(s.maxBufferedBytes()/clientShare, bodyPeak(s.maxBodyBytes()))
 }
 
 // Sessions returns the relays of the open sessions, for callers that must
@@ -453,7 +481,8 @@ func leastRecentlyUsed(pool []*session) *session {
 	return victim
 }
 
-// clientOf names the client of r for MaxSessionsPerClient: its bearer
+// clientOf names the client of r for MaxSessionsPerClient and
+// MaxBufferedBytesPerClient: its bearer
 // token when the Server checks one (as a digest: it is never kept), else
 // the host of its remote address. An unchecked token names no one: any
 // client could send a new one with each request.

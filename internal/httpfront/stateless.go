@@ -265,8 +265,8 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, msgs []i
 	id := ss.nextID()
 	// The rewritten message is a copy, held with the body (whose bytes
 	// are garbage once it is made) until the relay takes it.
-	if !held.grow(int64(len(m.msg) + 2*len(id))) { // at most the id and the token grow
-		writeBusy(w, m.env.ID, ErrBodiesBusy)
+	if err := held.grow(int64(len(m.msg) + 2*len(id))); err != nil { // at most the id and the token grow
+		writeBusy(w, m.env.ID, err)
 		return
 	}
 	clientID := bytes.Clone(m.env.ID)
