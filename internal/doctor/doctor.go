@@ -188,7 +188,13 @@ func Check(ctx context.Context, t Target) Result {
 		select {
 		case st = <-loaded:
 		case <-ctx.Done():
-			st = s.Status() // still loading: its handshake done, its tool list not
+		}
+		if ctx.Err() != nil && st.Class != resilience.Available {
+			// The budget is spent, which cuts the load off: an outcome
+			// that comes with it is that cut ("load canceled"), not the
+			// server's doing. It is still loading, its handshake done and
+			// its tool list not.
+			st = resilience.Outcome{Class: resilience.Transient, Attempts: max(st.Attempts, s.Status().Attempts)}
 		}
 	}
 	res.LoadTime = time.Since(start)
