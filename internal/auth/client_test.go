@@ -74,11 +74,29 @@ func TestWatchHearsAnotherProcessSignIn(t *testing.T) {
 	watcherStore.tokens.(*localStore).watch.PollInterval = time.Hour // were notifications to fail
 	c := &Client{Name: "linear", ServerURL: "https://mcp.example/mcp", Store: watcherStore}
 	before := goleak.IgnoreCurrent()
+	cancel, stopped := watchSignInElsewhere(t, c, dir)
+
+	cancel()
+	select {
+	case <-stopped:
+	case <-time.After(20 * time.Second):
+		require.FailNow(t, "Watch did not return once its context was done")
+	}
+	goleak.VerifyNone(t, before)
+}
+
+// watchSignInElsewhere runs c.Watch (its own poll an hour apart), signs
+// in through another store on dir, as another process would, and requires
+// the watch to call back and c to send the new token. It returns the
+// watch's cancel and a channel closed once Watch has returned; cleanup
+// cancels and waits for it too.
+func watchSignInElsewhere(t *testing.T, c *Client, dir string) (cancel func(), stopped <-chan struct{}) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	called := make(chan struct{}, 1)
-	stopped := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
-		defer close(stopped)
+		defer close(done)
 		c.Watch(ctx, time.Hour, func() {
 			select {
 			case called <- struct{}{}:
@@ -86,7 +104,7 @@ func TestWatchHearsAnotherProcessSignIn(t *testing.T) {
 			}
 		})
 	}()
-	t.Cleanup(func() { cancel(); <-stopped })
+	t.Cleanup(func() { cancel(); <-done })
 	other, err := newFileStore(dir)
 	require.NoError(t, err)
 	require.NoError(t, other.SaveToken(ctx, Token{ServerURL: "https://mcp.example/mcp", AccessToken: "tok"}, nil))
@@ -98,14 +116,7 @@ func TestWatchHearsAnotherProcessSignIn(t *testing.T) {
 	tok, err := c.accessToken(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, "tok", tok)
-
-	cancel()
-	select {
-	case <-stopped:
-	case <-time.After(20 * time.Second):
-		require.FailNow(t, "Watch did not return once its context was done")
-	}
-	goleak.VerifyNone(t, before)
+	return cancel, done
 }
 
 // TestWatchSaysWhyItPollsTheFileStore: with no file notification watcher
@@ -122,30 +133,7 @@ func TestWatchSaysWhyItPollsTheFileStore(t *testing.T) {
 	local.watch.NewWatcher = func() (*fsnotify.Watcher, error) { return nil, errors.New("too many open files") }
 	local.watch.PollInterval = 5 * time.Millisecond
 	c := &Client{Name: "linear", ServerURL: "https://mcp.example/mcp", Store: watcherStore}
-	ctx, cancel := context.WithCancel(t.Context())
-	called := make(chan struct{}, 1)
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		c.Watch(ctx, time.Hour, func() {
-			select {
-			case called <- struct{}{}:
-			default:
-			}
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-stopped })
-	other, err := newFileStore(dir)
-	require.NoError(t, err)
-	require.NoError(t, other.SaveToken(ctx, Token{ServerURL: "https://mcp.example/mcp", AccessToken: "tok"}, nil))
-	select {
-	case <-called:
-	case <-time.After(20 * time.Second):
-		require.FailNow(t, "the sign-in of another process did not reach the polling watch")
-	}
-	tok, err := c.accessToken(t.Context())
-	require.NoError(t, err)
-	assert.Equal(t, "tok", tok)
+	watchSignInElsewhere(t, c, dir)
 	assert.Contains(t, logs.String(), "file notifications unavailable; polling the sign-in store's generation file")
 	assert.Contains(t, logs.String(), "too many open files")
 }
